@@ -1,0 +1,55 @@
+/* dag.h - the dependency graph of one training batch (SPEC section 4).
+ *
+ * Nodes are the schedule's actions (same indices).  Edges u -> v:
+ *  1. consecutive actions of one rank;
+ *  2. same (type, stage), microbatch m -> m+1;
+ *  3. F(m,s) -> B(m,s) or I(m,s); I(m,s) -> W(m,s);
+ *  4. F(m,s) -> F(m,s+1);
+ *  5. B or I of (m,s) -> B or I of (m,s-1).
+ * An edge between actions on different ranks carries a lag (p2p time).
+ */
+#ifndef TF_DAG_H
+#define TF_DAG_H
+
+#include "tf/error.h"
+#include "tf/schedule.h"
+
+/* Bit set of the rules that produced an edge (an edge may come from several). */
+enum {
+    TF_EDGE_RANK_ORDER = 1 << 0,
+    TF_EDGE_MICROBATCH = 1 << 1,
+    TF_EDGE_BACKWARD_AFTER_FORWARD = 1 << 2,
+    TF_EDGE_FORWARD_NEXT_STAGE = 1 << 3,
+    TF_EDGE_BACKWARD_PREV_STAGE = 1 << 4
+};
+
+typedef struct tf_dag {
+    int n;            /* nodes = schedule actions */
+    int n_edges;
+    /* CSR successor lists: edges out of u are succ[succ_offset[u] .. succ_offset[u+1]-1] */
+    int *succ_offset; /* n + 1 */
+    int *succ;        /* n_edges: target node */
+    double *lag;      /* n_edges: p2p lag in ms (0 on one rank) */
+    unsigned char *rule; /* n_edges: TF_EDGE_* bits */
+    int *topo;        /* n: a topological order */
+} tf_dag;
+
+/* Builds the DAG of schedule s with lag p2p_ms on cross-rank edges.
+ * Returns 0, TF_ENOMEM, or TF_ECYCLE with a message naming the actions on
+ * one cycle ("0F1 -> 1F1 -> ... -> 0F1"): such an order deadlocks.
+ * On success *out owns its arrays (tf_dag_free). */
+int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err);
+
+/* Longest path with node durations dur[n]: start[i] (n, may be NULL) gets the
+ * earliest start of each action when every action starts as soon as its
+ * predecessors finish (plus lags).  Returns the batch time (makespan). */
+double tf_dag_longest_path(const tf_dag *g, const double *dur, double *start);
+
+/* Marks critical[i] = 1 for actions with zero slack (relative tolerance
+ * 1e-9 of the makespan) in the schedule with durations dur, else 0. */
+void tf_dag_critical(const tf_dag *g, const double *dur, unsigned char *critical);
+
+/* Frees the arrays of g and zeroes it. */
+void tf_dag_free(tf_dag *g);
+
+#endif

@@ -1,0 +1,55 @@
+/* freeze.h - the freeze-ratio linear program (SPEC section 5).
+ *
+ * Variables: start time t_i of every action, freeze ratio r_i of every
+ * freezable action (B or W with min < max), makespan T.  Duration
+ * w_i = max_i - r_i (max_i - min_i).  Constraints: t_u + w_u + lag <= t_v per
+ * edge, t_u + w_u <= T per sink, per-stage mean r <= cap.  Objective,
+ * lexicographic: minimise T; then (least-freeze) minimise sum r, or (spread)
+ * minimise max r and then sum r.  Solved with lp_solve in sequential solves,
+ * each fixing the previous optimum, so the answer is the exact lexicographic
+ * optimum (within solver tolerance) rather than a weighted compromise.
+ */
+#ifndef TF_FREEZE_H
+#define TF_FREEZE_H
+
+#include <stddef.h>
+
+#include "tf/dag.h"
+#include "tf/error.h"
+#include "tf/schedule.h"
+
+typedef enum { TF_OBJECTIVE_LEAST_FREEZE = 0, TF_OBJECTIVE_SPREAD = 1 } tf_objective;
+
+/* "least-freeze" / "spread" <-> enum.  parse returns 0 or TF_EINVAL. */
+const char *tf_objective_name(tf_objective o);
+int tf_objective_parse(const char *name, tf_objective *o);
+
+typedef struct tf_freeze_result {
+    double makespan;     /* optimal batch time T */
+    double *ratio;       /* n: freeze ratio per action (0 for fixed ones) */
+    double *duration;    /* n: planned duration w_i */
+    double *start;       /* n: earliest start under the planned durations */
+    int variables;       /* columns of the LP */
+    int constraints;     /* rows of the LP */
+    int solves;          /* lp_solve calls made */
+    double seconds;      /* wall time spent building and solving */
+    char status[32];     /* "optimal" or lp_solve's status name */
+} tf_freeze_result;
+
+/* Is action i freezable: type B or W with min_ms[i] < max_ms[i]. */
+int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms);
+
+/* Solves the freeze LP for schedule s with DAG g, durations max_ms/min_ms and
+ * per-stage caps cap[s->stages] in [0, 1].  Returns 0 with *out filled (free
+ * with tf_freeze_result_free), or TF_ESOLVER naming lp_solve's status, or
+ * TF_ENOMEM.  Never returns a partial result. */
+int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
+                    const double *min_ms, const double *cap, tf_objective objective,
+                    tf_freeze_result *out, tf_error *err);
+
+void tf_freeze_result_free(tf_freeze_result *r);
+
+/* Writes lp_solve's version ("5.5.2.5") into buf[size]; returns buf. */
+char *tf_freeze_solver_version(char *buf, size_t size);
+
+#endif

@@ -1,0 +1,69 @@
+/* profile.h - profiled stage timings (profile.json, SPEC section 6).
+ *
+ * A profile names a schedule (built-in, or an explicit `order`), the pipeline
+ * shape, per-stage timings, optional per-action measured overrides and the
+ * freeze caps.  Loading validates everything: an error names the JSON path
+ * and the bad value.
+ */
+#ifndef TF_PROFILE_H
+#define TF_PROFILE_H
+
+#include "tf/error.h"
+#include "tf/schedule.h"
+
+typedef struct tf_stage_times {
+    double forward_ms;
+    double backward_ms;                /* full B */
+    double backward_frozen_ms;         /* B with every weight frozen */
+    double backward_input_ms;          /* I, split schedules only (else 0) */
+    double backward_weight_ms;         /* W, split schedules only (else 0) */
+    double backward_weight_frozen_ms;  /* W frozen */
+    double parameters;                 /* parameter count, 0 if unknown */
+} tf_stage_times;
+
+typedef struct tf_action_time {
+    tf_action_type type;
+    int stage, microbatch;
+    double ms;          /* measured full duration */
+    double frozen_ms;   /* measured frozen duration, < 0 if not given */
+} tf_action_time;
+
+typedef struct tf_profile {
+    tf_schedule schedule;      /* built-in or from `order` */
+    double microbatch_tokens;  /* 0 if not given */
+    double p2p_ms;
+    double *max_freeze_ratio;  /* one cap per stage (schedule.stages entries) */
+    tf_stage_times *stages;    /* schedule.stages entries */
+    tf_action_time *overrides; /* measured per-action durations */
+    int n_overrides;
+} tf_profile;
+
+/* Parses and validates profile JSON text.  `where` names the source in
+ * messages (a path).  Missing frozen times default as in the reference:
+ * B frozen = 0.5 x B, W frozen = 0.01 x W.  On success *out owns its memory
+ * (tf_profile_free); on error *out is zeroed and err names the field. */
+int tf_profile_parse(const char *json, const char *where, tf_profile *out, tf_error *err);
+
+/* Reads path and parses it as tf_profile_parse does. */
+int tf_profile_load(const char *path, tf_profile *out, tf_error *err);
+
+/* Serialises a profile as JSON (malloc'd string, caller frees). */
+int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err);
+
+/* Writes the profile to path atomically. */
+int tf_profile_save(const tf_profile *p, const char *path, tf_error *err);
+
+/* Fills max_ms[i] and min_ms[i] for every action i of p->schedule: the full
+ * and fully frozen durations (equal for F and I).  Overrides win. */
+void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms);
+
+/* Replaces p's schedule with s (taking ownership of s's arrays on success),
+ * e.g. an order from --schedule-csv.  Fails with TF_EINVAL, leaving p and s
+ * untouched, unless s has the profile's stage count and microbatch count
+ * and every measured override names an action of s. */
+int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err);
+
+/* Frees everything p owns and zeroes it. */
+void tf_profile_free(tf_profile *p);
+
+#endif

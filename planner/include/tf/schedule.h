@@ -1,0 +1,100 @@
+/* schedule.h - pipeline schedules: which actions each rank runs, in order.
+ *
+ * An action is (type, stage, microbatch) and runs on the rank that hosts its
+ * stage.  Types follow torch.distributed.pipelining: F forward, B full
+ * backward, I backward-input (dX only), W backward-weight (dW only).
+ * A schedule stores its actions rank by rank, each rank's in execution order:
+ * the actions of rank r are actions[rank_offset[r] .. rank_offset[r+1]-1].
+ */
+#ifndef TF_SCHEDULE_H
+#define TF_SCHEDULE_H
+
+#include "tf/error.h"
+
+typedef enum { TF_ACT_F = 0, TF_ACT_B = 1, TF_ACT_I = 2, TF_ACT_W = 3 } tf_action_type;
+
+typedef struct tf_action {
+    tf_action_type type;
+    int stage;
+    int microbatch;
+    int rank;
+} tf_action;
+
+typedef struct tf_schedule {
+    char name[64];        /* built-in name, or "custom" */
+    int ranks;
+    int stages_per_rank;
+    int stages;           /* ranks * stages_per_rank */
+    int microbatches;
+    int n_actions;
+    tf_action *actions;   /* n_actions, rank by rank in execution order */
+    int *rank_offset;     /* ranks + 1 entries */
+    int *stage_rank;      /* stages entries: the rank hosting each stage */
+} tf_schedule;
+
+/* The letter of a type: 'F', 'B', 'I' or 'W'. */
+char tf_action_letter(tf_action_type type);
+
+/* Parses 'F','B','I','W' into *type.  Returns 0 or TF_EINVAL. */
+int tf_action_type_parse(char letter, tf_action_type *type);
+
+/* Formats an action as PyTorch does in schedule CSVs: stage, letter,
+ * microbatch, e.g. "0F3".  buf must hold at least 32 bytes; returns buf. */
+char *tf_action_format(const tf_action *a, char *buf);
+
+/* Parses a cell like "0F3" or "12W7" (surrounding blanks allowed) into
+ * a->type, a->stage and a->microbatch (a->rank is left as -1).
+ * Returns 0 or TF_EINVAL naming the cell. */
+int tf_action_parse(const char *cell, tf_action *a, tf_error *err);
+
+/* Is `name` one of the built-in schedules?  Names: "GPipe", "1F1B",
+ * "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble". */
+int tf_schedule_is_builtin(const char *name);
+
+/* Space-separated list of the built-in names, for messages and --help. */
+const char *tf_schedule_builtin_names(void);
+
+/* Does the built-in schedule split the backward into I and W actions? */
+int tf_schedule_splits_backward(const char *name);
+
+/* The stage-to-rank mapping of a built-in schedule: looped (stage s on rank
+ * s mod ranks) or, for ZBVZeroBubble, the V shape.  Returns the rank. */
+int tf_schedule_stage_rank(const char *name, int ranks, int stages_per_rank, int stage);
+
+/* Builds a built-in schedule with PyTorch's per-rank orders.  Checks the
+ * counts the schedule needs (e.g. Interleaved1F1B needs stages_per_rank >= 2,
+ * ZBVZeroBubble exactly 2, microbatches >= 1; PyTorch's own requirements on
+ * microbatches are reported as TF_EINVAL with the reason).  On success *out
+ * owns its arrays (free with tf_schedule_free).  On error *out is zeroed. */
+int tf_schedule_build(const char *name, int ranks, int stages_per_rank, int microbatches,
+                      tf_schedule *out, tf_error *err);
+
+/* Builds a schedule from explicit per-rank orders of cells ("0F3", ...):
+ * rows[r][0..row_len[r]-1] is rank r's order.  Checks that every cell parses,
+ * stages and microbatches are in range, no action repeats, each stage runs on
+ * exactly one rank, every (stage, microbatch) has an F and either a B or both
+ * I and W (and not both kinds).  stages_per_rank is derived as stages/ranks
+ * where stages = 1 + the largest stage seen; `where` (e.g. "order" or a CSV
+ * path) prefixes messages.  Does not check for deadlock: tf_dag_build does. */
+int tf_schedule_from_cells(const char *const *const *rows, const int *row_len, int ranks,
+                           int microbatches, const char *where, tf_schedule *out,
+                           tf_error *err);
+
+/* Reads PyTorch's compute-only schedule CSV (one row per rank, cells like
+ * 0F3; empty cells are idle slots and skipped) and builds the schedule as
+ * tf_schedule_from_cells does.  microbatches = 1 + the largest seen. */
+int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err);
+
+/* Writes the schedule as a compute-only CSV (one row per rank). */
+int tf_schedule_write_csv(const tf_schedule *s, const char *path, tf_error *err);
+
+/* Index of action (type, stage, microbatch) in s->actions, or -1. O(n). */
+int tf_schedule_find(const tf_schedule *s, tf_action_type type, int stage, int microbatch);
+
+/* Deep copy.  Returns 0 or TF_ENOMEM. */
+int tf_schedule_copy(const tf_schedule *src, tf_schedule *dst);
+
+/* Frees the arrays of s and zeroes it.  s may be zeroed already. */
+void tf_schedule_free(tf_schedule *s);
+
+#endif

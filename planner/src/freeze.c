@@ -1,0 +1,334 @@
+/* freeze.c - the freeze-ratio LP, built sparse and solved with lp_solve.
+ *
+ * Columns (1-based, lp_solve's convention):
+ *   1 .. n             t_i, start of action i                  (>= 0)
+ *   n+1 .. n+k         r_j, ratio of the j-th freezable action  ([0, 1])
+ *   n+k+1              T, the makespan                          (>= 0)
+ *   n+k+2              z, the largest ratio (spread objective only)
+ * A freezable action's duration is max - d r with d = max - min, so no
+ * duration column is needed and fixed actions contribute only constants.
+ * Rows: one per DAG edge (t_v - t_u + d_u r_u >= max_u + lag), one per sink
+ * (T - t_u + d_u r_u >= max_u), one cap row per stage with freezable actions
+ * and a cap below 1 (sum r <= cap * count), and for spread one row per ratio
+ * (r_j - z <= 0).
+ *
+ * Lexicographic optimum by sequential solves: minimise T; fix T's upper
+ * bound at the optimum and minimise sum r (least-freeze), or first max r then
+ * sum r (spread).  Each re-solve starts from the previous optimal basis.
+ */
+#include "tf/freeze.h"
+
+#include <lpsolve/lp_lib.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tf/util.h"
+
+const char *tf_objective_name(tf_objective o)
+{
+    return o == TF_OBJECTIVE_SPREAD ? "spread" : "least-freeze";
+}
+
+int tf_objective_parse(const char *name, tf_objective *o)
+{
+    if (strcmp(name, "least-freeze") == 0)
+        *o = TF_OBJECTIVE_LEAST_FREEZE;
+    else if (strcmp(name, "spread") == 0)
+        *o = TF_OBJECTIVE_SPREAD;
+    else
+        return TF_EINVAL;
+    return 0;
+}
+
+int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms)
+{
+    return (a->type == TF_ACT_B || a->type == TF_ACT_W) && min_ms < max_ms;
+}
+
+char *tf_freeze_solver_version(char *buf, size_t size)
+{
+    int major, minor, release, build;
+    lp_solve_version(&major, &minor, &release, &build);
+    snprintf(buf, size, "%d.%d.%d.%d", major, minor, release, build);
+    return buf;
+}
+
+static const char *status_name(int status)
+{
+    switch (status) {
+    case NOMEMORY: return "out of memory";
+    case OPTIMAL: return "optimal";
+    case SUBOPTIMAL: return "suboptimal";
+    case INFEASIBLE: return "infeasible";
+    case UNBOUNDED: return "unbounded";
+    case DEGENERATE: return "degenerate";
+    case NUMFAILURE: return "numerical failure";
+    case USERABORT: return "aborted";
+    case TIMEOUT: return "timeout";
+    case PRESOLVED: return "presolved";
+    default: return "unknown status";
+    }
+}
+
+/* The model under construction, with scratch rows for add_constraintex. */
+typedef struct lp_model {
+    lprec *lp;
+    int n;               /* actions */
+    int k;               /* freezable actions */
+    int *ratio_column;   /* n: column of r_i, 0 if fixed */
+    double *span;        /* n: max - min */
+    int col_T, col_z;
+} lp_model;
+
+static int add_row(lp_model *m, int count, double *values, int *columns, int type, double rhs)
+{
+    return add_constraintex(m->lp, count, values, columns, type, rhs) ? 0 : TF_ENOMEM;
+}
+
+/* Row "finish of u (+ lag) <= later": later_column - t_u + d_u r_u >= max_u + lag. */
+static int add_precedence(lp_model *m, int u, int later_column, double max_u, double lag)
+{
+    double values[3] = {1.0, -1.0, 0.0};
+    int columns[3] = {later_column, u + 1, 0};
+    int count = 2;
+    if (m->ratio_column[u]) {
+        values[2] = m->span[u];
+        columns[2] = m->ratio_column[u];
+        count = 3;
+    }
+    return add_row(m, count, values, columns, GE, max_u + lag);
+}
+
+static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_ms,
+                       const double *min_ms, const double *cap, tf_objective objective,
+                       lp_model *m)
+{
+    const int n = s->n_actions;
+    m->n = n;
+    m->ratio_column = calloc((size_t)n + 1, sizeof *m->ratio_column);
+    m->span = calloc((size_t)n + 1, sizeof *m->span);
+    int *stage_count = calloc((size_t)s->stages + 1, sizeof *stage_count);
+    if (!m->ratio_column || !m->span || !stage_count) {
+        free(stage_count);
+        return TF_ENOMEM;
+    }
+    m->k = 0;
+    for (int i = 0; i < n; i++) {
+        if (tf_freeze_is_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
+            m->ratio_column[i] = n + 1 + m->k++;
+            m->span[i] = max_ms[i] - min_ms[i];
+            stage_count[s->actions[i].stage]++;
+        }
+    }
+    m->col_T = n + m->k + 1;
+    m->col_z = objective == TF_OBJECTIVE_SPREAD ? m->col_T + 1 : 0;
+    int columns = m->col_z ? m->col_z : m->col_T;
+    m->lp = make_lp(0, columns);
+    if (!m->lp) {
+        free(stage_count);
+        return TF_ENOMEM;
+    }
+    set_verbose(m->lp, NEUTRAL);
+    for (int i = 0; i < n; i++)
+        if (m->ratio_column[i])
+            set_upbo(m->lp, m->ratio_column[i], 1.0);
+    if (m->col_z)
+        set_upbo(m->lp, m->col_z, 1.0);
+
+    int rc = 0;
+    set_add_rowmode(m->lp, TRUE);
+    /* Objective: T. */
+    double one = 1.0;
+    if (!set_obj_fnex(m->lp, 1, &one, &m->col_T))
+        rc = TF_ENOMEM;
+    for (int u = 0; u < n && !rc; u++) {
+        int first = g->succ_offset[u], last = g->succ_offset[u + 1];
+        for (int e = first; e < last && !rc; e++)
+            rc = add_precedence(m, u, g->succ[e] + 1, max_ms[u], g->lag[e]);
+        if (first == last && !rc)
+            rc = add_precedence(m, u, m->col_T, max_ms[u], 0.0);
+    }
+    /* Cap rows: the stage's mean ratio may not exceed its cap. */
+    int *columns_buf = malloc(((size_t)m->k + 2) * sizeof *columns_buf);
+    double *values_buf = malloc(((size_t)m->k + 2) * sizeof *values_buf);
+    if (!columns_buf || !values_buf)
+        rc = TF_ENOMEM;
+    for (int st = 0; st < s->stages && !rc; st++) {
+        if (stage_count[st] == 0 || cap[st] >= 1.0)
+            continue;
+        int count = 0;
+        for (int i = 0; i < n; i++)
+            if (m->ratio_column[i] && s->actions[i].stage == st) {
+                columns_buf[count] = m->ratio_column[i];
+                values_buf[count++] = 1.0;
+            }
+        rc = add_row(m, count, values_buf, columns_buf, LE, cap[st] * stage_count[st]);
+    }
+    for (int i = 0; i < n && !rc && m->col_z; i++) {
+        if (!m->ratio_column[i])
+            continue;
+        double values[2] = {1.0, -1.0};
+        int cols[2] = {m->ratio_column[i], m->col_z};
+        rc = add_row(m, 2, values, cols, LE, 0.0);
+    }
+    free(columns_buf);
+    free(values_buf);
+    free(stage_count);
+    set_add_rowmode(m->lp, FALSE);
+    set_minim(m->lp);
+    return rc;
+}
+
+static void free_model(lp_model *m)
+{
+    if (m->lp)
+        delete_lp(m->lp);
+    free(m->ratio_column);
+    free(m->span);
+    memset(m, 0, sizeof *m);
+}
+
+/* Solves, and if the optimum is not proven, reports lp_solve's status. */
+static int solve_step(lp_model *m, const char *step, int *solves, tf_freeze_result *out,
+                      tf_error *err)
+{
+    int status = solve(m->lp);
+    (*solves)++;
+    snprintf(out->status, sizeof out->status, "%s", status_name(status));
+    if (status != OPTIMAL)
+        return tf_fail(err, TF_ESOLVER, "lp_solve: %s while minimising %s (status %d)",
+                       status_name(status), step, status);
+    return 0;
+}
+
+/* Solves with `column` bounded by the optimum just found, so the next
+ * objective keeps it optimal.  The bound is the exact optimum; only if
+ * lp_solve's round-off makes that infeasible is it relaxed by 1e-9
+ * relative, far below any timer's resolution. */
+static int solve_keeping_optimum(lp_model *m, int column, double optimum, const char *step,
+                                 int *solves, tf_freeze_result *out, tf_error *err)
+{
+    set_upbo(m->lp, column, optimum);
+    int status = solve(m->lp);
+    (*solves)++;
+    if (status == INFEASIBLE || status == NUMFAILURE) {
+        set_upbo(m->lp, column, optimum + 1e-9 * fmax(1.0, fabs(optimum)));
+        return solve_step(m, step, solves, out, err);
+    }
+    snprintf(out->status, sizeof out->status, "%s", status_name(status));
+    if (status != OPTIMAL)
+        return tf_fail(err, TF_ESOLVER, "lp_solve: %s while minimising %s (status %d)",
+                       status_name(status), step, status);
+    return 0;
+}
+
+/* Objective sum of all ratios. */
+static int set_sum_objective(lp_model *m)
+{
+    int *cols = malloc(((size_t)m->k + 1) * sizeof *cols);
+    double *vals = malloc(((size_t)m->k + 1) * sizeof *vals);
+    int ok = cols && vals;
+    if (ok) {
+        int count = 0;
+        for (int i = 0; i < m->n; i++)
+            if (m->ratio_column[i]) {
+                cols[count] = m->ratio_column[i];
+                vals[count++] = 1.0;
+            }
+        ok = set_obj_fnex(m->lp, count, vals, cols);
+    }
+    free(cols);
+    free(vals);
+    return ok ? 0 : TF_ENOMEM;
+}
+
+int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
+                    const double *min_ms, const double *cap, tf_objective objective,
+                    tf_freeze_result *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    double started = tf_now_seconds();
+    const int n = s->n_actions;
+    lp_model m = {0};
+    int rc = build_model(s, g, max_ms, min_ms, cap, objective, &m);
+    if (rc) {
+        free_model(&m);
+        return tf_fail(err, rc, "out of memory building the freeze LP for %d actions", n);
+    }
+    out->variables = get_Ncolumns(m.lp);
+    out->constraints = get_Nrows(m.lp);
+    int solves = 0;
+    double *values = malloc(((size_t)out->variables + 1) * sizeof *values);
+    out->ratio = calloc((size_t)n + 1, sizeof *out->ratio);
+    out->duration = calloc((size_t)n + 1, sizeof *out->duration);
+    out->start = calloc((size_t)n + 1, sizeof *out->start);
+    if (!values || !out->ratio || !out->duration || !out->start) {
+        rc = tf_fail(err, TF_ENOMEM, "out of memory solving the freeze LP");
+        goto done;
+    }
+
+    if ((rc = solve_step(&m, "the batch time", &solves, out, err)))
+        goto done;
+    double makespan = get_var_primalresult(m.lp, get_Nrows(m.lp) + m.col_T);
+    if (m.k > 0) {
+        double bounded = makespan;
+        int bounded_column = m.col_T;
+        if (m.col_z) {
+            double one = 1.0;
+            if (!set_obj_fnex(m.lp, 1, &one, &m.col_z)) {
+                rc = tf_fail(err, TF_ENOMEM, "out of memory");
+                goto done;
+            }
+            if ((rc = solve_keeping_optimum(&m, m.col_T, makespan, "the largest freeze ratio",
+                                            &solves, out, err)))
+                goto done;
+            bounded = get_var_primalresult(m.lp, get_Nrows(m.lp) + m.col_z);
+            bounded_column = m.col_z;
+        }
+        if ((rc = set_sum_objective(&m))) {
+            rc = tf_fail(err, rc, "out of memory");
+            goto done;
+        }
+        if ((rc = solve_keeping_optimum(&m, bounded_column, bounded, "the total freeze ratio",
+                                        &solves, out, err)))
+            goto done;
+    }
+    get_variables(m.lp, values);
+    for (int i = 0; i < n; i++) {
+        double r = 0.0;
+        if (m.ratio_column[i]) {
+            r = values[m.ratio_column[i] - 1];
+            /* Snap solver round-off so ratios are exactly 0 or 1 at the bounds. */
+            if (r < 1e-9)
+                r = 0.0;
+            if (r > 1.0 - 1e-9)
+                r = 1.0;
+        }
+        out->ratio[i] = r;
+        out->duration[i] = max_ms[i] - r * (max_ms[i] - min_ms[i]);
+    }
+    /* The batch time reported is the longest path under the planned
+     * durations, which the LP bounds from above; they agree to solver
+     * precision. */
+    out->makespan = tf_dag_longest_path(g, out->duration, out->start);
+    out->solves = solves;
+    snprintf(out->status, sizeof out->status, "optimal");
+
+done:
+    free(values);
+    free_model(&m);
+    out->seconds = tf_now_seconds() - started;
+    if (rc)
+        tf_freeze_result_free(out);
+    return rc;
+}
+
+void tf_freeze_result_free(tf_freeze_result *r)
+{
+    free(r->ratio);
+    free(r->duration);
+    free(r->start);
+    r->ratio = r->duration = r->start = NULL;
+}

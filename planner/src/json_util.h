@@ -1,0 +1,48 @@
+/* json_util.h - typed field access on cJSON objects with errors that name
+ * the JSON path and the bad value (private to the planner library).
+ *
+ * Every getter returns 0 and stores the value, or TF_EINVAL with a message
+ * like `profile.json: $.stages[2].backward_ms: expected a finite number >= 0,
+ * got "abc"`.  A missing optional field leaves *out = def and returns 0.
+ */
+#ifndef TF_JSON_UTIL_H
+#define TF_JSON_UTIL_H
+
+#include <cjson/cJSON.h>
+#include "tf/error.h"
+
+/* Where the document came from (file name) and the path of the object read. */
+typedef struct tfj_ctx {
+    const char *where;
+    char path[256];
+} tfj_ctx;
+
+/* Formats the child path path.key or path[index] into out[256]. */
+void tfj_child(const tfj_ctx *ctx, const char *key, tfj_ctx *out);
+void tfj_index(const tfj_ctx *ctx, int index, tfj_ctx *out);
+
+/* Fails with "<where>: <path>: <what>, got <value JSON>". */
+int tfj_fail(const tfj_ctx *ctx, const cJSON *value, const char *what, tf_error *err);
+
+/* Parses text; a syntax error names the line and column. *root must be
+ * freed with cJSON_Delete. */
+int tfj_parse(const char *text, const char *where, cJSON **root, tf_error *err);
+
+int tfj_number(const tfj_ctx *obj, const cJSON *o, const char *key, int required, double def,
+               double min, double max, double *out, tf_error *err);
+int tfj_int(const tfj_ctx *obj, const cJSON *o, const char *key, int required, int def, int min,
+            int max, int *out, tf_error *err);
+/* *out points into the cJSON tree (or to def). */
+int tfj_string(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
+               const char *def, const char **out, tf_error *err);
+int tfj_bool(const tfj_ctx *obj, const cJSON *o, const char *key, int required, int def,
+             int *out, tf_error *err);
+/* Fetches an array field (NULL in *out when optional and missing). */
+int tfj_array(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
+              const cJSON **out, tf_error *err);
+
+/* Adds a number rounded to about 1e-9 relative so files stay readable
+ * while every figure keeps far more precision than any timer has. */
+cJSON *tfj_add_number(cJSON *obj, const char *key, double value);
+
+#endif

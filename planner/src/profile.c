@@ -1,0 +1,604 @@
+/* profile.c - reading, validating and writing profile.json. */
+#include "tf/profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_util.h"
+#include "tf/util.h"
+
+/* Largest pipeline the planner accepts; far beyond real runs, small enough
+ * that counts multiply without overflow. */
+#define TF_MAX_RANKS 4096
+#define TF_MAX_STAGES_PER_RANK 64
+#define TF_MAX_MICROBATCHES 65536
+#define TF_MAX_ACTIONS 4000000
+#define TF_DEFAULT_CAP 0.9
+/* Reference defaults when a frozen time was not measured. */
+#define TF_DEFAULT_B_FROZEN 0.5
+#define TF_DEFAULT_W_FROZEN 0.01
+
+/* Which action types a stage uses in the schedule. */
+typedef struct stage_use {
+    int full_backward;  /* has B actions */
+    int split_backward; /* has I/W actions */
+} stage_use;
+
+static int parse_order(const tfj_ctx *root_ctx, const cJSON *order, int ranks, int microbatches,
+                       tf_schedule *out, tf_error *err)
+{
+    tfj_ctx at;
+    tfj_child(root_ctx, "order", &at);
+    if (cJSON_GetArraySize(order) != ranks) {
+        char what[96];
+        snprintf(what, sizeof what, "expected one list of actions per rank (%d lists)", ranks);
+        return tfj_fail(&at, order, what, err);
+    }
+    const char ***rows = calloc((size_t)ranks, sizeof *rows);
+    int *row_len = calloc((size_t)ranks, sizeof *row_len);
+    int rc = 0;
+    if (!rows || !row_len) {
+        rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", root_ctx->where);
+        goto done;
+    }
+    int r = 0;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, order)
+    {
+        tfj_ctx row_at;
+        tfj_index(&at, r, &row_at);
+        if (!cJSON_IsArray(row)) {
+            rc = tfj_fail(&row_at, row, "expected an array of actions like \"0F3\"", err);
+            goto done;
+        }
+        int n = cJSON_GetArraySize(row);
+        rows[r] = calloc((size_t)n + 1, sizeof *rows[r]);
+        if (!rows[r]) {
+            rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", root_ctx->where);
+            goto done;
+        }
+        int i = 0;
+        const cJSON *cell;
+        cJSON_ArrayForEach(cell, row)
+        {
+            if (!cJSON_IsString(cell)) {
+                tfj_ctx cell_at;
+                tfj_index(&row_at, i, &cell_at);
+                rc = tfj_fail(&cell_at, cell, "expected an action string like \"0F3\"", err);
+                goto done;
+            }
+            rows[r][i++] = cell->valuestring;
+        }
+        row_len[r] = n;
+        r++;
+    }
+    char where[300];
+    snprintf(where, sizeof where, "%s: %s", root_ctx->where, at.path);
+    rc = tf_schedule_from_cells((const char *const *const *)rows, row_len, ranks, microbatches,
+                                where, out, err);
+done:
+    if (rows)
+        for (int k = 0; k < ranks; k++)
+            free(rows[k]);
+    free(rows);
+    free(row_len);
+    return rc;
+}
+
+static int parse_caps(const tfj_ctx *ctx, const cJSON *root, int stages, double *caps,
+                      tf_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "max_freeze_ratio");
+    tfj_ctx at;
+    tfj_child(ctx, "max_freeze_ratio", &at);
+    if (cJSON_IsArray(v)) {
+        if (cJSON_GetArraySize(v) != stages) {
+            char what[96];
+            snprintf(what, sizeof what, "expected one cap per stage (%d numbers)", stages);
+            return tfj_fail(&at, v, what, err);
+        }
+        int s = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, v)
+        {
+            if (!cJSON_IsNumber(c) || !(c->valuedouble >= 0.0 && c->valuedouble <= 1.0)) {
+                tfj_ctx cat;
+                tfj_index(&at, s, &cat);
+                return tfj_fail(&cat, c, "expected a freeze ratio in [0, 1]", err);
+            }
+            caps[s++] = c->valuedouble;
+        }
+        return 0;
+    }
+    double cap;
+    int rc = tfj_number(ctx, root, "max_freeze_ratio", 0, TF_DEFAULT_CAP, 0.0, 1.0, &cap, err);
+    if (rc)
+        return rc;
+    for (int s = 0; s < stages; s++)
+        caps[s] = cap;
+    return 0;
+}
+
+static int parse_stage(const tfj_ctx *ctx, const cJSON *o, stage_use use, tf_stage_times *st,
+                       tf_error *err)
+{
+    if (!cJSON_IsObject(o))
+        return tfj_fail(ctx, o, "expected an object of stage timings", err);
+    int rc;
+    const double inf = HUGE_VAL;
+    if ((rc = tfj_number(ctx, o, "forward_ms", 1, 0, 0, inf, &st->forward_ms, err)))
+        return rc;
+    if ((rc = tfj_number(ctx, o, "backward_ms", use.full_backward, 0, 0, inf, &st->backward_ms,
+                         err)))
+        return rc;
+    if ((rc = tfj_number(ctx, o, "backward_frozen_ms", 0, TF_DEFAULT_B_FROZEN * st->backward_ms,
+                         0, inf, &st->backward_frozen_ms, err)))
+        return rc;
+    if ((rc = tfj_number(ctx, o, "backward_input_ms", use.split_backward, 0, 0, inf,
+                         &st->backward_input_ms, err)))
+        return rc;
+    if ((rc = tfj_number(ctx, o, "backward_weight_ms", use.split_backward, 0, 0, inf,
+                         &st->backward_weight_ms, err)))
+        return rc;
+    if ((rc = tfj_number(ctx, o, "backward_weight_frozen_ms", 0,
+                         TF_DEFAULT_W_FROZEN * st->backward_weight_ms, 0, inf,
+                         &st->backward_weight_frozen_ms, err)))
+        return rc;
+    if ((rc = tfj_number(ctx, o, "parameters", 0, 0, 0, inf, &st->parameters, err)))
+        return rc;
+    tfj_ctx at;
+    if (st->backward_frozen_ms > st->backward_ms) {
+        tfj_child(ctx, "backward_frozen_ms", &at);
+        char what[128];
+        snprintf(what, sizeof what, "frozen time must not exceed backward_ms (%g)",
+                 st->backward_ms);
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "backward_frozen_ms"), what,
+                        err);
+    }
+    if (st->backward_weight_frozen_ms > st->backward_weight_ms) {
+        tfj_child(ctx, "backward_weight_frozen_ms", &at);
+        char what[128];
+        snprintf(what, sizeof what, "frozen time must not exceed backward_weight_ms (%g)",
+                 st->backward_weight_ms);
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "backward_weight_frozen_ms"),
+                        what, err);
+    }
+    return 0;
+}
+
+static int parse_override(const tfj_ctx *ctx, const cJSON *o, const tf_schedule *s,
+                          tf_action_time *a, tf_error *err)
+{
+    if (!cJSON_IsObject(o))
+        return tfj_fail(ctx, o, "expected an object {stage, microbatch, type, ms}", err);
+    int rc, rank;
+    const char *type;
+    if ((rc = tfj_int(ctx, o, "stage", 1, 0, 0, s->stages - 1, &a->stage, err)) ||
+        (rc = tfj_int(ctx, o, "microbatch", 1, 0, 0, s->microbatches - 1, &a->microbatch, err)) ||
+        (rc = tfj_int(ctx, o, "rank", 0, -1, 0, s->ranks - 1, &rank, err)) ||
+        (rc = tfj_string(ctx, o, "type", 1, NULL, &type, err)) ||
+        (rc = tfj_number(ctx, o, "ms", 1, 0, 0, HUGE_VAL, &a->ms, err)) ||
+        (rc = tfj_number(ctx, o, "frozen_ms", 0, -1, 0, HUGE_VAL, &a->frozen_ms, err)))
+        return rc;
+    tfj_ctx at;
+    if (strlen(type) != 1 || tf_action_type_parse(type[0], &a->type) != 0) {
+        tfj_child(ctx, "type", &at);
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "type"),
+                        "expected \"F\", \"B\", \"I\" or \"W\"", err);
+    }
+    if (tf_schedule_find(s, a->type, a->stage, a->microbatch) < 0) {
+        return tfj_fail(ctx, o, "names an action the schedule does not have", err);
+    }
+    if (rank >= 0 && rank != s->stage_rank[a->stage]) {
+        tfj_child(ctx, "rank", &at);
+        char what[96];
+        snprintf(what, sizeof what, "stage %d runs on rank %d", a->stage,
+                 s->stage_rank[a->stage]);
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "rank"), what, err);
+    }
+    if (a->frozen_ms > a->ms) {
+        tfj_child(ctx, "frozen_ms", &at);
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "frozen_ms"),
+                        "frozen time must not exceed ms", err);
+    }
+    return 0;
+}
+
+static void stage_uses(const tf_schedule *s, stage_use *use)
+{
+    for (int i = 0; i < s->n_actions; i++) {
+        const tf_action *a = &s->actions[i];
+        if (a->type == TF_ACT_B)
+            use[a->stage].full_backward = 1;
+        else if (a->type == TF_ACT_I || a->type == TF_ACT_W)
+            use[a->stage].split_backward = 1;
+    }
+}
+
+/* Finds the override list index of each action; rejects duplicates. */
+static int check_overrides_unique(const tfj_ctx *ctx, const tf_profile *p, tf_error *err)
+{
+    const tf_schedule *s = &p->schedule;
+    size_t n = (size_t)4 * s->stages * s->microbatches;
+    int *seen = malloc(n * sizeof *seen);
+    if (!seen)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
+    for (size_t i = 0; i < n; i++)
+        seen[i] = -1;
+    int rc = 0;
+    for (int k = 0; k < p->n_overrides; k++) {
+        const tf_action_time *a = &p->overrides[k];
+        size_t key = ((size_t)a->type * s->stages + a->stage) * s->microbatches + a->microbatch;
+        if (seen[key] >= 0) {
+            rc = tf_fail(err, TF_EINVAL, "%s: %s.actions[%d]: repeats the action of actions[%d]",
+                         ctx->where, ctx->path, k, seen[key]);
+            break;
+        }
+        seen[key] = k;
+    }
+    free(seen);
+    return rc;
+}
+
+static int parse_profile(const cJSON *root, const char *where, tf_profile *p, tf_error *err)
+{
+    tfj_ctx ctx = {.where = where, .path = "$"};
+    if (!cJSON_IsObject(root))
+        return tfj_fail(&ctx, root, "expected a JSON object (a tf-profile)", err);
+    int rc, version, ranks, spr, microbatches;
+    const char *format, *name;
+    if ((rc = tfj_string(&ctx, root, "format", 0, "tf-profile", &format, err)))
+        return rc;
+    if (strcmp(format, "tf-profile") != 0) {
+        tfj_ctx at;
+        tfj_child(&ctx, "format", &at);
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "format"),
+                        "expected \"tf-profile\"", err);
+    }
+    if ((rc = tfj_int(&ctx, root, "version", 0, 1, 1, 1, &version, err)))
+        return rc;
+    const cJSON *order;
+    if ((rc = tfj_array(&ctx, root, "order", 0, &order, err)))
+        return rc;
+    if ((rc = tfj_string(&ctx, root, "schedule", order == NULL, "custom", &name, err)))
+        return rc;
+    if (!order && !tf_schedule_is_builtin(name)) {
+        tfj_ctx at;
+        tfj_child(&ctx, "schedule", &at);
+        char what[200];
+        snprintf(what, sizeof what, "unknown schedule (built-in: %s; or give an explicit \"order\")",
+                 tf_schedule_builtin_names());
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "schedule"), what, err);
+    }
+    int default_spr = 1;
+    if (!order && tf_schedule_is_builtin(name) && strcmp(name, "GPipe") != 0 &&
+        strcmp(name, "1F1B") != 0)
+        default_spr = 2;
+    if ((rc = tfj_int(&ctx, root, "ranks", 1, 0, 1, TF_MAX_RANKS, &ranks, err)) ||
+        (rc = tfj_int(&ctx, root, "stages_per_rank", 0, default_spr, 1, TF_MAX_STAGES_PER_RANK,
+                      &spr, err)) ||
+        (rc = tfj_int(&ctx, root, "microbatches", 1, 0, 1, TF_MAX_MICROBATCHES, &microbatches,
+                      err)))
+        return rc;
+    if ((double)ranks * spr * microbatches * 3 > TF_MAX_ACTIONS)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: $: %d ranks x %d stages per rank x %d microbatches is more than the "
+                       "%d actions the planner accepts",
+                       where, ranks, spr, microbatches, TF_MAX_ACTIONS);
+    if ((rc = tfj_number(&ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL, &p->microbatch_tokens,
+                         err)) ||
+        (rc = tfj_number(&ctx, root, "p2p_ms", 0, 0, 0, HUGE_VAL, &p->p2p_ms, err)))
+        return rc;
+
+    if (order) {
+        if ((rc = parse_order(&ctx, order, ranks, microbatches, &p->schedule, err)))
+            return rc;
+        snprintf(p->schedule.name, sizeof p->schedule.name, "%s", name);
+        if (p->schedule.stages != ranks * spr) {
+            tfj_ctx at;
+            tfj_child(&ctx, "order", &at);
+            return tf_fail(err, TF_EINVAL,
+                           "%s: %s: uses %d stages, but ranks x stages_per_rank = %d x %d = %d",
+                           where, at.path, p->schedule.stages, ranks, spr, ranks * spr);
+        }
+    } else if ((rc = tf_schedule_build(name, ranks, spr, microbatches, &p->schedule, err))) {
+        char inner[sizeof err->msg];
+        snprintf(inner, sizeof inner, "%s", err ? err->msg : "");
+        return tf_fail(err, rc, "%s: $.schedule: %s", where, inner);
+    }
+    const int stages = p->schedule.stages;
+
+    p->max_freeze_ratio = calloc((size_t)stages, sizeof *p->max_freeze_ratio);
+    p->stages = calloc((size_t)stages, sizeof *p->stages);
+    stage_use *use = calloc((size_t)stages, sizeof *use);
+    if (!p->max_freeze_ratio || !p->stages || !use) {
+        free(use);
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
+    }
+    stage_uses(&p->schedule, use);
+    if ((rc = parse_caps(&ctx, root, stages, p->max_freeze_ratio, err))) {
+        free(use);
+        return rc;
+    }
+    const cJSON *stage_list;
+    if ((rc = tfj_array(&ctx, root, "stages", 1, &stage_list, err))) {
+        free(use);
+        return rc;
+    }
+    tfj_ctx stages_at;
+    tfj_child(&ctx, "stages", &stages_at);
+    if (cJSON_GetArraySize(stage_list) != stages) {
+        free(use);
+        return tf_fail(err, TF_EINVAL,
+                       "%s: %s: expected ranks x stages_per_rank = %d entries, found %d", where,
+                       stages_at.path, stages, cJSON_GetArraySize(stage_list));
+    }
+    int s = 0;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, stage_list)
+    {
+        tfj_ctx at;
+        tfj_index(&stages_at, s, &at);
+        if ((rc = parse_stage(&at, entry, use[s], &p->stages[s], err))) {
+            free(use);
+            return rc;
+        }
+        s++;
+    }
+    free(use);
+
+    const cJSON *actions;
+    if ((rc = tfj_array(&ctx, root, "actions", 0, &actions, err)))
+        return rc;
+    if (actions) {
+        tfj_ctx actions_at;
+        tfj_child(&ctx, "actions", &actions_at);
+        int n = cJSON_GetArraySize(actions);
+        p->overrides = calloc((size_t)n + 1, sizeof *p->overrides);
+        if (!p->overrides)
+            return tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
+        const cJSON *a;
+        cJSON_ArrayForEach(a, actions)
+        {
+            tfj_ctx at;
+            tfj_index(&actions_at, p->n_overrides, &at);
+            if ((rc = parse_override(&at, a, &p->schedule, &p->overrides[p->n_overrides], err)))
+                return rc;
+            p->n_overrides++;
+        }
+        if ((rc = check_overrides_unique(&ctx, p, err)))
+            return rc;
+    }
+    return 0;
+}
+
+int tf_profile_parse(const char *json, const char *where, tf_profile *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *root;
+    int rc = tfj_parse(json, where, &root, err);
+    if (rc)
+        return rc;
+    rc = parse_profile(root, where, out, err);
+    cJSON_Delete(root);
+    if (rc)
+        tf_profile_free(out);
+    return rc;
+}
+
+int tf_profile_load(const char *path, tf_profile *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char *text;
+    int rc = tf_read_file(path, &text, NULL, err);
+    if (rc)
+        return rc;
+    rc = tf_profile_parse(text, path, out, err);
+    free(text);
+    return rc;
+}
+
+void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms)
+{
+    const tf_schedule *s = &p->schedule;
+    for (int i = 0; i < s->n_actions; i++) {
+        const tf_action *a = &s->actions[i];
+        const tf_stage_times *st = &p->stages[a->stage];
+        switch (a->type) {
+        case TF_ACT_F: max_ms[i] = min_ms[i] = st->forward_ms; break;
+        case TF_ACT_B:
+            max_ms[i] = st->backward_ms;
+            min_ms[i] = st->backward_frozen_ms;
+            break;
+        case TF_ACT_I: max_ms[i] = min_ms[i] = st->backward_input_ms; break;
+        case TF_ACT_W:
+            max_ms[i] = st->backward_weight_ms;
+            min_ms[i] = st->backward_weight_frozen_ms;
+            break;
+        }
+    }
+    if (p->n_overrides == 0)
+        return;
+    /* Index actions by (type, stage, microbatch) so overrides apply in O(n);
+     * without memory for the index, fall back to a search per override. */
+    size_t keys = (size_t)4 * s->stages * s->microbatches;
+    int *index = malloc(keys * sizeof *index);
+    if (index) {
+        for (size_t k = 0; k < keys; k++)
+            index[k] = -1;
+        for (int i = 0; i < s->n_actions; i++) {
+            const tf_action *a = &s->actions[i];
+            index[((size_t)a->type * s->stages + a->stage) * s->microbatches + a->microbatch] = i;
+        }
+    }
+    for (int k = 0; k < p->n_overrides; k++) {
+        const tf_action_time *o = &p->overrides[k];
+        int i = index ? index[((size_t)o->type * s->stages + o->stage) * s->microbatches +
+                              o->microbatch]
+                      : tf_schedule_find(s, o->type, o->stage, o->microbatch);
+        if (i < 0)
+            continue;
+        max_ms[i] = o->ms;
+        if (o->type != TF_ACT_B && o->type != TF_ACT_W)
+            min_ms[i] = o->ms;
+        else if (o->frozen_ms >= 0)
+            min_ms[i] = o->frozen_ms;
+        else
+            min_ms[i] = fmin(min_ms[i], o->ms); /* the stage's frozen time, capped */
+    }
+    free(index);
+}
+
+int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err)
+{
+    if (s->stages != p->schedule.stages)
+        return tf_fail(err, TF_EINVAL, "schedule %s has %d stages, the profile has %d", s->name,
+                       s->stages, p->schedule.stages);
+    if (s->microbatches != p->schedule.microbatches)
+        return tf_fail(err, TF_EINVAL, "schedule %s has %d microbatches, the profile has %d",
+                       s->name, s->microbatches, p->schedule.microbatches);
+    for (int k = 0; k < p->n_overrides; k++) {
+        const tf_action_time *o = &p->overrides[k];
+        if (tf_schedule_find(s, o->type, o->stage, o->microbatch) < 0) {
+            char buf[32];
+            tf_action a = {o->type, o->stage, o->microbatch, -1};
+            return tf_fail(err, TF_EINVAL,
+                           "schedule %s has no action %s, but the profile measured it",
+                           s->name, tf_action_format(&a, buf));
+        }
+    }
+    /* Stages that switch between full and split backward need timings the
+     * profile may not have; require them. */
+    for (int i = 0; i < s->n_actions; i++) {
+        const tf_action *a = &s->actions[i];
+        const tf_stage_times *st = &p->stages[a->stage];
+        if (a->type == TF_ACT_I && st->backward_input_ms <= 0 && st->backward_weight_ms <= 0)
+            return tf_fail(err, TF_EINVAL,
+                           "schedule %s splits the backward of stage %d, but the profile has no "
+                           "backward_input_ms/backward_weight_ms for it",
+                           s->name, a->stage);
+        if (a->type == TF_ACT_B && st->backward_ms <= 0)
+            return tf_fail(err, TF_EINVAL,
+                           "schedule %s runs full backwards on stage %d, but the profile has no "
+                           "backward_ms for it",
+                           s->name, a->stage);
+    }
+    tf_schedule_free(&p->schedule);
+    p->schedule = *s;
+    memset(s, 0, sizeof *s);
+    return 0;
+}
+
+/* Does s have exactly the order of the built-in schedule of its name?  If
+ * not, the profile must carry its order. */
+static int matches_builtin(const tf_schedule *s)
+{
+    if (!tf_schedule_is_builtin(s->name))
+        return 0;
+    tf_schedule builtin;
+    if (tf_schedule_build(s->name, s->ranks, s->stages_per_rank, s->microbatches, &builtin, NULL))
+        return 0;
+    int same = builtin.n_actions == s->n_actions;
+    for (int i = 0; same && i < s->n_actions; i++) {
+        const tf_action *a = &builtin.actions[i], *b = &s->actions[i];
+        same = a->type == b->type && a->stage == b->stage && a->microbatch == b->microbatch &&
+               a->rank == b->rank;
+    }
+    tf_schedule_free(&builtin);
+    return same;
+}
+
+int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
+{
+    const tf_schedule *s = &p->schedule;
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return tf_fail(err, TF_ENOMEM, "out of memory");
+    cJSON_AddStringToObject(root, "format", "tf-profile");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "schedule", s->name);
+    cJSON_AddNumberToObject(root, "ranks", s->ranks);
+    cJSON_AddNumberToObject(root, "stages_per_rank", s->stages_per_rank);
+    cJSON_AddNumberToObject(root, "microbatches", s->microbatches);
+    tfj_add_number(root, "microbatch_tokens", p->microbatch_tokens);
+    tfj_add_number(root, "p2p_ms", p->p2p_ms);
+    int same_cap = 1;
+    for (int k = 1; k < s->stages; k++)
+        same_cap &= p->max_freeze_ratio[k] == p->max_freeze_ratio[0];
+    if (same_cap) {
+        tfj_add_number(root, "max_freeze_ratio", s->stages ? p->max_freeze_ratio[0] : TF_DEFAULT_CAP);
+    } else {
+        cJSON *caps = cJSON_AddArrayToObject(root, "max_freeze_ratio");
+        for (int k = 0; k < s->stages; k++)
+            cJSON_AddItemToArray(caps, cJSON_CreateNumber(p->max_freeze_ratio[k]));
+    }
+    cJSON *stages = cJSON_AddArrayToObject(root, "stages");
+    for (int k = 0; k < s->stages; k++) {
+        const tf_stage_times *st = &p->stages[k];
+        cJSON *o = cJSON_CreateObject();
+        tfj_add_number(o, "forward_ms", st->forward_ms);
+        tfj_add_number(o, "backward_ms", st->backward_ms);
+        tfj_add_number(o, "backward_frozen_ms", st->backward_frozen_ms);
+        tfj_add_number(o, "backward_input_ms", st->backward_input_ms);
+        tfj_add_number(o, "backward_weight_ms", st->backward_weight_ms);
+        tfj_add_number(o, "backward_weight_frozen_ms", st->backward_weight_frozen_ms);
+        tfj_add_number(o, "parameters", st->parameters);
+        cJSON_AddItemToArray(stages, o);
+    }
+    if (p->n_overrides > 0) {
+        cJSON *actions = cJSON_AddArrayToObject(root, "actions");
+        for (int k = 0; k < p->n_overrides; k++) {
+            const tf_action_time *a = &p->overrides[k];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "rank", s->stage_rank[a->stage]);
+            cJSON_AddNumberToObject(o, "stage", a->stage);
+            cJSON_AddNumberToObject(o, "microbatch", a->microbatch);
+            char type[2] = {tf_action_letter(a->type), '\0'};
+            cJSON_AddStringToObject(o, "type", type);
+            tfj_add_number(o, "ms", a->ms);
+            if (a->frozen_ms >= 0)
+                tfj_add_number(o, "frozen_ms", a->frozen_ms);
+            cJSON_AddItemToArray(actions, o);
+        }
+    }
+    if (!matches_builtin(s)) {
+        cJSON *order = cJSON_AddArrayToObject(root, "order");
+        for (int r = 0; r < s->ranks; r++) {
+            cJSON *row = cJSON_CreateArray();
+            for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++) {
+                char buf[32];
+                cJSON_AddItemToArray(row, cJSON_CreateString(tf_action_format(&s->actions[i], buf)));
+            }
+            cJSON_AddItemToArray(order, row);
+        }
+    }
+    *json = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!*json)
+        return tf_fail(err, TF_ENOMEM, "out of memory");
+    return 0;
+}
+
+int tf_profile_save(const tf_profile *p, const char *path, tf_error *err)
+{
+    char *json;
+    int rc = tf_profile_to_json(p, &json, err);
+    if (rc)
+        return rc;
+    size_t n = strlen(json);
+    json[n] = '\n'; /* cJSON leaves no final newline; the NUL is not written */
+    rc = tf_write_file_atomic(path, json, n + 1, err);
+    free(json);
+    return rc;
+}
+
+void tf_profile_free(tf_profile *p)
+{
+    tf_schedule_free(&p->schedule);
+    free(p->max_freeze_ratio);
+    free(p->stages);
+    free(p->overrides);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,114 @@
+/* util.c - whole-file reads, atomic writes, clocks. */
+#include "tf/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int tf_read_file(const char *path, char **data, size_t *len, tf_error *err)
+{
+    *data = NULL;
+    if (len)
+        *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tf_fail(err, TF_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    /* Pipes and /dev/stdin are fine; a directory opens but cannot be read. */
+    if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return tf_fail(err, TF_EIO, "%s: is a directory, not a file", path);
+    }
+    size_t cap = (size_t)st.st_size + 1, used = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory reading %zu bytes", path, cap);
+    }
+    size_t got;
+    /* Read until EOF even if the file grew after fstat. */
+    while ((got = fread(buf + used, 1, cap - used - 1, f)) > 0) {
+        used += got;
+        if (used + 1 == cap) {
+            char *bigger = realloc(buf, cap * 2);
+            if (!bigger) {
+                free(buf);
+                fclose(f);
+                return tf_fail(err, TF_ENOMEM, "%s: out of memory", path);
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return tf_fail(err, TF_EIO, "%s: read error", path);
+    }
+    buf[used] = '\0';
+    *data = buf;
+    if (len)
+        *len = used;
+    return 0;
+}
+
+int tf_write_file_atomic(const char *path, const void *data, size_t len, tf_error *err)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", path);
+    snprintf(tmp, n + 16, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return tf_fail(err, TF_EIO, "%s: cannot create a temporary file beside it: %s", path,
+                       strerror(e));
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    int e = errno;
+    /* Temporary files from mkstemp are 0600; give the result the usual mode. */
+    int ok = left == 0 && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
+    if (!ok)
+        e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        free(tmp);
+        return tf_fail(err, TF_EIO, "%s: cannot write: %s", path, strerror(e));
+    }
+    free(tmp);
+    return 0;
+}
+
+double tf_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,199 @@
+/* test_dag.c - the dependency graph: edges by rule, longest and critical
+ * paths on hand-computed schedules, and deadlock detection. */
+#include <math.h>
+
+#include "test_util.h"
+#include "tf/dag.h"
+#include "tf/schedule.h"
+
+static int node(const tf_schedule *s, const char *cell)
+{
+    tf_action a;
+    assert_int_equal(tf_action_parse(cell, &a, NULL), 0);
+    int i = tf_schedule_find(s, a.type, a.stage, a.microbatch);
+    assert_true(i >= 0);
+    return i;
+}
+
+static int edge_rule(const tf_dag *g, int u, int v)
+{
+    for (int e = g->succ_offset[u]; e < g->succ_offset[u + 1]; e++)
+        if (g->succ[e] == v)
+            return g->rule[e];
+    return 0;
+}
+
+/* 1F1B, 2 ranks, 2 microbatches, F = 1 ms and B = 2 ms on both stages.
+ * rank 0: 0F0 0F1 0B0 0B1, rank 1: 1F0 1B0 1F1 1B1.  By hand:
+ * 0F0 [0,1] 0F1 [1,2] 1F0 [1,2] 1B0 [2,4] 0B0 [4,6] 1F1 [4,5] 1B1 [5,7]
+ * 0B1 [7,9]: batch time 9. */
+static void one_f_one_b_by_hand(void **state)
+{
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, 2, &s, NULL), 0);
+    tf_dag g;
+    assert_int_equal(tf_dag_build(&s, 0.0, &g, NULL), 0);
+    double dur[8];
+    for (int i = 0; i < s.n_actions; i++)
+        dur[i] = s.actions[i].type == TF_ACT_F ? 1.0 : 2.0;
+    double start[8];
+    assert_true(tf_dag_longest_path(&g, dur, start) == 9.0);
+    const char *cells[] = {"0F0", "0F1", "1F0", "1B0", "0B0", "1F1", "1B1", "0B1"};
+    const double expected[] = {0, 1, 1, 2, 4, 4, 5, 7};
+    for (int k = 0; k < 8; k++)
+        assert_true(start[node(&s, cells[k])] == expected[k]);
+
+    /* Rules: F -> F of the next stage, B -> B of the previous stage,
+     * F -> B of the same microbatch, and rank order together with the
+     * next-microbatch rule on 0F0 -> 0F1. */
+    assert_int_equal(edge_rule(&g, node(&s, "0F0"), node(&s, "1F0")), TF_EDGE_FORWARD_NEXT_STAGE);
+    assert_int_equal(edge_rule(&g, node(&s, "1B0"), node(&s, "0B0")), TF_EDGE_BACKWARD_PREV_STAGE);
+    assert_int_equal(edge_rule(&g, node(&s, "1F0"), node(&s, "1B0")),
+                     TF_EDGE_BACKWARD_AFTER_FORWARD | TF_EDGE_RANK_ORDER);
+    assert_int_equal(edge_rule(&g, node(&s, "0F0"), node(&s, "0F1")),
+                     TF_EDGE_RANK_ORDER | TF_EDGE_MICROBATCH);
+    assert_int_equal(edge_rule(&g, node(&s, "1B0"), node(&s, "1F1")), TF_EDGE_RANK_ORDER);
+    assert_int_equal(edge_rule(&g, node(&s, "0B1"), node(&s, "0B0")), 0);
+
+    /* Critical path: 0F0 1F0 1B0 1F1 1B1 0B1; 0F1 and 0B0 have slack. */
+    unsigned char critical[8];
+    tf_dag_critical(&g, dur, critical);
+    const char *on_path[] = {"0F0", "1F0", "1B0", "1F1", "1B1", "0B1"};
+    for (int k = 0; k < 6; k++)
+        assert_true(critical[node(&s, on_path[k])]);
+    assert_false(critical[node(&s, "0F1")]);
+    assert_false(critical[node(&s, "0B0")]);
+    tf_dag_free(&g);
+    tf_schedule_free(&s);
+}
+
+/* The same schedule with 0.5 ms p2p lag on cross-rank edges:
+ * 1F0 [1.5,2.5] 1B0 [2.5,4.5] 0B0 [5,7] 1F1 [4.5,5.5] 1B1 [5.5,7.5]
+ * 0B1 [8,10]: batch time 10. */
+static void p2p_lag_on_cross_rank_edges(void **state)
+{
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, 2, &s, NULL), 0);
+    tf_dag g;
+    assert_int_equal(tf_dag_build(&s, 0.5, &g, NULL), 0);
+    double dur[8], start[8];
+    for (int i = 0; i < s.n_actions; i++)
+        dur[i] = s.actions[i].type == TF_ACT_F ? 1.0 : 2.0;
+    assert_true(tf_dag_longest_path(&g, dur, start) == 10.0);
+    assert_true(start[node(&s, "1F0")] == 1.5);
+    assert_true(start[node(&s, "0B0")] == 5.0);
+    assert_true(start[node(&s, "0B1")] == 8.0);
+    for (int u = 0; u < g.n; u++)
+        for (int e = g.succ_offset[u]; e < g.succ_offset[u + 1]; e++)
+            assert_true(g.lag[e] ==
+                        (s.actions[u].rank != s.actions[g.succ[e]].rank ? 0.5 : 0.0));
+    tf_dag_free(&g);
+    tf_schedule_free(&s);
+}
+
+/* Split backward: F -> I, I -> W, and I passes the gradient to the
+ * previous stage's I (SPEC section 4, rules 3 and 5). */
+static void split_backward_edges(void **state)
+{
+    const char *rank0[] = {"0F0", "0I0", "0W0"};
+    const char *rank1[] = {"1F0", "1I0", "1W0"};
+    const char *const *rows[] = {rank0, rank1};
+    int len[] = {3, 3};
+    tf_schedule s;
+    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 1, "test", &s, NULL), 0);
+    tf_dag g;
+    assert_int_equal(tf_dag_build(&s, 0.0, &g, NULL), 0);
+    assert_true(edge_rule(&g, node(&s, "0F0"), node(&s, "0I0")) & TF_EDGE_BACKWARD_AFTER_FORWARD);
+    assert_true(edge_rule(&g, node(&s, "1I0"), node(&s, "1W0")) & TF_EDGE_BACKWARD_AFTER_FORWARD);
+    assert_int_equal(edge_rule(&g, node(&s, "1I0"), node(&s, "0I0")), TF_EDGE_BACKWARD_PREV_STAGE);
+    assert_int_equal(edge_rule(&g, node(&s, "1W0"), node(&s, "0I0")), 0);
+    /* F 1, I 2, W 3: 0F0 1F0 1I0 then 0I0 and 1W0 in parallel, 0W0 last. */
+    double dur[6];
+    for (int i = 0; i < 6; i++)
+        dur[i] = s.actions[i].type == TF_ACT_F ? 1.0 : s.actions[i].type == TF_ACT_I ? 2.0 : 3.0;
+    assert_true(tf_dag_longest_path(&g, dur, NULL) == 1 + 1 + 2 + 2 + 3);
+    tf_dag_free(&g);
+    tf_schedule_free(&s);
+}
+
+/* An order that makes rank 1 run microbatch 1 before microbatch 0 waits on
+ * itself, e.g. 1F0 -> 1B0 (backward after forward) -> 1B1 (next
+ * microbatch) -> 1F0 (rank order). */
+static void deadlock_names_the_cycle(void **state)
+{
+    const char *rank0[] = {"0F0", "0F1", "0B0", "0B1"};
+    const char *rank1[] = {"1F1", "1B1", "1F0", "1B0"};
+    const char *const *rows[] = {rank0, rank1};
+    int len[] = {4, 4};
+    tf_schedule s;
+    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 2, "test", &s, NULL), 0);
+    tf_dag g;
+    tf_error err = {0};
+    assert_int_equal(tf_dag_build(&s, 0.0, &g, &err), TF_ECYCLE);
+    assert_contains(err.msg, "deadlock");
+    assert_contains(err.msg, "1F0(rank 1) -> 1B0(rank 1) -> 1B1(rank 1) -> 1F0(rank 1)");
+    assert_null(g.succ);
+    tf_schedule_free(&s);
+
+    /* A backward before its own forward on one rank. */
+    const char *single[] = {"0B0", "0F0"};
+    const char *const *rows1[] = {single};
+    int len1[] = {2};
+    assert_int_equal(tf_schedule_from_cells(rows1, len1, 1, 1, "test", &s, NULL), 0);
+    assert_int_equal(tf_dag_build(&s, 0.0, &g, &err), TF_ECYCLE);
+    assert_contains(err.msg, "0F0(rank 0) -> 0B0(rank 0) -> 0F0");
+    tf_schedule_free(&s);
+}
+
+/* Every built-in schedule's longest path equals the largest finish time of
+ * an independent relaxation that repeats passes over all edges until no
+ * start time changes (Bellman-Ford style), on random durations. */
+static void longest_path_matches_relaxation(void **state)
+{
+    const char *names[] = {"GPipe", "1F1B", "Interleaved1F1B", "InterleavedZeroBubble",
+                           "ZBVZeroBubble"};
+    uint64_t seed = 12345;
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        int spr = k < 2 ? 1 : 2;
+        tf_schedule s;
+        assert_int_equal(tf_schedule_build(names[k], 4, spr, 8, &s, NULL), 0);
+        tf_dag g;
+        assert_int_equal(tf_dag_build(&s, 0.3, &g, NULL), 0);
+        double *dur = malloc(sizeof(double) * s.n_actions);
+        double *start = calloc((size_t)s.n_actions, sizeof(double));
+        for (int i = 0; i < s.n_actions; i++)
+            dur[i] = 0.5 + test_random(&seed);
+        int changed = 1;
+        while (changed) {
+            changed = 0;
+            for (int u = 0; u < g.n; u++)
+                for (int e = g.succ_offset[u]; e < g.succ_offset[u + 1]; e++) {
+                    double t = start[u] + dur[u] + g.lag[e];
+                    if (t > start[g.succ[e]]) {
+                        start[g.succ[e]] = t;
+                        changed = 1;
+                    }
+                }
+        }
+        double makespan = 0.0;
+        for (int i = 0; i < s.n_actions; i++)
+            makespan = fmax(makespan, start[i] + dur[i]);
+        assert_close(tf_dag_longest_path(&g, dur, NULL), makespan, 1e-12);
+        free(dur);
+        free(start);
+        tf_dag_free(&g);
+        tf_schedule_free(&s);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(one_f_one_b_by_hand),
+        cmocka_unit_test(p2p_lag_on_cross_rank_edges),
+        cmocka_unit_test(split_backward_edges),
+        cmocka_unit_test(deadlock_names_the_cycle),
+        cmocka_unit_test(longest_path_matches_relaxation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

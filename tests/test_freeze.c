@@ -1,0 +1,423 @@
+/* test_freeze.c - the freeze LP against known answers and an independent
+ * formulation.
+ *
+ * The independent check: the batch time is the longest path, so "T >= every
+ * start-to-end path's length" is an equivalent LP with no start-time
+ * variables at all.  For small DAGs every path is enumerated and that LP is
+ * solved separately (lexicographically, by fixing each optimum); its optima
+ * must equal the planner's on every built-in schedule, with and without p2p
+ * lag, per-stage caps and both objectives. */
+#include <lpsolve/lp_lib.h>
+#include <math.h>
+
+#include "test_util.h"
+#include "tf/dag.h"
+#include "tf/freeze.h"
+#include "tf/schedule.h"
+
+typedef struct instance {
+    tf_schedule s;
+    tf_dag g;
+    double *max_ms, *min_ms, *cap;
+} instance;
+
+static void instance_free(instance *x)
+{
+    tf_dag_free(&x->g);
+    tf_schedule_free(&x->s);
+    free(x->max_ms);
+    free(x->min_ms);
+    free(x->cap);
+}
+
+/* A random instance: F in [1,2), B in [2,5) with frozen 10-90% of it,
+ * split backwards I in [1,3), W in [1,3) frozen to 1-50%; a tenth of the
+ * freezable actions get min == max (not freezable), caps in [0, 1]. */
+static void random_instance(instance *x, const char *name, int ranks, int spr, int mb,
+                            double p2p, uint64_t *seed)
+{
+    memset(x, 0, sizeof *x);
+    assert_int_equal(tf_schedule_build(name, ranks, spr, mb, &x->s, NULL), 0);
+    assert_int_equal(tf_dag_build(&x->s, p2p, &x->g, NULL), 0);
+    int n = x->s.n_actions;
+    x->max_ms = malloc(sizeof(double) * n);
+    x->min_ms = malloc(sizeof(double) * n);
+    x->cap = malloc(sizeof(double) * x->s.stages);
+    for (int i = 0; i < n; i++) {
+        double u = test_random(seed), v = test_random(seed);
+        switch (x->s.actions[i].type) {
+        case TF_ACT_F: x->max_ms[i] = x->min_ms[i] = 1 + u; break;
+        case TF_ACT_I: x->max_ms[i] = x->min_ms[i] = 1 + 2 * u; break;
+        case TF_ACT_B:
+            x->max_ms[i] = 2 + 3 * u;
+            x->min_ms[i] = x->max_ms[i] * (0.1 + 0.8 * v);
+            break;
+        case TF_ACT_W:
+            x->max_ms[i] = 1 + 2 * u;
+            x->min_ms[i] = x->max_ms[i] * (0.01 + 0.49 * v);
+            break;
+        }
+        if (test_random(seed) < 0.1)
+            x->min_ms[i] = x->max_ms[i];
+    }
+    for (int st = 0; st < x->s.stages; st++) {
+        double c = test_random(seed);
+        x->cap[st] = c < 0.1 ? 0.0 : c > 0.9 ? 1.0 : c;
+    }
+}
+
+/* Depth-first enumeration of all source-to-sink paths (ascending node
+ * lists), each turned into a row: T + sum d_i r_i >= sum max_i + lags. */
+typedef struct path_lp {
+    lprec *lp;
+    int n, k, col_T;
+    int *ratio_column;
+    int *stack;
+    double *lag_to;
+    int rows;
+} path_lp;
+
+static int has_predecessor(const tf_dag *g, int v)
+{
+    for (int u = 0; u < g->n; u++)
+        for (int e = g->succ_offset[u]; e < g->succ_offset[u + 1]; e++)
+            if (g->succ[e] == v)
+                return 1;
+    return 0;
+}
+
+static void add_path_row(path_lp *p, const instance *x, int depth, double lags)
+{
+    int *cols = malloc(sizeof(int) * (depth + 1));
+    double *vals = malloc(sizeof(double) * (depth + 1));
+    int count = 0;
+    double rhs = lags;
+    cols[count] = p->col_T;
+    vals[count++] = 1.0;
+    for (int k = 0; k < depth; k++) {
+        int i = p->stack[k];
+        rhs += x->max_ms[i];
+        if (p->ratio_column[i]) {
+            cols[count] = p->ratio_column[i];
+            vals[count++] = x->max_ms[i] - x->min_ms[i];
+        }
+    }
+    assert_true(add_constraintex(p->lp, count, vals, cols, GE, rhs));
+    p->rows++;
+    free(cols);
+    free(vals);
+}
+
+static void walk(path_lp *p, const instance *x, int u, int depth, double lags)
+{
+    p->stack[depth++] = u;
+    const tf_dag *g = &x->g;
+    if (g->succ_offset[u] == g->succ_offset[u + 1]) {
+        add_path_row(p, x, depth, lags);
+        return;
+    }
+    for (int e = g->succ_offset[u]; e < g->succ_offset[u + 1]; e++)
+        walk(p, x, g->succ[e], depth, lags + g->lag[e]);
+}
+
+/* Number of paths, to skip instances too large to enumerate. */
+static double count_paths(const instance *x)
+{
+    const tf_dag *g = &x->g;
+    double *paths_from = calloc((size_t)g->n, sizeof(double));
+    double total = 0;
+    for (int k = g->n - 1; k >= 0; k--) {
+        int u = g->topo[k];
+        if (g->succ_offset[u] == g->succ_offset[u + 1])
+            paths_from[u] = 1;
+        for (int e = g->succ_offset[u]; e < g->succ_offset[u + 1]; e++)
+            paths_from[u] += paths_from[g->succ[e]];
+    }
+    for (int u = 0; u < g->n; u++)
+        if (!has_predecessor(g, u))
+            total += paths_from[u];
+    free(paths_from);
+    return total;
+}
+
+typedef struct optimum {
+    double makespan, sum_ratio, max_ratio;
+} optimum;
+
+static double solve_checked(lprec *lp)
+{
+    assert_int_equal(solve(lp), OPTIMAL);
+    return get_objective(lp);
+}
+
+/* Solves the path LP lexicographically: T, then (spread) max r, then sum r. */
+static optimum path_optimum(const instance *x, tf_objective objective)
+{
+    path_lp p = {0};
+    int n = x->s.n_actions;
+    p.n = n;
+    p.ratio_column = calloc((size_t)n, sizeof(int));
+    p.stack = malloc(sizeof(int) * (n + 1));
+    for (int i = 0; i < n; i++)
+        if (tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i]))
+            p.ratio_column[i] = ++p.k;
+    p.col_T = p.k + 1;
+    int col_z = p.k + 2;
+    p.lp = make_lp(0, col_z);
+    set_verbose(p.lp, NEUTRAL);
+    set_add_rowmode(p.lp, TRUE);
+    for (int i = 0; i < n; i++)
+        if (!has_predecessor(&x->g, i))
+            walk(&p, x, i, 0, 0.0);
+    for (int st = 0; st < x->s.stages; st++) {
+        int cols[1024], count = 0;
+        double vals[1024];
+        for (int i = 0; i < n; i++)
+            if (p.ratio_column[i] && x->s.actions[i].stage == st) {
+                cols[count] = p.ratio_column[i];
+                vals[count++] = 1.0;
+            }
+        if (count)
+            add_constraintex(p.lp, count, vals, cols, LE, x->cap[st] * count);
+    }
+    for (int c = 1; c <= p.k; c++) {
+        int cols[2] = {c, col_z};
+        double vals[2] = {1, -1};
+        add_constraintex(p.lp, 2, vals, cols, LE, 0);
+    }
+    set_add_rowmode(p.lp, FALSE);
+    for (int c = 1; c <= p.k; c++)
+        set_upbo(p.lp, c, 1.0);
+    set_minim(p.lp);
+
+    optimum o;
+    double one = 1.0;
+    set_obj_fnex(p.lp, 1, &one, &p.col_T);
+    o.makespan = solve_checked(p.lp);
+    set_upbo(p.lp, p.col_T, o.makespan * (1 + 1e-10));
+    if (objective == TF_OBJECTIVE_SPREAD) {
+        set_obj_fnex(p.lp, 1, &one, &col_z);
+        o.max_ratio = solve_checked(p.lp);
+        set_upbo(p.lp, col_z, o.max_ratio + 1e-10);
+    }
+    int *cols = malloc(sizeof(int) * (p.k + 1));
+    double *vals = malloc(sizeof(double) * (p.k + 1));
+    for (int c = 0; c < p.k; c++) {
+        cols[c] = c + 1;
+        vals[c] = 1.0;
+    }
+    set_obj_fnex(p.lp, p.k, vals, cols);
+    o.sum_ratio = p.k ? solve_checked(p.lp) : 0.0;
+    if (objective != TF_OBJECTIVE_SPREAD)
+        o.max_ratio = NAN;
+    free(cols);
+    free(vals);
+    delete_lp(p.lp);
+    free(p.ratio_column);
+    free(p.stack);
+    return o;
+}
+
+/* Checks everything a plan promises against the instance. */
+static void check_plan(const instance *x, const tf_freeze_result *r)
+{
+    int n = x->s.n_actions;
+    double sum_by_stage[64] = {0};
+    int count_by_stage[64] = {0};
+    for (int i = 0; i < n; i++) {
+        assert_true(r->ratio[i] >= 0.0 && r->ratio[i] <= 1.0);
+        assert_close(r->duration[i], x->max_ms[i] - r->ratio[i] * (x->max_ms[i] - x->min_ms[i]),
+                     1e-12);
+        if (tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
+            sum_by_stage[x->s.actions[i].stage] += r->ratio[i];
+            count_by_stage[x->s.actions[i].stage]++;
+        } else {
+            assert_true(r->ratio[i] == 0.0);
+        }
+    }
+    for (int st = 0; st < x->s.stages; st++)
+        if (count_by_stage[st])
+            assert_true(sum_by_stage[st] / count_by_stage[st] <= x->cap[st] + 1e-7);
+    /* Re-simulating the planned durations gives the planned batch time. */
+    assert_close(tf_dag_longest_path(&x->g, r->duration, NULL), r->makespan, 1e-12);
+    for (int u = 0; u < n; u++)
+        for (int e = x->g.succ_offset[u]; e < x->g.succ_offset[u + 1]; e++)
+            assert_true(r->start[u] + r->duration[u] + x->g.lag[e] <=
+                        r->start[x->g.succ[e]] + 1e-9);
+}
+
+static void compare_with_paths(const char *name, int ranks, int spr, int mb, uint64_t seed_value,
+                               int *checked)
+{
+    uint64_t seed = seed_value;
+    for (int variant = 0; variant < 4; variant++) {
+        instance x;
+        double p2p = variant & 1 ? 0.05 + 0.5 * test_random(&seed) : 0.0;
+        random_instance(&x, name, ranks, spr, mb, p2p, &seed);
+        if (count_paths(&x) > 4000) {
+            instance_free(&x);
+            continue;
+        }
+        tf_objective objective = variant & 2 ? TF_OBJECTIVE_SPREAD : TF_OBJECTIVE_LEAST_FREEZE;
+        tf_freeze_result r;
+        tf_error err = {0};
+        int rc = tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, objective, &r, &err);
+        if (rc)
+            fail_msg("%s p=%d m=%d: %s", name, ranks, mb, err.msg);
+        check_plan(&x, &r);
+        optimum o = path_optimum(&x, objective);
+        assert_close(r.makespan, o.makespan, 1e-6);
+        double sum = 0.0, largest = 0.0;
+        for (int i = 0; i < x.s.n_actions; i++) {
+            sum += r.ratio[i];
+            largest = fmax(largest, r.ratio[i]);
+        }
+        assert_close(sum, o.sum_ratio, 1e-6);
+        if (objective == TF_OBJECTIVE_SPREAD)
+            assert_close(largest, o.max_ratio, 1e-6);
+        (*checked)++;
+        tf_freeze_result_free(&r);
+        instance_free(&x);
+    }
+}
+
+static void matches_path_formulation_on_every_schedule(void **state)
+{
+    int checked = 0;
+    for (int ranks = 1; ranks <= 3; ranks++)
+        for (int mb = 1; mb <= 4; mb++) {
+            compare_with_paths("GPipe", ranks, 1, mb, 100 + ranks * 10 + mb, &checked);
+            compare_with_paths("1F1B", ranks, 1, mb, 200 + ranks * 10 + mb, &checked);
+        }
+    const char *split[] = {"Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble"};
+    for (int k = 0; k < 3; k++)
+        for (int ranks = 1; ranks <= 2; ranks++)
+            for (int mb = 1; mb <= 4; mb++) {
+                tf_schedule probe;
+                if (tf_schedule_build(split[k], ranks, 2, mb, &probe, NULL) != 0)
+                    continue; /* a shape PyTorch rejects */
+                tf_schedule_free(&probe);
+                compare_with_paths(split[k], ranks, 2, mb, 300 + k * 100 + ranks * 10 + mb,
+                                   &checked);
+            }
+    print_message("checked %d instances against the path formulation\n", checked);
+    assert_true(checked >= 60);
+}
+
+/* One rank, GPipe, 2 microbatches: F F B B in a chain.  With cap 0.5 the
+ * mean ratio may reach 0.5, so T = 2F + 2B - (B - Bf) and least freezing
+ * uses exactly the budget: sum r = 1. */
+static void single_rank_chain_by_hand(void **state)
+{
+    instance x = {0};
+    assert_int_equal(tf_schedule_build("GPipe", 1, 1, 2, &x.s, NULL), 0);
+    assert_int_equal(tf_dag_build(&x.s, 0.0, &x.g, NULL), 0);
+    double max_ms[4], min_ms[4], cap = 0.5;
+    for (int i = 0; i < 4; i++) {
+        int backward = x.s.actions[i].type == TF_ACT_B;
+        max_ms[i] = backward ? 4.0 : 1.0;
+        min_ms[i] = backward ? 1.0 : 1.0;
+    }
+    tf_freeze_result r;
+    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, &cap, TF_OBJECTIVE_LEAST_FREEZE,
+                                     &r, NULL),
+                     0);
+    assert_close(r.makespan, 2 * 1.0 + 2 * 4.0 - 3.0, 1e-9);
+    double sum = 0;
+    for (int i = 0; i < 4; i++)
+        sum += r.ratio[i];
+    assert_close(sum, 1.0, 1e-9);
+    tf_freeze_result_free(&r);
+    /* Spread splits the same budget evenly: both ratios 0.5. */
+    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, &cap, TF_OBJECTIVE_SPREAD, &r,
+                                     NULL),
+                     0);
+    for (int i = 0; i < 4; i++)
+        if (x.s.actions[i].type == TF_ACT_B)
+            assert_close(r.ratio[i], 0.5, 1e-9);
+    tf_freeze_result_free(&r);
+    tf_dag_free(&x.g);
+    tf_schedule_free(&x.s);
+}
+
+/* Freezing off the critical path buys nothing, so least-freeze leaves it
+ * at 0.  GPipe, 2 ranks, 4 microbatches: stage 1 is slow and fixed, so
+ * stage 0's backwards wait on it with slack, except the last, which ends
+ * the batch: only 0B3 freezes. */
+static void least_freeze_does_not_freeze_without_gain(void **state)
+{
+    instance x = {0};
+    assert_int_equal(tf_schedule_build("GPipe", 2, 1, 4, &x.s, NULL), 0);
+    assert_int_equal(tf_dag_build(&x.s, 0.0, &x.g, NULL), 0);
+    int n = x.s.n_actions;
+    double *max_ms = malloc(sizeof(double) * n), *min_ms = malloc(sizeof(double) * n);
+    /* Stage 1 is slow (F 10, B 20) and fixed; stage 0 (F 1, B 2 -> 1) has
+     * slack everywhere except its last backward, which ends the batch. */
+    for (int i = 0; i < n; i++) {
+        const tf_action *a = &x.s.actions[i];
+        int slow = a->stage == 1;
+        max_ms[i] = a->type == TF_ACT_F ? (slow ? 10 : 1) : (slow ? 20 : 2);
+        min_ms[i] = a->type == TF_ACT_B && !slow ? 1 : max_ms[i];
+    }
+    double cap[2] = {1.0, 1.0};
+    tf_freeze_result r;
+    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, cap, TF_OBJECTIVE_LEAST_FREEZE,
+                                     &r, NULL),
+                     0);
+    double unfrozen = tf_dag_longest_path(&x.g, max_ms, NULL);
+    assert_close(r.makespan, unfrozen - 1.0, 1e-9);
+    int frozen = 0;
+    for (int i = 0; i < n; i++)
+        frozen += r.ratio[i] > 0;
+    assert_int_equal(frozen, 1);
+    assert_true(r.ratio[tf_schedule_find(&x.s, TF_ACT_B, 0, 3)] == 1.0);
+    tf_freeze_result_free(&r);
+    free(max_ms);
+    free(min_ms);
+    tf_dag_free(&x.g);
+    tf_schedule_free(&x.s);
+}
+
+/* Degenerate inputs: cap 0 reproduces the unfrozen schedule, cap 1 the all
+ * frozen one; zero-length frozen actions and equal times solve fine. */
+static void degenerate_caps_and_times(void **state)
+{
+    instance x = {0};
+    assert_int_equal(tf_schedule_build("1F1B", 3, 1, 5, &x.s, NULL), 0);
+    assert_int_equal(tf_dag_build(&x.s, 0.0, &x.g, NULL), 0);
+    int n = x.s.n_actions;
+    double *max_ms = malloc(sizeof(double) * n), *min_ms = malloc(sizeof(double) * n);
+    for (int i = 0; i < n; i++) {
+        max_ms[i] = x.s.actions[i].type == TF_ACT_F ? 1.0 : 2.0;
+        min_ms[i] = x.s.actions[i].type == TF_ACT_F ? 1.0 : 0.0;
+    }
+    double zero[3] = {0, 0, 0}, one[3] = {1, 1, 1};
+    tf_freeze_result r;
+    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, zero, TF_OBJECTIVE_LEAST_FREEZE,
+                                     &r, NULL),
+                     0);
+    assert_close(r.makespan, tf_dag_longest_path(&x.g, max_ms, NULL), 1e-9);
+    for (int i = 0; i < n; i++)
+        assert_true(r.ratio[i] == 0.0);
+    tf_freeze_result_free(&r);
+    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, one, TF_OBJECTIVE_SPREAD, &r,
+                                     NULL),
+                     0);
+    assert_close(r.makespan, tf_dag_longest_path(&x.g, min_ms, NULL), 1e-9);
+    tf_freeze_result_free(&r);
+    free(max_ms);
+    free(min_ms);
+    tf_dag_free(&x.g);
+    tf_schedule_free(&x.s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(single_rank_chain_by_hand),
+        cmocka_unit_test(least_freeze_does_not_freeze_without_gain),
+        cmocka_unit_test(degenerate_caps_and_times),
+        cmocka_unit_test(matches_path_formulation_on_every_schedule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

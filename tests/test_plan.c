@@ -1,0 +1,207 @@
+/* test_plan.c - the planner pipeline on bundled traces, plan files in and
+ * out, and rejected plans. */
+#include <math.h>
+#include <unistd.h>
+
+#include "test_util.h"
+#include "tf/plan.h"
+#include "tf/util.h"
+
+static void plan_trace(const char *relative, tf_plan *plan)
+{
+    char path[512];
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_load(source_path(relative, path, sizeof path), &p, &err))
+        fail_msg("%s", err.msg);
+    tf_plan_options o;
+    tf_plan_options_init(&o);
+    if (tf_plan_from_profile(&p, &o, plan, &err))
+        fail_msg("%s", err.msg);
+    tf_profile_free(&p);
+}
+
+/* Bounds and bookkeeping every plan must satisfy. */
+static void check_invariants(const tf_plan *plan)
+{
+    assert_true(plan->batch_ms_all_frozen <= plan->batch_ms_planned + 1e-9);
+    assert_true(plan->batch_ms_planned <= plan->batch_ms_unfrozen + 1e-9);
+    assert_close(plan->speedup, plan->batch_ms_unfrozen / plan->batch_ms_planned, 1e-12);
+    double finish = 0;
+    int critical = 0;
+    for (int i = 0; i < plan->schedule.n_actions; i++) {
+        const tf_plan_action *a = &plan->actions[i];
+        finish = fmax(finish, a->start_ms + a->ms);
+        critical += a->critical;
+        assert_close(a->ms, a->max_ms - a->freeze_ratio * (a->max_ms - a->min_ms), 1e-9);
+    }
+    assert_close(finish, plan->batch_ms_planned, 1e-12);
+    assert_true(critical > 0);
+    for (int st = 0; st < plan->schedule.stages; st++)
+        assert_true(plan->freeze_ratio_stage[st] <= plan->max_freeze_ratio[st] + 1e-7);
+}
+
+static void published_llama_8b(void **state)
+{
+    tf_plan plan;
+    plan_trace("traces/llama8b-1f1b-h200.profile.json", &plan);
+    check_invariants(&plan);
+    /* The published unfrozen batch time is 675.56 ms with measured
+     * per-action times; the bundled per-rank averages come within 2%. */
+    assert_true(fabs(plan.batch_ms_unfrozen - 675.56) / 675.56 < 0.02);
+    assert_true(plan.speedup > 1.3);
+    tf_plan_free(&plan);
+}
+
+static void save_and_load_round_trip(void **state)
+{
+    tf_plan plan, loaded;
+    plan_trace("traces/examples/zbv-p4-m8.profile.json", &plan);
+    check_invariants(&plan);
+    char path[] = "/tmp/tf-test-plan-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    tf_error err = {0};
+    assert_int_equal(tf_plan_save(&plan, path, &err), 0);
+    if (tf_plan_load(path, &loaded, &err))
+        fail_msg("%s", err.msg);
+    unlink(path);
+    assert_int_equal(loaded.schedule.n_actions, plan.schedule.n_actions);
+    assert_string_equal(loaded.schedule.name, plan.schedule.name);
+    for (int i = 0; i < plan.schedule.n_actions; i++) {
+        const tf_plan_action *a = &plan.actions[i], *b = &loaded.actions[i];
+        assert_int_equal(a->action.type, b->action.type);
+        assert_int_equal(a->action.stage, b->action.stage);
+        assert_int_equal(a->action.microbatch, b->action.microbatch);
+        assert_int_equal(a->action.rank, b->action.rank);
+        assert_close(a->start_ms, b->start_ms, 1e-11);
+        assert_close(a->freeze_ratio, b->freeze_ratio, 1e-11);
+        assert_int_equal(a->critical, b->critical);
+    }
+    assert_close(loaded.batch_ms_planned, plan.batch_ms_planned, 1e-11);
+    assert_close(loaded.batch_ms_unfrozen, plan.batch_ms_unfrozen, 1e-11);
+    assert_close(loaded.batch_ms_all_frozen, plan.batch_ms_all_frozen, 1e-11);
+    tf_plan_free(&loaded);
+    tf_plan_free(&plan);
+}
+
+static void every_example_trace(void **state)
+{
+    const char *traces[] = {"traces/examples/gpipe-p4-m8.profile.json",
+                            "traces/examples/1f1b-p4-m8.profile.json",
+                            "traces/examples/interleaved1f1b-p4-m8.profile.json",
+                            "traces/examples/interleaved-zb-p4-m8.profile.json",
+                            "traces/examples/zbv-p4-m8.profile.json"};
+    for (size_t k = 0; k < sizeof traces / sizeof *traces; k++) {
+        tf_plan plan;
+        plan_trace(traces[k], &plan);
+        check_invariants(&plan);
+        tf_plan_free(&plan);
+    }
+}
+
+static void unfrozen_plan_is_the_upper_bound(void **state)
+{
+    char path[512];
+    tf_profile p;
+    assert_int_equal(
+        tf_profile_load(source_path("traces/examples/1f1b-p4-m8.profile.json", path, sizeof path),
+                        &p, NULL),
+        0);
+    tf_plan plan;
+    assert_int_equal(tf_plan_unfrozen(&p, &plan, NULL), 0);
+    assert_true(plan.batch_ms_planned == plan.batch_ms_unfrozen);
+    assert_true(plan.speedup == 1.0);
+    for (int i = 0; i < plan.schedule.n_actions; i++)
+        assert_true(plan.actions[i].freeze_ratio == 0.0);
+    assert_string_equal(plan.solver_name, "none");
+    tf_plan_free(&plan);
+    tf_profile_free(&p);
+}
+
+static void cyclic_order_is_an_error(void **state)
+{
+    const char *text = "{\"schedule\": \"mine\", \"ranks\": 2, \"microbatches\": 2,"
+                       " \"stages\": [{\"forward_ms\": 1, \"backward_ms\": 2},"
+                       "              {\"forward_ms\": 1, \"backward_ms\": 2}],"
+                       " \"order\": [[\"0F0\", \"0F1\", \"0B0\", \"0B1\"],"
+                       "            [\"1F1\", \"1B1\", \"1F0\", \"1B0\"]]}";
+    tf_profile p;
+    assert_int_equal(tf_profile_parse(text, "cyclic.json", &p, NULL), 0);
+    tf_plan plan;
+    tf_error err = {0};
+    assert_int_equal(tf_plan_from_profile(&p, NULL, &plan, &err), TF_ECYCLE);
+    assert_contains(err.msg, "1B1(rank 1) -> 1F0(rank 1)");
+    assert_null(plan.actions);
+    tf_profile_free(&p);
+}
+
+static void rejects_bad_plans(void **state)
+{
+    const char *action = "{\"rank\": 0, \"stage\": 0, \"microbatch\": 0, \"type\": \"F\","
+                         " \"start_ms\": 0, \"ms\": 1}";
+    const char *head = "{\"format\": \"tf-plan\", \"version\": 1, \"schedule\": \"GPipe\","
+                       " \"ranks\": 1, \"stages_per_rank\": 1, \"microbatches\": 1, ";
+    char text[2048];
+    tf_plan plan;
+    tf_error err = {0};
+
+    assert_int_equal(tf_plan_parse("{\"format\": \"tf-profile\"}", "p.json", &plan, &err),
+                     TF_EINVAL);
+    assert_contains(err.msg, "$.format");
+
+    snprintf(text, sizeof text, "%s\"actions\": [%s]}", head, action);
+    assert_int_equal(tf_plan_parse(text, "p.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "no backward"); /* F without B */
+
+    snprintf(text, sizeof text,
+             "%s\"actions\": [%s, {\"rank\": 0, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
+             " \"start_ms\": 1, \"ms\": 5, \"max_ms\": 4, \"min_ms\": 2}]}",
+             head, action);
+    assert_int_equal(tf_plan_parse(text, "p.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "$.actions[1]");
+    assert_contains(err.msg, "min_ms <= ms <= max_ms");
+
+    snprintf(text, sizeof text,
+             "%s\"actions\": [%s, {\"rank\": 0, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
+             " \"start_ms\": -1, \"ms\": 2}]}",
+             head, action);
+    assert_int_equal(tf_plan_parse(text, "p.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "$.actions[1].start_ms");
+
+    snprintf(text, sizeof text,
+             "%s\"actions\": [%s, {\"rank\": 0, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
+             " \"start_ms\": 1, \"ms\": 2, \"freeze_ratio\": 1.5}]}",
+             head, action);
+    assert_int_equal(tf_plan_parse(text, "p.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "$.actions[1].freeze_ratio");
+
+    snprintf(text, sizeof text,
+             "%s\"actions\": [%s, {\"rank\": 3, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
+             " \"start_ms\": 1, \"ms\": 2}]}",
+             head, action);
+    assert_int_equal(tf_plan_parse(text, "p.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "$.actions[1].rank");
+
+    snprintf(text, sizeof text,
+             "%s\"actions\": [%s, {\"rank\": 0, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
+             " \"start_ms\": 1, \"ms\": 2}]}",
+             head, action);
+    assert_int_equal(tf_plan_parse(text, "p.json", &plan, &err), 0); /* the valid version */
+    assert_true(plan.batch_ms_planned == 3.0);
+    tf_plan_free(&plan);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(published_llama_8b),
+        cmocka_unit_test(save_and_load_round_trip),
+        cmocka_unit_test(every_example_trace),
+        cmocka_unit_test(unfrozen_plan_is_the_upper_bound),
+        cmocka_unit_test(cyclic_order_is_an_error),
+        cmocka_unit_test(rejects_bad_plans),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Set-up in one command on a fresh Debian 12 machine (run as root).
+#
+#   bash tools/bootstrap.sh demo   install packages, build, plan the bundled
+#                                  LLaMA-3.1-8B trace and draw its timeline
+#   bash tools/bootstrap.sh test   install packages, build with AddressSanitizer
+#                                  and UndefinedBehaviorSanitizer, run every test
+#
+# Packages are installed only when missing, so a second run needs no network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config python3
+          liblpsolve55-dev libcjson-dev libgraphviz-dev libcmocka-dev libopenblas-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+jobs=$(nproc 2>/dev/null || echo 2)
+
+case "${1:-}" in
+  demo)
+    install_missing
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
+    cmake --build build -j "$jobs" > /dev/null
+    mkdir -p out
+    timeline_args=()
+    if ./build/planner/tf-plan --help | grep -q -- '--timeline'; then
+      timeline_args=(--timeline out/llama8b-1f1b.svg)
+    fi
+    ./build/planner/tf-plan traces/llama8b-1f1b-h200.profile.json -o out/llama8b-1f1b.plan.json \
+      "${timeline_args[@]}"
+    ;;
+  test)
+    install_missing
+    cmake -S . -B build-sanitize -DTF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
+    cmake --build build-sanitize -j "$jobs"
+    cd build-sanitize
+    ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --output-on-failure -j "$jobs"
+    ;;
+  *)
+    echo "usage: bash tools/bootstrap.sh demo|test" >&2
+    exit 2
+    ;;
+esac

@@ -101,6 +101,17 @@ static int add_precedence(lp_model *m, int u, int later_column, double max_u, do
     return add_row(m, count, values, columns, GE, max_u + lag);
 }
 
+/* An edge between two actions of one rank that is not itself a rank-order
+ * edge is implied by the chain of rank-order edges between them: the graph
+ * is acyclic, so the later action comes later in the rank's order, lags on
+ * one rank are 0 and durations are non-negative.  Leaving such rows out
+ * shrinks the LP by about a third without changing its feasible set. */
+static int implied_by_rank_order(const tf_schedule *s, const tf_dag *g, int u, int e)
+{
+    return !(g->rule[e] & TF_EDGE_RANK_ORDER) &&
+           s->actions[u].rank == s->actions[g->succ[e]].rank;
+}
+
 static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_ms,
                        const double *min_ms, const double *cap, tf_objective objective,
                        lp_model *m)
@@ -146,7 +157,8 @@ static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_
     for (int u = 0; u < n && !rc; u++) {
         int first = g->succ_offset[u], last = g->succ_offset[u + 1];
         for (int e = first; e < last && !rc; e++)
-            rc = add_precedence(m, u, g->succ[e] + 1, max_ms[u], g->lag[e]);
+            if (!implied_by_rank_order(s, g, u, e))
+                rc = add_precedence(m, u, g->succ[e] + 1, max_ms[u], g->lag[e]);
         if (first == last && !rc)
             rc = add_precedence(m, u, m->col_T, max_ms[u], 0.0);
     }
@@ -315,6 +327,7 @@ int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
     out->makespan = tf_dag_longest_path(g, out->duration, out->start);
     out->solves = solves;
     snprintf(out->status, sizeof out->status, "optimal");
+    snprintf(out->solver, sizeof out->solver, "lp_solve");
 
 done:
     free(values);

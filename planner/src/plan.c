@@ -123,7 +123,7 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     if ((rc = tf_freeze_solve(s, &g, max_ms, min_ms, caps, out->objective, &fr, err)))
         goto done;
     out->batch_ms_planned = fr.makespan;
-    snprintf(out->solver_name, sizeof out->solver_name, "lp_solve");
+    snprintf(out->solver_name, sizeof out->solver_name, "%s", fr.solver);
     tf_freeze_solver_version(out->solver_version, sizeof out->solver_version);
     snprintf(out->solver_status, sizeof out->solver_status, "%s", fr.status);
     out->solver_variables = fr.variables;

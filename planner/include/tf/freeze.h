@@ -34,6 +34,7 @@ typedef struct tf_freeze_result {
     int solves;          /* lp_solve calls made */
     double seconds;      /* wall time spent building and solving */
     char status[32];     /* "optimal" or lp_solve's status name */
+    char solver[32];     /* which solver produced it: "lp_solve" or "fast" */
 } tf_freeze_result;
 
 /* Is action i freezable: type B or W with min_ms[i] < max_ms[i]. */

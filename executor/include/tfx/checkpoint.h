@@ -1,0 +1,48 @@
+/* checkpoint.h - saving and resuming a training run.
+ *
+ * A checkpoint is one binary file DIR/tf-exec.ckpt holding the run's shape
+ * (model sizes, pipeline, seed, freeze selection), the number of steps done,
+ * the rotate offsets of the freeze selector, and every tensor's parameters,
+ * AdamW moments and step count, followed by a 64-bit FNV-1a checksum.  It is
+ * written atomically (temporary file + rename), so a crash while saving
+ * leaves the previous checkpoint intact.  Data batches and random freeze
+ * choices are functions of (seed, step), so a resumed run continues
+ * bit-identically.
+ */
+#ifndef TFX_CHECKPOINT_H
+#define TFX_CHECKPOINT_H
+
+#include <stdint.h>
+#include "tf/error.h"
+#include "tfx/freeze_select.h"
+#include "tfx/model.h"
+#include "tfx/runtime.h"
+
+typedef struct tfx_checkpoint_meta {
+    tfx_model_config model;
+    int stages, microbatches;
+    uint64_t seed;
+    int select_method;      /* tfx_select_method */
+    char schedule[64];
+    long step;              /* steps completed */
+} tfx_checkpoint_meta;
+
+/* Path of the checkpoint file in dir (static buffer-free: writes to buf of
+ * size n).  Returns buf. */
+char *tfx_checkpoint_path(const char *dir, char *buf, size_t n);
+
+/* Creates dir if needed and writes the checkpoint atomically.  Returns 0 or
+ * TF_EIO / TF_ENOMEM with a message naming the path. */
+int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selector *sel,
+                        const tfx_checkpoint_meta *meta, tf_error *err);
+
+/* Loads DIR/tf-exec.ckpt into p and sel if it exists.  *found is 0 when there
+ * is no checkpoint (then nothing changes and 0 is returned).  The stored
+ * shape must equal `expect` (all fields but step): a mismatch is TF_EINVAL
+ * naming the field and both values; a damaged file (short, bad magic,
+ * checksum) is TF_EINVAL.  On success *step gets the steps completed. */
+int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *sel,
+                        const tfx_checkpoint_meta *expect, long *step, int *found,
+                        tf_error *err);
+
+#endif

@@ -1,0 +1,75 @@
+/* exec.h - the two jobs of tf-exec: measuring a profile and training.
+ *
+ * tfx_exec_profile: builds the named schedule, warms up, then alternates
+ * unfrozen and fully frozen training steps, takes per action the median of
+ * its compute time (monotonic clock), and writes a profile tf-plan reads.
+ *
+ * tfx_exec_train: trains with a plan (or, without one, unfrozen on the named
+ * schedule).  Phases as in the reference: `warmup` steps without freezing,
+ * then the plan's freeze ratios scaled by (step - warmup) / ramp up to 1.
+ * Prints progress, optionally JSON lines (--log), checkpoints (--checkpoint),
+ * and ends with measured vs planned batch time, tokens/s with and without
+ * freezing, and the final loss.
+ */
+#ifndef TFX_EXEC_H
+#define TFX_EXEC_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "tf/error.h"
+#include "tfx/freeze_select.h"
+#include "tfx/model.h"
+
+typedef struct tfx_exec_options {
+    const char *backend;        /* "cpu" */
+    const char *schedule;       /* NULL: the plan's, else 1F1B */
+    int ranks;                  /* 0: the plan's, else 2 */
+    int stages_per_rank;        /* 0: the plan's, else 2 for two-stage schedules, 1 */
+    int microbatches;           /* 0: the plan's, else 4 */
+    const char *plan_path;      /* train with this plan */
+    const char *profile_out;    /* profile instead of training */
+    int steps;                  /* training steps (default 60) */
+    int warmup;                 /* steps without freezing (default 10) */
+    int ramp;                   /* steps to ramp freezing up (default 10) */
+    const char *log_path;       /* JSON lines, one per step */
+    const char *data_path;      /* NULL: the built-in corpus */
+    const char *checkpoint_dir; /* save / resume here */
+    int checkpoint_every;       /* steps between saves (default 10; the end always) */
+    uint64_t seed;
+    int no_freeze;
+    double freeze_ratio;        /* without a plan: this ratio on every B / W action */
+    tfx_select_method select;
+    tfx_model_config model;
+    tfx_adamw_config adamw;
+    double max_freeze_ratio;    /* written into the profile (default 0.9) */
+    int profile_warmup;         /* default 3 */
+    int profile_steps;          /* default 5 of each kind */
+    int progress;               /* -1 auto (bar on a terminal), 0 lines, 1 bar */
+    int fail_rank, fail_action; /* testing: inject a failure (-1 none) */
+    FILE *out;                  /* where progress and summaries go (stdout if NULL) */
+} tfx_exec_options;
+
+void tfx_exec_options_default(tfx_exec_options *o);
+
+typedef struct tfx_train_summary {
+    int steps_run;              /* steps run by this call */
+    long last_step;             /* steps completed in total (with resumed ones) */
+    double first_loss, final_loss;
+    double entropy_floor;       /* nats/byte of the built-in corpus, -1 for files */
+    double unfrozen_batch_ms;   /* median pipeline time of unfrozen steps, 0 if none */
+    double frozen_batch_ms;     /* median of steps at the full plan ratios, 0 if none */
+    double unfrozen_tokens_per_s, frozen_tokens_per_s;
+    double planned_unfrozen_ms, planned_ms; /* from the plan, 0 without one */
+    long dw_gemms, dw_gemms_unfrozen;       /* executed, and without any freezing */
+} tfx_train_summary;
+
+/* Profiles the schedule and writes o->profile_out atomically.  Returns 0 or
+ * a negative TF_E* code with a message naming the option or file. */
+int tfx_exec_profile(const tfx_exec_options *o, tf_error *err);
+
+/* Trains as described above; *summary (may be NULL) receives the figures.
+ * Bad plans (another schedule, rank count, microbatch size than the options
+ * say) are TF_EINVAL naming the field and both values. */
+int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_error *err);
+
+#endif

@@ -1,0 +1,188 @@
+/* model.h - the byte-level language model and its pipeline stages.
+ *
+ * Model: token embedding (256 x H) -> L residual MLP blocks
+ * x + fc2(gelu(fc1(rmsnorm(x)))) -> rmsnorm -> head (H x 256) -> softmax
+ * cross-entropy against the next byte.  It has no attention: every position
+ * predicts the next byte from the current one, so it can learn exactly an
+ * order-1 (bigram) source, which is what the built-in corpus is (corpus.h).
+ *
+ * Units: the embedding, each block, and the final norm + head.  Stages hold
+ * contiguous units: the L blocks are split as evenly as possible, the
+ * embedding joins stage 0 and the head the last stage (so L >= stages).
+ * Every parameter tensor is a freezing unit; a stage's tensors are numbered
+ * in model order (first to last), which the front-biased selection uses.
+ *
+ * Backward is split: `backward_input` computes the gradient of the stage
+ * input (dX) and keeps what the weight gradients need; `backward_weight`
+ * computes the dW GEMMs and the bias / gain / embedding reductions of the
+ * tensors that are not frozen.  A full backward (B) is the two in a row.
+ */
+#ifndef TFX_MODEL_H
+#define TFX_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tf/error.h"
+#include "tfx/backend.h"
+
+#define TFX_VOCAB 256
+
+typedef struct tfx_model_config {
+    int layers;          /* residual MLP blocks L */
+    int hidden;          /* H */
+    int ffn;             /* inner width of each block (default 4H) */
+    int context;         /* tokens per sequence T */
+    int microbatch_size; /* sequences per microbatch */
+} tfx_model_config;
+
+/* Defaults sized for a 2-core machine: L=4, H=128, ffn=512, T=64, 8 seqs. */
+void tfx_model_config_default(tfx_model_config *c);
+
+/* Checks ranges (each >= 1, sizes <= 65536, token count fits int).
+ * Returns 0 or TF_EINVAL naming the option and value. */
+int tfx_model_config_check(const tfx_model_config *c, tf_error *err);
+
+/* Tokens per microbatch: context * microbatch_size. */
+int tfx_model_microbatch_tokens(const tfx_model_config *c);
+
+typedef enum {
+    TFX_TENSOR_EMBEDDING = 0, /* dW: scatter-add */
+    TFX_TENSOR_GAIN = 1,      /* dW: reduction */
+    TFX_TENSOR_WEIGHT = 2,    /* dW: GEMM */
+    TFX_TENSOR_BIAS = 3       /* dW: reduction */
+} tfx_tensor_kind;
+
+typedef struct tfx_tensor_info {
+    char name[48];        /* "block2.fc1.weight" */
+    tfx_tensor_kind kind;
+    int rows, cols;       /* cols = 1 row vector for gains and biases: rows = 1 */
+    size_t count;         /* rows * cols */
+    int unit;             /* 0 embedding, 1..L blocks, L+1 final */
+    int stage;            /* hosting stage */
+    int index_in_stage;   /* 0 .. stage's tensor count - 1 */
+} tfx_tensor_info;
+
+typedef struct tfx_model_layout {
+    tfx_model_config config;
+    int stages;
+    int n_units;              /* L + 2 */
+    int n_tensors;
+    tfx_tensor_info *tensors; /* n_tensors, model order */
+    int *stage_first_unit;    /* stages + 1 */
+    int *stage_first_tensor;  /* stages + 1 */
+} tfx_model_layout;
+
+/* Builds the tensor table and the partition into `stages` stages.
+ * Returns 0, TF_EINVAL when layers < stages (naming both), or TF_ENOMEM.
+ * Free with tfx_model_layout_free. */
+int tfx_model_layout_build(const tfx_model_config *c, int stages, tfx_model_layout *out,
+                           tf_error *err);
+void tfx_model_layout_free(tfx_model_layout *l);
+
+/* Parameters of one stage (stage >= 0) or of the whole model (stage < 0). */
+double tfx_model_parameter_count(const tfx_model_layout *l, int stage);
+
+/* Writes the initial values of global tensor `tensor` (count floats) to
+ * host_out.  Depends only on (seed, tensor), never on the partition, so
+ * every pipeline shape starts from the same model. */
+void tfx_model_init_tensor(const tfx_model_layout *l, int tensor, uint64_t seed,
+                           float *host_out);
+
+/* Buffers one microbatch's forward pass leaves for the backward pass. */
+typedef struct tfx_activation_slot {
+    int32_t *tokens;   /* N, stage 0 */
+    int32_t *targets;  /* N, last stage */
+    float **xs;        /* n_blocks + 1 residual streams (N x H): xs[0] input */
+    float **nrm;       /* per block: normed input (N x H) */
+    float **rstd;      /* per block: N */
+    float **h;         /* per block: fc1 output (N x F) */
+    float **a;         /* per block: gelu output (N x F) */
+    float **gelu_aux;  /* per block: the gelu's tanh term, for its backward (N x F) */
+    float *nrm_f, *rstd_f; /* final norm, last stage */
+    float *dlogits;    /* last stage: N x V, logits then their gradient */
+    double loss_sum;   /* last stage: summed token losses of the microbatch */
+} tfx_activation_slot;
+
+/* Gradients backward_input leaves for backward_weight. */
+typedef struct tfx_gradient_slot {
+    float **gs;        /* n_blocks + 1: gradient of xs[k] */
+    float **dh;        /* per block: gradient of fc1 output (N x F) */
+    float **dn;        /* per block: gradient of the normed input (N x H) */
+    float *dn_f;       /* last stage: gradient of the final norm output */
+} tfx_gradient_slot;
+
+/* Counters of the weight-gradient work actually executed. */
+typedef struct tfx_dw_counts {
+    long gemms;        /* dW GEMMs (WEIGHT tensors) */
+    long reductions;   /* bias / gain reductions and embedding scatter-adds */
+    long skipped;      /* tensor dW computations skipped because frozen */
+} tfx_dw_counts;
+
+typedef struct tfx_stage {
+    const tfx_model_layout *layout;
+    int stage;
+    tfx_backend be;
+    int has_embedding, has_head;
+    int first_block, n_blocks;  /* global block index of the first block */
+    int first_tensor, n_tensors;
+    int tokens;                 /* N per microbatch */
+    float **param, **grad, **adam_m, **adam_v; /* n_tensors device buffers */
+    long *adam_t;               /* optimizer steps taken per tensor */
+    int microbatches;
+    tfx_activation_slot *act;   /* microbatches */
+    int n_grad_slots;           /* microbatches if backward is split, else 1 */
+    tfx_gradient_slot *gslot;
+    tfx_dw_counts counts;
+} tfx_stage;
+
+/* Allocates a stage's parameters (initialised from seed), optimizer state,
+ * and buffers for `microbatches` in-flight microbatches; `split_backward`
+ * keeps a gradient slot per microbatch for deferred W actions.  Returns 0 or
+ * TF_ENOMEM; on error everything is released.  be is used, not owned. */
+int tfx_stage_create(const tfx_model_layout *l, int stage, tfx_backend be, int microbatches,
+                     int split_backward, uint64_t seed, tfx_stage *out, tf_error *err);
+void tfx_stage_destroy(tfx_stage *s);
+
+/* Boundary buffers (device memory, N x H): where a received activation goes
+ * (stages > 0), the activation to send (all but the last), where a received
+ * gradient goes (all but the last), and the input gradient to send
+ * (stages > 0). */
+float *tfx_stage_input(tfx_stage *s, int mb);
+const float *tfx_stage_output(const tfx_stage *s, int mb);
+float *tfx_stage_grad_in(tfx_stage *s, int mb);
+const float *tfx_stage_grad_out(const tfx_stage *s, int mb);
+size_t tfx_stage_boundary_bytes(const tfx_stage *s);
+
+/* Forward of microbatch mb.  host_tokens (stage 0) and host_targets (last
+ * stage) hold N int32 each (NULL otherwise).  The last stage computes the
+ * loss and keeps dlogits scaled by loss_scale.  Returns 0 or an error from
+ * the backend. */
+int tfx_stage_forward(tfx_stage *s, int mb, const int32_t *host_tokens,
+                      const int32_t *host_targets, float loss_scale, tf_error *err);
+
+/* dX of microbatch mb (after its gradient was received); fills the gradient
+ * slot that backward_weight reads. */
+int tfx_stage_backward_input(tfx_stage *s, int mb, tf_error *err);
+
+/* dW of microbatch mb: accumulates the gradient of every tensor whose
+ * frozen[i] (i < n_tensors, NULL = none frozen) is 0 and skips the rest. */
+int tfx_stage_backward_weight(tfx_stage *s, int mb, const unsigned char *frozen,
+                              tf_error *err);
+
+/* Zeroes the accumulated gradients. */
+void tfx_stage_zero_grads(tfx_stage *s);
+
+typedef struct tfx_adamw_config {
+    float lr, beta1, beta2, eps, weight_decay;
+} tfx_adamw_config;
+
+/* Defaults: lr 3e-3, betas 0.9/0.95, eps 1e-8, weight decay 0.01 (applied
+ * to weight matrices and the embedding, not to gains and biases). */
+void tfx_adamw_config_default(tfx_adamw_config *c);
+
+/* Applies AdamW to every tensor with update[i] != 0 (i < n_tensors); the
+ * others keep their values and optimizer state. */
+void tfx_stage_optimizer_step(tfx_stage *s, const unsigned char *update,
+                              const tfx_adamw_config *c);
+
+#endif

@@ -1,0 +1,94 @@
+/* runtime.h - the pipeline runtime: one thread per rank executing its actions.
+ *
+ * A pipeline owns the model's stages (each on the backend instance of the
+ * rank hosting it), one transport, and the schedule.  A step runs every
+ * rank's actions in the schedule's order on its own thread:
+ *   F  receives the stage input from the previous stage (unless stage 0),
+ *      runs the forward, sends the output on (unless the last stage);
+ *   B  receives the output gradient (unless the last stage), runs dX then
+ *      dW of the unfrozen tensors, sends the input gradient back;
+ *   I  as B without the dW part;  W  the dW part only.
+ * Any order whose DAG is acyclic runs; others are refused at creation.  When
+ * a rank fails, it aborts the transport, every blocked rank returns, and the
+ * step reports the failing rank's error.  After all ranks finished cleanly,
+ * each rank applies AdamW to the tensors of its stages that were unfrozen in
+ * at least one microbatch.
+ */
+#ifndef TFX_RUNTIME_H
+#define TFX_RUNTIME_H
+
+#include <stdint.h>
+#include "tf/error.h"
+#include "tf/schedule.h"
+#include "tfx/backend.h"
+#include "tfx/model.h"
+#include "tfx/transport.h"
+
+typedef struct tfx_pipeline_options {
+    const char *backend;        /* "cpu" (default when NULL) */
+    uint64_t seed;              /* initial weights */
+    tfx_adamw_config adamw;
+    int fail_rank;              /* testing: rank that fails, -1 for none */
+    int fail_action;            /* testing: at its fail_action-th action */
+} tfx_pipeline_options;
+
+/* Defaults: cpu backend, seed 1, default AdamW, no injected failure. */
+void tfx_pipeline_options_default(tfx_pipeline_options *o);
+
+typedef struct tfx_pipeline tfx_pipeline;
+
+/* Creates the pipeline for schedule s (copied) and model c.  Checks that the
+ * model splits into s->stages stages and that the order cannot deadlock.
+ * Returns 0 with *out (free with tfx_pipeline_destroy), or TF_EINVAL /
+ * TF_ECYCLE naming the problem, or TF_ENOMEM. */
+int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
+                        const tfx_pipeline_options *o, tfx_pipeline **out, tf_error *err);
+void tfx_pipeline_destroy(tfx_pipeline *p);
+
+typedef struct tfx_step_input {
+    const int32_t *tokens;       /* microbatches * N inputs, microbatch-major */
+    const int32_t *targets;      /* microbatches * N next bytes */
+    const unsigned char *frozen; /* microbatches * n_tensors (global tensor index),
+                                    1 = skip that tensor's dW; NULL = none */
+    int apply_optimizer;         /* run AdamW after the actions */
+} tfx_step_input;
+
+typedef struct tfx_step_result {
+    double loss;           /* mean token loss of the batch */
+    double pipeline_ms;    /* wall time of the actions (the batch time the plan models) */
+    double step_ms;        /* pipeline_ms plus gradient zeroing and optimizer */
+    tfx_dw_counts counts;  /* dW work executed in this step, all stages */
+    int tensors_updated;   /* tensors AdamW changed */
+} tfx_step_result;
+
+/* Runs one training step.  Returns 0, or the error of the first rank that
+ * failed (its message says which rank and why); after an error the
+ * pipeline's gradients are undefined but it may run further steps. */
+int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
+                      tf_error *err);
+
+/* Shape and schedule accessors. */
+const tfx_model_layout *tfx_pipeline_layout(const tfx_pipeline *p);
+const tf_schedule *tfx_pipeline_schedule(const tfx_pipeline *p);
+
+/* Per-action timing of the last step (indices of the schedule's actions):
+ * compute time in ms (receives excluded) and start offset from the step
+ * start.  Pointers stay valid until destroy. */
+const double *tfx_pipeline_action_ms(const tfx_pipeline *p);
+const double *tfx_pipeline_action_start_ms(const tfx_pipeline *p);
+
+typedef enum {
+    TFX_BUF_PARAM = 0, TFX_BUF_GRAD = 1, TFX_BUF_ADAM_M = 2, TFX_BUF_ADAM_V = 3
+} tfx_buffer_kind;
+
+/* Copies a global tensor's buffer to host memory (count floats) or from it.
+ * Not during a step. */
+void tfx_pipeline_read_tensor(tfx_pipeline *p, int tensor, tfx_buffer_kind kind,
+                              float *host);
+void tfx_pipeline_write_tensor(tfx_pipeline *p, int tensor, tfx_buffer_kind kind,
+                               const float *host);
+/* Optimizer steps taken by a tensor (AdamW bias correction), get and set. */
+long tfx_pipeline_tensor_steps(const tfx_pipeline *p, int tensor);
+void tfx_pipeline_set_tensor_steps(tfx_pipeline *p, int tensor, long steps);
+
+#endif

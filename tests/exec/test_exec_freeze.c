@@ -1,0 +1,197 @@
+/* test_exec_freeze.c - freeze selection (random front-biased, rotate) and the
+ * built-in corpus (entropy floor, batches). */
+#include <math.h>
+
+#include <unistd.h>
+
+#include "test_util.h"
+#include "tfx/corpus.h"
+#include "tfx/freeze_select.h"
+
+static void test_freeze_count_rounds(void **state)
+{
+    (void)state;
+    assert_int_equal(tfx_freeze_count(0.0, 11), 0);
+    assert_int_equal(tfx_freeze_count(0.5, 11), 6);   /* 5.5 rounds up */
+    assert_int_equal(tfx_freeze_count(0.47, 11), 5);  /* 5.17 */
+    assert_int_equal(tfx_freeze_count(1.0, 11), 11);
+    assert_int_equal(tfx_freeze_count(1.7, 11), 11);  /* clamped */
+    assert_int_equal(tfx_freeze_count(-0.2, 11), 0);
+    assert_int_equal(tfx_freeze_count(NAN, 11), 0);
+}
+
+/* Rotate: k at a time, round-robin, so every tensor is frozen equally often. */
+static void test_rotate_is_fair(void **state)
+{
+    (void)state;
+    int K[2] = {7, 5};
+    tfx_freeze_selector sel;
+    assert_int_equal(tfx_freeze_selector_init(&sel, TFX_SELECT_ROTATE, 1, 2, K, NULL), 0);
+    unsigned char mask[7];
+    int hits[7] = {0};
+    /* 0.43 of 7 = 3.01 -> 3 per call; 7 calls freeze 21 = 3 x 7 tensors */
+    for (int call = 0; call < 7; call++) {
+        assert_int_equal(tfx_freeze_select(&sel, call / 4, 0, call % 4, 0.43, mask), 3);
+        for (int i = 0; i < 7; i++)
+            hits[i] += mask[i];
+    }
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(hits[i], 3);
+    /* The first call froze tensors 0,1,2; the offset is now back at 0. */
+    assert_int_equal(sel.rotate_offset[0], 0);
+    assert_int_equal(sel.rotate_offset[1], 0); /* stage 1 untouched */
+    assert_int_equal(tfx_freeze_select(&sel, 9, 1, 0, 0.4, mask), 2);
+    assert_true(mask[0] && mask[1] && !mask[2] && !mask[3] && !mask[4]);
+    tfx_freeze_selector_free(&sel);
+}
+
+/* Random: k distinct tensors; deterministic in (seed, step, stage, mb);
+ * stage 0 front-biased (weights 1.0 -> 0.1), other stages uniform. */
+static void test_random_is_front_biased_and_seeded(void **state)
+{
+    (void)state;
+    enum { K = 10, DRAWS = 20000 };
+    int Ks[2] = {K, K};
+    tfx_freeze_selector sel, again;
+    assert_int_equal(tfx_freeze_selector_init(&sel, TFX_SELECT_RANDOM, 42, 2, Ks, NULL), 0);
+    assert_int_equal(tfx_freeze_selector_init(&again, TFX_SELECT_RANDOM, 42, 2, Ks, NULL), 0);
+    unsigned char mask[K], mask2[K];
+    int hits[2][K] = {{0}};
+    for (int d = 0; d < DRAWS; d++) {
+        for (int st = 0; st < 2; st++) {
+            int k = tfx_freeze_select(&sel, d, st, d % 3, 0.1, mask); /* k = 1 */
+            assert_int_equal(k, 1);
+            int sum = 0;
+            for (int i = 0; i < K; i++) {
+                sum += mask[i];
+                hits[st][i] += mask[i];
+            }
+            assert_int_equal(sum, 1);
+        }
+    }
+    /* One draw on stage 0: P(i) = w_i / sum w, w_i = 1 - 0.9 i / 9, sum = 5.5. */
+    for (int i = 0; i < K; i++) {
+        double p = (1.0 - 0.9 * i / 9.0) / 5.5;
+        double sd = sqrt(p * (1 - p) / DRAWS);
+        assert_true(fabs((double)hits[0][i] / DRAWS - p) < 5 * sd);
+        assert_true(fabs((double)hits[1][i] / DRAWS - 0.1) < 5 * sqrt(0.09 / DRAWS));
+    }
+    /* Same coordinates, same choice; several tensors at once stay distinct. */
+    int k1 = tfx_freeze_select(&sel, 5, 0, 2, 0.65, mask);
+    int k2 = tfx_freeze_select(&again, 5, 0, 2, 0.65, mask2);
+    assert_int_equal(k1, 7);
+    assert_int_equal(k2, 7);
+    assert_memory_equal(mask, mask2, K);
+    int sum = 0;
+    for (int i = 0; i < K; i++)
+        sum += mask[i];
+    assert_int_equal(sum, 7);
+    assert_int_equal(tfx_freeze_select(&sel, 5, 0, 2, 1.0, mask), K);
+    for (int i = 0; i < K; i++)
+        assert_int_equal(mask[i], 1);
+    tfx_freeze_selector_free(&sel);
+    tfx_freeze_selector_free(&again);
+}
+
+static void test_method_names(void **state)
+{
+    (void)state;
+    tfx_select_method m;
+    tf_error err = {0};
+    assert_int_equal(tfx_select_method_parse("rotate", &m, &err), 0);
+    assert_int_equal(m, TFX_SELECT_ROTATE);
+    assert_string_equal(tfx_select_method_name(m), "rotate");
+    assert_int_equal(tfx_select_method_parse("sometimes", &m, &err), TF_EINVAL);
+    assert_contains(err.msg, "--freeze-select \"sometimes\"");
+}
+
+static void test_markov_entropy_known_answers(void **state)
+{
+    (void)state;
+    /* A deterministic cycle has entropy 0, also when periodic. */
+    double cycle[4] = {0, 1, 1, 0};
+    assert_float_equal(tfx_markov_entropy_rate(cycle, 2), 0.0, 1e-12);
+    /* Fair coin: ln 2. */
+    double coin[4] = {0.5, 0.5, 0.5, 0.5};
+    assert_float_equal(tfx_markov_entropy_rate(coin, 2), log(2.0), 1e-12);
+    /* pi = (5/6, 1/6): H = 5/6 H(0.9, 0.1) + 1/6 ln 2. */
+    double P[4] = {0.9, 0.1, 0.5, 0.5};
+    double h = 5.0 / 6 * -(0.9 * log(0.9) + 0.1 * log(0.1)) + 1.0 / 6 * log(2.0);
+    assert_float_equal(tfx_markov_entropy_rate(P, 2), h, 1e-9);
+}
+
+static void test_builtin_corpus(void **state)
+{
+    (void)state;
+    tfx_corpus c, d;
+    assert_int_equal(tfx_corpus_builtin(100000, &c, NULL), 0);
+    assert_int_equal(tfx_corpus_builtin(100000, &d, NULL), 0);
+    assert_memory_equal(c.bytes, d.bytes, c.len); /* deterministic */
+    /* Between 0 and ln 8 (8 successors per symbol). */
+    assert_true(c.entropy_floor > 0.5 && c.entropy_floor < log(8.0));
+    /* The empirical conditional entropy of the sample matches the floor. */
+    static double counts[256][256];
+    memset(counts, 0, sizeof counts);
+    for (size_t i = 0; i + 1 < c.len; i++) {
+        assert_true(c.bytes[i] >= 32 && c.bytes[i] < 96);
+        counts[c.bytes[i]][c.bytes[i + 1]]++;
+    }
+    double h = 0.0;
+    for (int a = 0; a < 256; a++) {
+        double row = 0.0;
+        for (int b = 0; b < 256; b++)
+            row += counts[a][b];
+        for (int b = 0; b < 256; b++)
+            if (counts[a][b] > 0)
+                h -= counts[a][b] / (c.len - 1) * log(counts[a][b] / row);
+    }
+    assert_float_equal(h, c.entropy_floor, 0.02);
+    /* Batches: targets are the inputs shifted by one byte of the corpus. */
+    enum { MB = 2, SEQ = 3, T = 5 };
+    int32_t in[MB * SEQ * T], tg[MB * SEQ * T], in2[MB * SEQ * T], tg2[MB * SEQ * T];
+    tfx_corpus_batch(&c, 9, 4, MB, SEQ, T, in, tg);
+    tfx_corpus_batch(&c, 9, 4, MB, SEQ, T, in2, tg2);
+    assert_memory_equal(in, in2, sizeof in);
+    for (int s = 0; s < MB * SEQ; s++)
+        for (int t = 0; t + 1 < T; t++)
+            assert_int_equal(tg[s * T + t], in[s * T + t + 1]);
+    tfx_corpus_batch(&c, 9, 5, MB, SEQ, T, in2, tg2);
+    assert_memory_not_equal(in, in2, sizeof in); /* another step, other windows */
+    tfx_corpus_free(&c);
+    tfx_corpus_free(&d);
+}
+
+static void test_file_corpus_errors(void **state)
+{
+    (void)state;
+    tfx_corpus c;
+    tf_error err = {0};
+    assert_true(tfx_corpus_load("/nonexistent/data.txt", 65, &c, &err) < 0);
+    assert_contains(err.msg, "--data /nonexistent/data.txt");
+    char path[] = "/tmp/tfx_corpus_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "hello", 5), 5);
+    close(fd);
+    assert_int_equal(tfx_corpus_load(path, 65, &c, &err), TF_EINVAL);
+    assert_contains(err.msg, "has 5 bytes");
+    assert_int_equal(tfx_corpus_load(path, 3, &c, &err), 0);
+    assert_int_equal(c.len, 5);
+    assert_true(c.entropy_floor < 0);
+    tfx_corpus_free(&c);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_freeze_count_rounds),
+        cmocka_unit_test(test_rotate_is_fair),
+        cmocka_unit_test(test_random_is_front_biased_and_seeded),
+        cmocka_unit_test(test_method_names),
+        cmocka_unit_test(test_markov_entropy_known_answers),
+        cmocka_unit_test(test_builtin_corpus),
+        cmocka_unit_test(test_file_corpus_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -155,17 +155,21 @@ int main(int argc, char **argv)
     tfx_exec_options o;
     tf_error err = {0};
     tfx_exec_options_default(&o);
+    /* Exit status as tf-plan's: 1 invalid input, 2 usage, 3 a failed run. */
     int rc = parse_args(argc, argv, &o, &err);
     if (rc == 1) {
         usage(stdout);
         return 0;
     }
-    if (rc == 0)
-        rc = o.profile_out ? tfx_exec_profile(&o, &err) : tfx_exec_train(&o, NULL, &err);
+    if (rc < 0) {
+        fprintf(stderr, "tf-exec: error: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
+        return 2;
+    }
+    rc = o.profile_out ? tfx_exec_profile(&o, &err) : tfx_exec_train(&o, NULL, &err);
     if (rc < 0) {
         fflush(stdout);
         fprintf(stderr, "tf-exec: error: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
-        return rc == TF_EINVAL ? 2 : 1;
+        return rc == TF_ERUNTIME ? 3 : 1;
     }
     return 0;
 }

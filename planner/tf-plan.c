@@ -7,6 +7,8 @@
 #include "tf/plan.h"
 #include "tf/profile.h"
 #include "tf/schedule.h"
+#include "tf/timeline.h"
+#include "tf/util.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SOLVER = 3 };
 
@@ -28,6 +30,8 @@ static void usage(FILE *f)
             "                             (default: the profile's, else 0.9)\n"
             "  --schedule-csv FILE        run the per-rank order in FILE (PyTorch compute-only\n"
             "                             CSV: one row per rank, cells like 0F3 1B2 2I0 2W0)\n"
+            "  --timeline FILE            also draw the plan (format from the extension: .svg\n"
+            "                             .png .pdf .dot, or .json for a Chrome/Perfetto trace)\n"
             "  -q, --quiet                print no summary\n"
             "  -h, --help                 show this help\n"
             "  --version                  show the version\n"
@@ -44,7 +48,7 @@ static int exit_code(int rc)
 
 int main(int argc, char **argv)
 {
-    const char *profile_path = NULL, *output = NULL, *csv = NULL;
+    const char *profile_path = NULL, *output = NULL, *csv = NULL, *timeline = NULL;
     int quiet = 0;
     tf_plan_options options;
     tf_plan_options_init(&options);
@@ -63,6 +67,14 @@ int main(int argc, char **argv)
             output = argv[++i];
         } else if (!strcmp(arg, "--schedule-csv") && has_value) {
             csv = argv[++i];
+        } else if (!strcmp(arg, "--timeline") && has_value) {
+            timeline = argv[++i];
+            if (!tf_timeline_format_for_path(timeline)) {
+                fprintf(stderr, "tf-plan: --timeline: cannot tell the format of \"%s\" (use .svg, "
+                                ".png, .pdf, .dot or .json)\n",
+                        timeline);
+                return EXIT_USAGE;
+            }
         } else if (!strcmp(arg, "--objective") && has_value) {
             if (tf_objective_parse(argv[++i], &options.objective)) {
                 fprintf(stderr, "tf-plan: --objective: unknown objective \"%s\" (least-freeze, spread)\n",
@@ -107,8 +119,18 @@ int main(int argc, char **argv)
     }
     if (!rc)
         rc = tf_plan_from_profile(&profile, &options, &plan, &err);
+    /* Draw before writing anything, so a failed drawing leaves no plan
+     * behind either. */
+    char *picture = NULL;
+    size_t picture_len = 0;
+    if (!rc && timeline)
+        rc = tf_timeline_render_data(&plan, NULL, tf_timeline_format_for_path(timeline), &picture,
+                                     &picture_len, &err);
     if (!rc && output)
         rc = tf_plan_save(&plan, output, &err);
+    if (!rc && timeline)
+        rc = tf_write_file_atomic(timeline, picture, picture_len, &err);
+    free(picture);
     if (rc) {
         fprintf(stderr, "tf-plan: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
         tf_plan_free(&plan);
@@ -119,6 +141,8 @@ int main(int argc, char **argv)
         tf_plan_print_summary(&plan, stdout);
         if (output)
             printf("plan          %s\n", output);
+        if (timeline)
+            printf("timeline      %s\n", timeline);
     }
     tf_plan_free(&plan);
     tf_profile_free(&profile);

@@ -57,6 +57,14 @@ assert plan["batch_ms"]["unfrozen"] == 9, plan["batch_ms"]  # by hand: F 1, B 2
 PY
 then ok; else bad "schedule csv"; fi
 
+# --timeline draws the plan from the same library call as tf-dot.
+if "$plan_bin" "$src/traces/examples/1f1b-p4-m8.profile.json" -q -o "$work/t.json" \
+     --timeline "$work/t.svg" && grep -q '<svg' "$work/t.svg" &&
+   [ "$(grep -c 'class="node action ' "$work/t.svg")" -eq 64 ]; then ok; else bad "--timeline svg"; fi
+if "$plan_bin" "$src/traces/examples/zbv-p4-m8.profile.json" -q --timeline "$work/t.json" &&
+   python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert sum(e["ph"]=="X" for e in t["traceEvents"])==192' "$work/t.json"
+then ok; else bad "--timeline chrome trace"; fi
+
 # Help and version.
 "$plan_bin" --help | grep -q 'usage: tf-plan' && ok || bad "--help"
 "$plan_bin" --version | grep -q 'tf-plan' && ok || bad "--version"
@@ -88,6 +96,7 @@ expect_error "csv microbatches" 1 'microbatches' "$work/two.json" --schedule-csv
 expect_error "bad cap" 2 'max-freeze-ratio' "$work/two.json" --max-freeze-ratio 1.5
 expect_error "bad objective" 2 'objective' "$work/two.json" --objective fastest
 expect_error "unknown option" 2 '--frobnicate' "$work/two.json" --frobnicate
+expect_error "timeline format" 2 'timeline.txt' "$work/two.json" --timeline "$work/timeline.txt"
 
 # An unwritable output location fails cleanly.
 if "$plan_bin" "$work/two.json" -q -o "$work/no/such/dir/plan.json" 2> "$work/err"; then

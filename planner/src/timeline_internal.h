@@ -1,0 +1,43 @@
+/* timeline_internal.h - what the timeline modules share (private to the
+ * planner library): a checked plan with its DAG and the panels to draw.
+ */
+#ifndef TF_TIMELINE_INTERNAL_H
+#define TF_TIMELINE_INTERNAL_H
+
+#include <stddef.h>
+
+#include "tf/dag.h"
+#include "tf/plan.h"
+#include "tf/timeline.h"
+
+/* One timeline of the plan's actions: the planned one, or the unfrozen one
+ * (every action at max_ms, earliest starts on the DAG). */
+typedef struct tl_panel {
+    const char *id_prefix; /* "p" planned, "u" unfrozen: SVG ids are <prefix>_<0F3> */
+    const char *name;      /* "planned" or "unfrozen" */
+    double *start;         /* n: start in ms */
+    double *ms;            /* n: duration in ms */
+    double *ratio;         /* n: freeze ratio */
+    unsigned char *critical; /* n: on a critical path */
+    double makespan;       /* latest end */
+} tl_panel;
+
+typedef struct tl_model {
+    const tf_plan *plan;
+    int n;                 /* actions */
+    tf_dag dag;
+    int *local_stage;      /* stages: index of each stage among its rank's stages */
+    int n_panels;
+    tl_panel panels[2];    /* top to bottom: [unfrozen,] planned */
+} tl_model;
+
+/* Renders the model through Graphviz (timeline, or DAG when opt->dag) into a
+ * malloc'd buffer.  format: "dot", "svg", "png" or "pdf".  Returns 0,
+ * TF_EINVAL (Graphviz cannot render the format) or TF_ENOMEM. */
+int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const char *format,
+                       char **data, size_t *len, tf_error *err);
+
+/* Writes the model as Chrome/Perfetto trace JSON (malloc'd, caller frees). */
+int tl_render_chrome(const tl_model *m, char **data, size_t *len, tf_error *err);
+
+#endif

@@ -34,12 +34,8 @@ case "${1:-}" in
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
     cmake --build build -j "$jobs" > /dev/null
     mkdir -p out
-    timeline_args=()
-    if ./build/planner/tf-plan --help | grep -q -- '--timeline'; then
-      timeline_args=(--timeline out/llama8b-1f1b.svg)
-    fi
     ./build/planner/tf-plan traces/llama8b-1f1b-h200.profile.json -o out/llama8b-1f1b.plan.json \
-      "${timeline_args[@]}"
+      --timeline out/llama8b-1f1b.svg
     ;;
   test)
     install_missing

@@ -1,0 +1,77 @@
+/* launch_env.c - which process of a launched job this is (tfx_cuda.h).
+ *
+ * mpirun, srun and torchrun each export the process rank and count under
+ * their own names; NCCL itself needs no MPI, so reading them is all the
+ * multi-process NCCL transport needs besides a shared folder for the
+ * ncclUniqueIds.  Plain C, no CUDA: testable on any machine.
+ */
+#include "tfx_cuda.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One launcher's variable names. */
+typedef struct launcher_vars {
+    const char *source, *rank, *size, *local_rank;
+} launcher_vars;
+
+static const launcher_vars LAUNCHERS[] = {
+    {"RANK", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    {"OMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+    {"SLURM", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+};
+
+/* Parses variable `name` as an integer in [lo, hi] into *out.  Returns 0,
+ * 1 when it is not set, or TF_EINVAL naming it. */
+static int env_int(const char *name, int lo, int hi, int *out, tf_error *err)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return 1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return tf_fail(err, TF_EINVAL, "environment %s=\"%s\": expected an integer from %d to %d",
+                       name, s, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+int tfx_launch_env_read(tfx_launch_env *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->world_size = 1;
+    out->local_rank = -1;
+    for (size_t i = 0; i < sizeof LAUNCHERS / sizeof LAUNCHERS[0]; i++) {
+        const launcher_vars *l = &LAUNCHERS[i];
+        int rank = 0, size = 0, local = -1;
+        int rc = env_int(l->rank, 0, INT_MAX - 1, &rank, err);
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            continue; /* this launcher did not start us */
+        rc = env_int(l->size, 1, INT_MAX, &size, err);
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            return tf_fail(err, TF_EINVAL, "environment %s is set but %s is not", l->rank,
+                           l->size);
+        if (rank >= size)
+            return tf_fail(err, TF_EINVAL, "environment %s=%d is not below %s=%d", l->rank,
+                           rank, l->size, size);
+        rc = env_int(l->local_rank, 0, INT_MAX - 1, &local, err);
+        if (rc < 0)
+            return rc;
+        out->launched = 1;
+        out->rank = rank;
+        out->world_size = size;
+        out->local_rank = rc == 1 ? -1 : local;
+        strncpy(out->source, l->source, sizeof out->source - 1);
+        return 0;
+    }
+    return 0;
+}

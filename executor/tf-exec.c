@@ -18,8 +18,17 @@ static void usage(FILE *f)
             "       tf-exec --plan plan.json --steps N [model] [options]\n"
             "       tf-exec --schedule S --ranks P --microbatches M --steps N  (no freezing)\n"
             "\n"
-            "pipeline:  --backend cpu  --schedule NAME (%s)\n"
+            "pipeline:  --backend cpu|cuda  --schedule NAME (%s)\n"
             "           --ranks P  --stages-per-rank V  --microbatches M\n"
+#ifdef TF_HAVE_CUDA
+            "cuda:      --devices LIST (GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on\n"
+            "           GPU 0, one stream each; default rank mod GPUs)\n"
+            "           --transport cuda|nccl (cuda: in-process device copies, the default;\n"
+            "           nccl: one GPU per rank)  --tf32 (TF32 tensor-core GEMMs, FP32 accumulation)\n"
+#else
+            "cuda:      not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
+            "           cuBLAS and NCCL are installed\n"
+#endif
             "model:     --layers L (4)  --hidden H (128)  --ffn F (4H)  --context T (64)\n"
             "           --microbatch-size B (8 sequences)  --lr X (0.003)\n"
             "training:  --steps N (60)  --warmup N (10)  --ramp N (10)  --no-freeze\n"
@@ -69,6 +78,10 @@ static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
             o->no_freeze = 1;
             continue;
         }
+        if (!strcmp(arg, "--tf32")) {
+            o->tf32 = 1;
+            continue;
+        }
         if (strncmp(arg, "--", 2) != 0)
             return tf_fail(err, TF_EINVAL, "unexpected argument \"%s\" (see --help)", arg);
         /* Every other option takes a value: --name VALUE or --name=VALUE. */
@@ -86,6 +99,8 @@ static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
         }
         double d;
         if (!strcmp(name, "--backend")) o->backend = value;
+        else if (!strcmp(name, "--devices")) o->devices = value;
+        else if (!strcmp(name, "--transport")) o->transport = value;
         else if (!strcmp(name, "--schedule")) o->schedule = value;
         else if (!strcmp(name, "--plan")) o->plan_path = value;
         else if (!strcmp(name, "--profile-out")) o->profile_out = value;

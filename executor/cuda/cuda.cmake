@@ -113,8 +113,10 @@ if(_tf_cuda_ok)
   target_include_directories(tfexec_cuda
     PUBLIC ${_tf_cuda_dir} ${CMAKE_CURRENT_SOURCE_DIR}/executor/include
     PRIVATE ${NCCL_INCLUDE_DIR})
+  # nvcc compiles .cu files as C++: programs linked by the C compiler need
+  # its runtime library too.
   target_link_libraries(tfexec_cuda PUBLIC tfplanner CUDA::cudart CUDA::cublas ${NCCL_LIBRARY}
-                                           Threads::Threads)
+                                           Threads::Threads stdc++)
   set_target_properties(tfexec_cuda PROPERTIES
     CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON CUDA_RUNTIME_LIBRARY Shared)
   # The top level's warning and sanitizer flags are gcc options nvcc does

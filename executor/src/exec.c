@@ -144,6 +144,9 @@ static void pipeline_options(const tfx_exec_options *o, tfx_pipeline_options *po
 {
     tfx_pipeline_options_default(po);
     po->backend = o->backend;
+    po->devices = o->devices;
+    po->transport = o->transport;
+    po->tf32 = o->tf32;
     po->seed = o->seed;
     po->adamw = o->adamw;
     po->fail_rank = o->fail_rank;

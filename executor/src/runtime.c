@@ -10,6 +10,9 @@
 #include "check.h"
 #include "tf/dag.h"
 #include "tf/util.h"
+#ifdef TF_HAVE_CUDA
+#include "tfx_cuda.h"
+#endif
 
 struct tfx_pipeline {
     tf_schedule schedule;
@@ -21,6 +24,7 @@ struct tfx_pipeline {
     tfx_stage *stages;        /* schedule.stages */
     double *action_ms;        /* n_actions */
     double *action_start_ms;  /* n_actions */
+    int on_gpu;               /* backends are CUDA: time actions with events */
 };
 
 /* What one rank thread needs for one phase of a step. */
@@ -44,6 +48,62 @@ void tfx_pipeline_options_default(tfx_pipeline_options *o)
     tfx_adamw_config_default(&o->adamw);
     o->fail_rank = -1;
     o->fail_action = -1;
+}
+
+/* The backend of one rank: CUDA on the GPU the devices list names (with
+ * TF32 GEMMs if asked), anything else by name. */
+static int create_backend(const tfx_pipeline_options *o, int rank, tfx_backend *out,
+                          tf_error *err)
+{
+#ifdef TF_HAVE_CUDA
+    if (strcmp(o->backend, "cuda") == 0) {
+        int device, rc = tfx_cuda_device_for_rank(o->devices, rank, &device, err);
+        if (rc == 0)
+            rc = tfx_backend_cuda_create(rank, device, out, err);
+        if (rc == 0 && o->tf32)
+            rc = tfx_backend_cuda_set_tf32(out, 1, err);
+        return rc;
+    }
+#endif
+    return tfx_backend_create(o->backend, rank, out, err);
+}
+
+/* The transport between the rank threads: host copies for the CPU backend,
+ * device copies or NCCL for CUDA (host copies of device pointers would be
+ * wrong there). */
+static int create_transport(tfx_pipeline *p, tf_error *err)
+{
+    const tfx_pipeline_options *o = &p->opts;
+    const tf_schedule *s = &p->schedule;
+#ifdef TF_HAVE_CUDA
+    if (p->on_gpu) {
+        if (!o->transport || strcmp(o->transport, "cuda") == 0)
+            return tfx_transport_cuda_create(s->ranks, p->backends, &p->transport, err);
+        if (strcmp(o->transport, "nccl") == 0) {
+            int *local_ranks = malloc(sizeof *local_ranks * (size_t)s->ranks);
+            if (!local_ranks)
+                return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+            for (int r = 0; r < s->ranks; r++)
+                local_ranks[r] = r;
+            tfx_nccl_options nccl = {.world_size = s->ranks,
+                                     .n_local = s->ranks,
+                                     .local_ranks = local_ranks,
+                                     .local_backends = p->backends,
+                                     .stages = s->stages,
+                                     .stage_rank = s->stage_rank};
+            int rc = tfx_transport_nccl_create(&nccl, &p->transport, err);
+            free(local_ranks);
+            return rc;
+        }
+        return tf_fail(err, TF_EINVAL, "--transport \"%s\": unknown for the cuda backend "
+                                       "(cuda or nccl)", o->transport);
+    }
+#endif
+    if (o->transport && strcmp(o->transport, "local") != 0)
+        return tf_fail(err, TF_EINVAL, "--transport \"%s\": the %s backend has only the "
+                                       "in-process transport (local)",
+                       o->transport, o->backend);
+    return tfx_transport_local_create(s->ranks, &p->transport, err);
 }
 
 static long message_tag(const tfx_pipeline *p, int kind, int stage, int mb)
@@ -80,8 +140,11 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
     TFX_CALLOC(p->action_start_ms, s->n_actions);
     TFX_CALLOC(p->backends, s->ranks);
     for (int r = 0; r < s->ranks; r++)
-        TFX_TRY(tfx_backend_create(p->opts.backend, r, &p->backends[r], err));
-    TFX_TRY(tfx_transport_local_create(s->ranks, &p->transport, err));
+        TFX_TRY(create_backend(&p->opts, r, &p->backends[r], err));
+#ifdef TF_HAVE_CUDA
+    p->on_gpu = tfx_backend_is_cuda(&p->backends[0]);
+#endif
+    TFX_TRY(create_transport(p, err));
     TFX_CALLOC(p->stages, s->stages);
     for (int st = 0; st < s->stages; st++) {
         int r = s->stage_rank[st];
@@ -120,6 +183,35 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
     free(p);
 }
 
+/* Compute time of an action: CUDA events on the GPU, where kernels run
+ * asynchronously to the host, else the monotonic clock.  begin records the
+ * wall-clock start (for start offsets) in *t_begin. */
+static int compute_begin(rank_job *job, double *t_begin, tf_error *err)
+{
+    *t_begin = tf_now_seconds();
+#ifdef TF_HAVE_CUDA
+    if (job->p->on_gpu)
+        return tfx_backend_cuda_timer_start(&job->p->backends[job->rank], err);
+#else
+    (void)job;
+    (void)err;
+#endif
+    return 0;
+}
+
+static int compute_end(rank_job *job, double t_begin, double *ms, tf_error *err)
+{
+    *ms = (tf_now_seconds() - t_begin) * 1e3;
+#ifdef TF_HAVE_CUDA
+    if (job->p->on_gpu)
+        return tfx_backend_cuda_timer_stop(&job->p->backends[job->rank], ms, err);
+#else
+    (void)job;
+    (void)err;
+#endif
+    return 0;
+}
+
 /* Runs one action of rank job->rank; returns 0 or an error in job->err. */
 static int run_action(rank_job *job, int index)
 {
@@ -133,7 +225,7 @@ static int run_action(rank_job *job, int index)
     const int first = a->stage == 0, last = a->stage == s->stages - 1;
     tf_error *err = &job->err;
     int rc = 0;
-    double t_begin = 0.0, t_end = 0.0;
+    double t_begin = 0.0, ms = 0.0;
 
     const unsigned char *frozen = NULL;
     if (job->in->frozen)
@@ -145,11 +237,11 @@ static int run_action(rank_job *job, int index)
             TFX_TRY(tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
                                  message_tag(p, MSG_ACTIVATION, a->stage, m),
                                  tfx_stage_input(st, m), bytes, err));
-        t_begin = tf_now_seconds();
+        TFX_TRY(compute_begin(job, &t_begin, err));
         TFX_TRY(tfx_stage_forward(st, m, first ? job->in->tokens + (size_t)m * N : NULL,
                                   last ? job->in->targets + (size_t)m * N : NULL,
                                   1.0f / ((float)N * M), err));
-        t_end = tf_now_seconds();
+        TFX_TRY(compute_end(job, t_begin, &ms, err));
         if (!last)
             TFX_TRY(tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
                                  message_tag(p, MSG_ACTIVATION, a->stage + 1, m),
@@ -161,23 +253,23 @@ static int run_action(rank_job *job, int index)
             TFX_TRY(tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
                                  message_tag(p, MSG_GRADIENT, a->stage, m),
                                  tfx_stage_grad_in(st, m), bytes, err));
-        t_begin = tf_now_seconds();
+        TFX_TRY(compute_begin(job, &t_begin, err));
         TFX_TRY(tfx_stage_backward_input(st, m, err));
         if (a->type == TF_ACT_B)
             TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
-        t_end = tf_now_seconds();
+        TFX_TRY(compute_end(job, t_begin, &ms, err));
         if (!first)
             TFX_TRY(tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
                                  message_tag(p, MSG_GRADIENT, a->stage - 1, m),
                                  tfx_stage_grad_out(st, m), bytes, err));
         break;
     case TF_ACT_W:
-        t_begin = tf_now_seconds();
+        TFX_TRY(compute_begin(job, &t_begin, err));
         TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
-        t_end = tf_now_seconds();
+        TFX_TRY(compute_end(job, t_begin, &ms, err));
         break;
     }
-    p->action_ms[index] = (t_end - t_begin) * 1e3;
+    p->action_ms[index] = ms;
     p->action_start_ms[index] = (t_begin - job->t0) * 1e3;
 fail:
     return rc;

@@ -99,6 +99,15 @@ expect_error unknown_schedule '--schedule "Wavy"' --schedule Wavy --steps 1
 expect_error bad_number '--steps "ten"' --steps ten
 expect_error too_many_stages "--layers 2" --schedule 1F1B --ranks 4 --steps 1 "${model[@]}"
 expect_error unknown_backend '--backend "tpu"' --backend tpu --steps 1
+expect_error cpu_nccl_transport '--transport "nccl"' --transport nccl --steps 1 "${model[@]}"
+# --help names the cuda backend, and says so when this build has none.
+if ! "$TF_EXEC" --help | grep -q -- '--backend cpu|cuda'; then
+    fail "--help does not list the cuda backend"
+fi
+if ! "$TF_EXEC" --help | grep -q -- '--transport cuda|nccl' &&
+   ! "$TF_EXEC" --help | grep -q 'cuda: *not built'; then
+    fail "--help says neither how to use cuda nor that it was not built"
+fi
 expect_error rank_failure "rank 1 failed" --schedule 1F1B --ranks 2 --steps 2 "${model[@]}" \
     --inject-failure 1:3
 # A failed profiling run leaves no profile behind.

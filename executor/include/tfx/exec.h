@@ -21,7 +21,10 @@
 #include "tfx/model.h"
 
 typedef struct tfx_exec_options {
-    const char *backend;        /* "cpu" */
+    const char *backend;        /* "cpu" or "cuda" */
+    const char *devices;        /* cuda: GPU of each rank ("0,1", or "0" for all); NULL: rank mod GPUs */
+    const char *transport;      /* NULL: the backend's default (local / cuda); "nccl" */
+    int tf32;                   /* cuda: TF32 tensor-core GEMMs */
     const char *schedule;       /* NULL: the plan's, else 1F1B */
     int ranks;                  /* 0: the plan's, else 2 */
     int stages_per_rank;        /* 0: the plan's, else 2 for two-stage schedules, 1 */

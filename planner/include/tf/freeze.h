@@ -53,4 +53,18 @@ void tf_freeze_result_free(tf_freeze_result *r);
 /* Writes lp_solve's version ("5.5.2.5") into buf[size]; returns buf. */
 char *tf_freeze_solver_version(char *buf, size_t size);
 
+/* --- The fast solver (freeze_fast.c, docs/fast-solver.md) ----------------
+ *
+ * Same contract as tf_freeze_solve (same LP, same lexicographic objectives,
+ * same snapping of ratios within 1e-9 of 0 or 1, makespan recomputed as the
+ * longest path of the planned durations), different algorithm: Dantzig-Wolfe
+ * decomposition with a network simplex for the precedence constraints and a
+ * small dense simplex for the master over the stage caps.  out->solver is
+ * "fast"; variables/constraints count the network's nodes and arcs; solves
+ * counts network-simplex (pricing) solves.  Returns 0, TF_ENOMEM, or
+ * TF_ESOLVER naming the step that failed; never a partial result. */
+int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *max_ms,
+                         const double *min_ms, const double *cap, tf_objective objective,
+                         tf_freeze_result *out, tf_error *err);
+
 #endif

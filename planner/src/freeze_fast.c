@@ -1,0 +1,719 @@
+/* freeze_fast.c - the freeze LP by Dantzig-Wolfe decomposition: a network
+ * simplex for the precedence part, a small dense simplex
+ * (freeze_fast_master.c) for the few coupling rows.
+ *
+ * Split every freezable action u into a start node a_u and an end node b_u
+ * (a fixed action is one node; its end is start + max).  With potentials pi
+ * (start and end times, pi_O = 0 at a root O, pi_T = the makespan) every
+ * constraint of the freeze LP except the stage caps is a difference
+ * constraint pi_head - pi_tail >= len:
+ *
+ *   b_u -> a_v   len lag (+ max_u if u is fixed)   precedence u -> v
+ *   a_u -> b_u   len min_u                          w_u >= min_u  (r_u <= 1)
+ *   b_u -> a_u   len -max_u                         w_u <= max_u  (r_u >= 0)
+ *   O -> a_u     len 0                              t_u >= 0 (sources)
+ *   b_u -> T     len 0 (+ max_u if fixed)           T >= finish (sinks)
+ *
+ * and r_u = (max_u - (pi_b - pi_a)) / (max_u - min_u) is affine in pi.  Any
+ * objective nu T + sum c_u r_u with nu >= 0 over that polyhedron X is the
+ * dual of an uncapacitated transshipment problem (the time-cost trade-off of
+ * Fulkerson 1961), solved exactly by tf_nsx.
+ *
+ * The caps (sum r over a stage <= cap * count) and, per objective stage, the
+ * bound on the previous optimum are kept in a small master LP over convex
+ * weights alpha_j of points x_j of X (Dantzig-Wolfe): minimise
+ * sum alpha_j obj(x_j) subject to the coupling rows and sum alpha_j = 1.
+ * The master's duals price the coupling rows into the network objective; the
+ * network simplex returns the most improving point of X; when its reduced
+ * cost is non-negative (within 1e-11 relative) the master's optimum is the
+ * LP optimum, and the plan is x = sum alpha_j x_j, which satisfies every
+ * constraint of the full LP because X is convex and the master enforces the
+ * rest.  See docs/fast-solver.md.
+ */
+#include "tf/freeze.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "freeze_fast_master.h"
+#include "freeze_fast_nsx.h"
+#include "tf/util.h"
+
+/* The network form of the LP's precedence part. */
+typedef struct fast_net {
+    int n, k, stages;
+    int nodes, arcs;
+    int node_T;              /* the makespan node; node 0 is the root O */
+    int *start_node;         /* n */
+    int *end_node;           /* n: == start_node for fixed actions */
+    double *end_offset;      /* n: pi_end + offset = finish (max for fixed, 0 split) */
+    int *freezable;          /* k: action of the j-th freezable action */
+    int *freeze_index;       /* n: j, or -1 */
+    double *span;            /* n: max - min */
+    int *tail, *head;        /* arcs */
+    double *len;             /* arcs */
+    int *in_arc_first;       /* n + 1: CSR of arcs into each start node ... */
+    int *in_arc;             /* ... (precedence and source arcs) */
+    int *sink_arc;           /* n: arc end -> T, or -1 */
+    int *short_arc;          /* n: a -> b (len min), or -1 */
+    int *long_arc;           /* n: b -> a (len -max), or -1 */
+} fast_net;
+
+static void net_free(fast_net *g)
+{
+    free(g->start_node);
+    free(g->end_node);
+    free(g->end_offset);
+    free(g->freezable);
+    free(g->freeze_index);
+    free(g->span);
+    free(g->tail);
+    free(g->head);
+    free(g->len);
+    free(g->in_arc_first);
+    free(g->in_arc);
+    free(g->sink_arc);
+    free(g->short_arc);
+    free(g->long_arc);
+    memset(g, 0, sizeof *g);
+}
+
+/* As in freeze.c: a same-rank edge that is not a rank-order edge is implied
+ * by the rank's chain (lags on one rank are 0), so it adds no constraint. */
+static int implied_by_rank_order(const tf_schedule *s, const tf_dag *d, int u, int e)
+{
+    return !(d->rule[e] & TF_EDGE_RANK_ORDER) &&
+           s->actions[u].rank == s->actions[d->succ[e]].rank;
+}
+
+static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms,
+                     const double *min_ms, fast_net *g)
+{
+    const int n = s->n_actions;
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    g->stages = s->stages;
+    size_t nn = (size_t)n + 1;
+    g->start_node = malloc(nn * sizeof *g->start_node);
+    g->end_node = malloc(nn * sizeof *g->end_node);
+    g->end_offset = malloc(nn * sizeof *g->end_offset);
+    g->freezable = malloc(nn * sizeof *g->freezable);
+    g->freeze_index = malloc(nn * sizeof *g->freeze_index);
+    g->span = malloc(nn * sizeof *g->span);
+    g->in_arc_first = calloc(nn + 1, sizeof *g->in_arc_first);
+    g->sink_arc = malloc(nn * sizeof *g->sink_arc);
+    g->short_arc = malloc(nn * sizeof *g->short_arc);
+    g->long_arc = malloc(nn * sizeof *g->long_arc);
+    if (!g->start_node || !g->end_node || !g->end_offset || !g->freezable ||
+        !g->freeze_index || !g->span || !g->in_arc_first || !g->sink_arc || !g->short_arc ||
+        !g->long_arc)
+        return TF_ENOMEM;
+    g->k = 0;
+    for (int u = 0; u < n; u++) {
+        g->span[u] = max_ms[u] - min_ms[u];
+        g->freeze_index[u] = -1;
+        if (tf_freeze_is_freezable(&s->actions[u], max_ms[u], min_ms[u])) {
+            g->freeze_index[u] = g->k;
+            g->freezable[g->k++] = u;
+        }
+    }
+    /* Nodes: 0 = O, 1 = T, 2 .. n+1 starts, then the ends of freezable ones. */
+    g->node_T = 1;
+    g->nodes = 2 + n + g->k;
+    for (int u = 0; u < n; u++) {
+        g->start_node[u] = 2 + u;
+        int j = g->freeze_index[u];
+        g->end_node[u] = j >= 0 ? 2 + n + j : 2 + u;
+        g->end_offset[u] = j >= 0 ? 0.0 : max_ms[u];
+    }
+    /* Count arcs: kept precedence edges, sources, sinks, two per freezable. */
+    int *indegree = g->in_arc_first; /* counts into [v + 1] first */
+    int arcs = 2 * g->k;
+    for (int u = 0; u < n; u++) {
+        int first = d->succ_offset[u], last = d->succ_offset[u + 1];
+        if (first == last)
+            arcs++;
+        for (int e = first; e < last; e++)
+            if (!implied_by_rank_order(s, d, u, e)) {
+                indegree[d->succ[e] + 1]++;
+                arcs++;
+            }
+    }
+    for (int v = 0; v < n; v++)
+        if (indegree[v + 1] == 0) {
+            indegree[v + 1] = 1; /* the source arc O -> a_v */
+            arcs++;
+        }
+    for (int v = 0; v < n; v++)
+        g->in_arc_first[v + 1] += g->in_arc_first[v];
+    g->arcs = arcs;
+    g->tail = malloc(((size_t)arcs + 1) * sizeof *g->tail);
+    g->head = malloc(((size_t)arcs + 1) * sizeof *g->head);
+    g->len = malloc(((size_t)arcs + 1) * sizeof *g->len);
+    g->in_arc = malloc(((size_t)g->in_arc_first[n] + 1) * sizeof *g->in_arc);
+    int *fill = malloc(nn * sizeof *fill);
+    if (!g->tail || !g->head || !g->len || !g->in_arc || !fill) {
+        free(fill);
+        return TF_ENOMEM;
+    }
+    for (int v = 0; v < n; v++)
+        fill[v] = g->in_arc_first[v];
+    int a = 0;
+    for (int u = 0; u < n; u++) {
+        int first = d->succ_offset[u], last = d->succ_offset[u + 1];
+        g->sink_arc[u] = g->short_arc[u] = g->long_arc[u] = -1;
+        for (int e = first; e < last; e++) {
+            if (implied_by_rank_order(s, d, u, e))
+                continue;
+            int v = d->succ[e];
+            g->tail[a] = g->end_node[u];
+            g->head[a] = g->start_node[v];
+            g->len[a] = g->end_offset[u] + d->lag[e];
+            g->in_arc[fill[v]++] = a++;
+        }
+        if (first == last) {
+            g->tail[a] = g->end_node[u];
+            g->head[a] = g->node_T;
+            g->len[a] = g->end_offset[u];
+            g->sink_arc[u] = a++;
+        }
+        if (g->freeze_index[u] >= 0) {
+            g->tail[a] = g->start_node[u];
+            g->head[a] = g->end_node[u];
+            g->len[a] = min_ms[u];
+            g->short_arc[u] = a++;
+            g->tail[a] = g->end_node[u];
+            g->head[a] = g->start_node[u];
+            g->len[a] = -max_ms[u];
+            g->long_arc[u] = a++;
+        }
+    }
+    for (int v = 0; v < n; v++)
+        if (fill[v] == g->in_arc_first[v]) {
+            g->tail[a] = 0;
+            g->head[a] = g->start_node[v];
+            g->len[a] = 0.0;
+            g->in_arc[fill[v]++] = a++;
+        }
+    free(fill);
+    return a == arcs ? 0 : TF_EINVAL;
+}
+
+/* Dantzig-Wolfe state: the network, its simplex, and the master LP.
+ *
+ * Master columns: t = T / scale (the makespan, scaled to about 1), z (spread
+ * only), then one weight alpha_j per point x_j of X.  Rows, all scaled to
+ * entries of about 1:
+ *   cap rows      sum_j alpha_j U_s(x_j) / count_s <= cap_s   (capped stages)
+ *   convexity     sum_j alpha_j = 1
+ *   makespan      sum_j alpha_j T(x_j) / scale - t <= 0
+ *   T bound       t <= bound (from the second stage on)
+ *   spread rows   sum_j alpha_j r_i(x_j) - z <= 0   (added when violated)
+ *   z bound       z <= 1, then z <= its optimum
+ * Objectives: t; z; sum_j alpha_j sum r(x_j) / k. */
+typedef struct dw_state {
+    const fast_net *g;
+    const tf_schedule *s;
+    const tf_dag *d;
+    const double *max_ms;
+    double scale;          /* unfrozen makespan */
+    tf_nsx nsx;
+    double *demand;        /* nodes */
+    int *tree_arc, *alt_arc; /* nodes: the warm-start tree */
+    double *duration;      /* n: durations at the last priced point */
+    double *finish;        /* n: scratch for the warm-start longest path */
+    double *cost_r;        /* n: pricing cost per unit of ratio */
+    double *point_r;       /* k: ratios of the last priced point */
+    double point_T;
+    /* master rows */
+    int n_caps;
+    int *cap_stage;        /* n_caps */
+    double *cap_count, *cap_value; /* n_caps */
+    int *cap_of_stage;     /* stages: index into the cap rows, or -1 */
+    int spread;            /* objective is spread: z and spread rows exist */
+    int n_spread;
+    int *spread_of;        /* k: index of the freezable action's spread row, or -1 */
+    int *spread_list;      /* k: freezable index of each spread row */
+    double T_bound, z_bound; /* scaled; INFINITY when absent */
+    /* columns: the points x_j */
+    int cols, cols_alloc;
+    double *col_r;         /* cols_alloc * k */
+    double *col_T, *col_sum, *alpha;
+    /* master solution */
+    double master_t, master_z, master_objective;
+    double nu_sigma[2];    /* pricing cost of T per ms, dual of the convexity row */
+    double *dual;          /* rows */
+    int pricings, master_solves;
+    long pivots;
+} dw_state;
+
+static const double *column_r(const dw_state *w, int j)
+{
+    return w->col_r + (size_t)j * (size_t)w->g->k;
+}
+
+/* Ratios of a point of X from its potentials: clipped to [0, 1] against
+ * round-off (the potentials meet the duration arcs within tolerance). */
+static double ratio_from(const fast_net *g, const double *pi, const double *max_ms, int u)
+{
+    double w = pi[g->end_node[u]] - pi[g->start_node[u]];
+    double r = (max_ms[u] - w) / g->span[u];
+    return r < 0.0 ? 0.0 : r > 1.0 ? 1.0 : r;
+}
+
+/* Warm start: the tree of a longest path under the durations of the last
+ * priced point (each start hangs from the predecessor that releases it
+ * last), so the network simplex starts near the new optimum. */
+static void warm_start_tree(dw_state *w)
+{
+    const fast_net *g = w->g;
+    const tf_dag *d = w->d;
+    const int n = g->n;
+    double best_T = -INFINITY;
+    for (int k = 0; k < n; k++) {
+        int v = d->topo[k];
+        double start = -INFINITY;
+        int best = -1;
+        for (int p = g->in_arc_first[v]; p < g->in_arc_first[v + 1]; p++) {
+            int a = g->in_arc[p], t = g->tail[a];
+            double ready;
+            if (t == 0)
+                ready = 0.0;
+            else {
+                int u = t < 2 + n ? t - 2 : g->freezable[t - 2 - n];
+                ready = w->finish[u] - g->end_offset[u];
+            }
+            ready += g->len[a];
+            if (ready > start) {
+                start = ready;
+                best = a;
+            }
+        }
+        w->tree_arc[g->start_node[v]] = best;
+        /* finish[v] = pi of its end node + offset, i.e. its finish time. */
+        w->finish[v] = start + w->duration[v];
+        if (g->short_arc[v] >= 0) {
+            w->tree_arc[g->end_node[v]] = g->short_arc[v];
+            w->alt_arc[g->end_node[v]] = g->long_arc[v];
+        }
+        if (g->sink_arc[v] >= 0 && w->finish[v] > best_T) {
+            best_T = w->finish[v];
+            w->tree_arc[g->node_T] = g->sink_arc[v];
+        }
+    }
+}
+
+/* Pricing: the point of X minimising nu T + sum cost_r[u] r_u (nu >= 0).
+ * Leaves the point in point_T / point_r and returns its value in *value. */
+static int price(dw_state *w, double nu, double *value)
+{
+    const fast_net *g = w->g;
+    for (int v = 0; v < g->nodes; v++) {
+        w->demand[v] = 0.0;
+        w->alt_arc[v] = -1;
+    }
+    w->demand[g->node_T] += nu;
+    w->demand[0] -= nu;
+    for (int j = 0; j < g->k; j++) {
+        int u = g->freezable[j];
+        double per_ms = w->cost_r[u] / g->span[u];
+        w->demand[g->start_node[u]] += per_ms;
+        w->demand[g->end_node[u]] -= per_ms;
+    }
+    warm_start_tree(w);
+    int rc = tf_nsx_solve(&w->nsx, w->demand, w->tree_arc, w->alt_arc, 1e-12 * w->scale);
+    w->pricings++;
+    w->pivots += w->nsx.pivots;
+
+    if (rc)
+        return rc;
+    const double *pi = w->nsx.pi;
+    w->point_T = pi[g->node_T];
+    double total = nu * w->point_T;
+    for (int u = 0; u < g->n; u++)
+        w->duration[u] = w->max_ms[u];
+    for (int j = 0; j < g->k; j++) {
+        int u = g->freezable[j];
+        double r = ratio_from(g, pi, w->max_ms, u);
+        w->point_r[j] = r;
+        w->duration[u] = w->max_ms[u] - r * g->span[u];
+        total += w->cost_r[u] * r;
+    }
+    *value = total;
+    return 0;
+}
+
+enum { OBJECTIVE_T, OBJECTIVE_Z, OBJECTIVE_SUM };
+
+/* Stores the last priced point as column j = w->cols. */
+static int add_point_column(dw_state *w)
+{
+    const int k = w->g->k;
+    if (w->cols == w->cols_alloc) {
+        int grown = w->cols_alloc ? 2 * w->cols_alloc : 64;
+        double *r = realloc(w->col_r, (size_t)grown * (size_t)(k ? k : 1) * sizeof *r);
+        if (r)
+            w->col_r = r;
+        double *T = realloc(w->col_T, (size_t)grown * sizeof *T);
+        if (T)
+            w->col_T = T;
+        double *sum = realloc(w->col_sum, (size_t)grown * sizeof *sum);
+        if (sum)
+            w->col_sum = sum;
+        double *alpha = realloc(w->alpha, (size_t)grown * sizeof *alpha);
+        if (alpha)
+            w->alpha = alpha;
+        if (!r || !T || !sum || !alpha)
+            return TF_ENOMEM;
+        w->cols_alloc = grown;
+    }
+    int j = w->cols++;
+    double *r = w->col_r + (size_t)j * (size_t)k;
+    memcpy(r, w->point_r, (size_t)k * sizeof *r);
+    w->col_T[j] = w->point_T;
+    double total = 0.0;
+    for (int i = 0; i < k; i++)
+        total += r[i];
+    w->col_sum[j] = total;
+    w->alpha[j] = 0.0;
+    return 0;
+}
+
+/* Builds and solves the master for objective `kind`; fills alpha, the
+ * duals and the optimum.  Returns 0 or TF_ESOLVER / TF_ENOMEM. */
+static int solve_master(dw_state *w, int kind)
+{
+    const fast_net *g = w->g;
+    const int k = g->k;
+    const int col_t = 0, col_z = 1, first_alpha = w->spread ? 2 : 1;
+    const int cols = first_alpha + w->cols;
+    const int row_conv = w->n_caps, row_T = row_conv + 1;
+    int rows = row_T + 1;
+    const int row_T_bound = isfinite(w->T_bound) ? rows++ : -1;
+    const int first_spread = rows;
+    rows += w->n_spread;
+    const int row_z_bound = w->spread ? rows++ : -1;
+
+    double *a = calloc((size_t)rows * (size_t)cols, sizeof *a);
+    double *b = calloc((size_t)rows, sizeof *b);
+    double *c = calloc((size_t)cols, sizeof *c);
+    double *x = calloc((size_t)cols, sizeof *x);
+    char *sense = malloc((size_t)rows);
+    double *dual = realloc(w->dual, (size_t)rows * sizeof *dual);
+    if (dual)
+        w->dual = dual;
+    int rc = TF_ENOMEM;
+    if (!a || !b || !c || !x || !sense || !dual)
+        goto done;
+#define A(i, j) a[(size_t)(i) * (size_t)cols + (size_t)(j)]
+    memset(sense, 'L', (size_t)rows);
+    for (int i = 0; i < w->n_caps; i++)
+        b[i] = w->cap_value[i];
+    sense[row_conv] = 'E';
+    b[row_conv] = 1.0;
+    A(row_T, col_t) = -1.0;
+    if (row_T_bound >= 0) {
+        A(row_T_bound, col_t) = 1.0;
+        b[row_T_bound] = w->T_bound;
+    }
+    if (w->spread) {
+        for (int i = 0; i < w->n_spread; i++)
+            A(first_spread + i, col_z) = -1.0;
+        A(row_z_bound, col_z) = 1.0;
+        b[row_z_bound] = w->z_bound;
+    }
+    for (int j = 0; j < w->cols; j++) {
+        const double *r = w->col_r + (size_t)j * (size_t)k;
+        int col = first_alpha + j;
+        for (int i = 0; i < k; i++) {
+            int cap = w->cap_of_stage[w->s->actions[g->freezable[i]].stage];
+            if (cap >= 0)
+                A(cap, col) += r[i];
+            if (w->spread && w->spread_of[i] >= 0)
+                A(first_spread + w->spread_of[i], col) = r[i];
+        }
+        for (int i = 0; i < w->n_caps; i++)
+            A(i, col) /= w->cap_count[i];
+        A(row_conv, col) = 1.0;
+        A(row_T, col) = w->col_T[j] / w->scale;
+        if (kind == OBJECTIVE_SUM)
+            c[col] = w->col_sum[j] / k;
+    }
+    if (kind == OBJECTIVE_T)
+        c[col_t] = 1.0;
+    else if (kind == OBJECTIVE_Z)
+        c[col_z] = 1.0;
+#undef A
+    rc = tf_master_lp_solve(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective);
+    w->master_solves++;
+    if (rc)
+        goto done;
+    w->master_t = x[col_t];
+    w->master_z = w->spread ? x[col_z] : 0.0;
+    for (int j = 0; j < w->cols; j++)
+        w->alpha[j] = x[first_alpha + j];
+    /* Pricing costs: minus the duals, per unit of each point's entries. */
+    double nu = -w->dual[row_T] / w->scale;
+    for (int i = 0; i < k; i++) {
+        int u = g->freezable[i];
+        int cap = w->cap_of_stage[w->s->actions[u].stage];
+        double cost = kind == OBJECTIVE_SUM ? 1.0 / k : 0.0;
+        if (cap >= 0)
+            cost -= w->dual[cap] / w->cap_count[cap];
+        if (w->spread && w->spread_of[i] >= 0)
+            cost -= w->dual[first_spread + w->spread_of[i]];
+        w->cost_r[u] = cost;
+    }
+    w->nu_sigma[0] = nu;
+    w->nu_sigma[1] = w->dual[row_conv];
+done:
+    free(a);
+    free(b);
+    free(c);
+    free(x);
+    free(sense);
+    return rc;
+}
+
+/* Adds spread rows for freezable actions whose master ratio exceeds z;
+ * returns how many (or TF_ENOMEM). */
+static int add_violated_spread_rows(dw_state *w, double tol)
+{
+    const int k = w->g->k;
+    int added = 0;
+    for (int i = 0; i < k; i++) {
+        if (w->spread_of[i] >= 0)
+            continue;
+        double r = 0.0;
+        for (int j = 0; j < w->cols; j++)
+            if (w->alpha[j] != 0.0)
+                r += w->alpha[j] * column_r(w, j)[i];
+        if (r <= w->master_z + tol)
+            continue;
+        w->spread_of[i] = w->n_spread;
+        w->spread_list[w->n_spread++] = i;
+        added++;
+    }
+    return added;
+}
+
+/* Column generation for one objective stage until no point of X prices
+ * out: returns 0 with the master optimal, or a TF_E* code. */
+static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
+{
+    const int max_rounds = 20000;
+    for (int round = 0; round < max_rounds; round++) {
+        int rc = solve_master(w, kind);
+        if (rc)
+            return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
+                           "fast solver: master LP %s while minimising %s",
+                           rc == TF_ENOMEM ? "out of memory" : "not solved (infeasible)", step);
+        if (kind != OBJECTIVE_T && w->spread) {
+            int added = add_violated_spread_rows(w, 1e-10);
+            if (added > 0)
+                continue;
+        }
+        double nu = w->nu_sigma[0], sigma = w->nu_sigma[1];
+        double value;
+        rc = price(w, nu > 0.0 ? nu : 0.0, &value);
+        if (rc)
+            return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
+                           "fast solver: network simplex failed while minimising %s", step);
+        if (nu < 0.0)
+            value += nu * w->point_T;
+        if (value - sigma >= -1e-11 * fmax(1.0, fabs(w->master_objective)))
+            return 0;
+        if ((rc = add_point_column(w)))
+            return tf_fail(err, rc, "out of memory");
+    }
+    return tf_fail(err, TF_ESOLVER, "fast solver: no convergence after %d rounds minimising %s",
+                   max_rounds, step);
+}
+
+static void dw_free(dw_state *w)
+{
+    tf_nsx_free(&w->nsx);
+    free(w->demand);
+    free(w->tree_arc);
+    free(w->alt_arc);
+    free(w->duration);
+    free(w->finish);
+    free(w->cost_r);
+    free(w->point_r);
+    free(w->cap_stage);
+    free(w->cap_count);
+    free(w->cap_value);
+    free(w->cap_of_stage);
+    free(w->spread_of);
+    free(w->spread_list);
+    free(w->col_r);
+    free(w->col_T);
+    free(w->col_sum);
+    free(w->alpha);
+    free(w->dual);
+    memset(w, 0, sizeof *w);
+}
+
+/* The coupling rows: one per stage with freezable actions and a cap below 1. */
+static int master_init(dw_state *w, const double *cap, tf_objective objective)
+{
+    const fast_net *g = w->g;
+    size_t stages = (size_t)g->stages + 1;
+    w->cap_stage = calloc(stages, sizeof *w->cap_stage);
+    w->cap_count = calloc(stages, sizeof *w->cap_count);
+    w->cap_value = calloc(stages, sizeof *w->cap_value);
+    w->cap_of_stage = malloc(stages * sizeof *w->cap_of_stage);
+    if (!w->cap_stage || !w->cap_count || !w->cap_value || !w->cap_of_stage)
+        return TF_ENOMEM;
+    for (int st = 0; st < g->stages; st++)
+        w->cap_of_stage[st] = -1;
+    double *count = w->cap_value; /* counts per stage first */
+    for (int i = 0; i < g->k; i++)
+        count[w->s->actions[g->freezable[i]].stage] += 1.0;
+    int rows = 0;
+    for (int st = 0; st < g->stages; st++)
+        if (count[st] > 0.0 && cap[st] < 1.0) {
+            w->cap_stage[rows] = st;
+            w->cap_count[rows] = count[st];
+            w->cap_of_stage[st] = rows++;
+        }
+    w->n_caps = rows;
+    for (int i = 0; i < rows; i++)
+        w->cap_value[i] = cap[w->cap_stage[i]] > 0.0 ? cap[w->cap_stage[i]] : 0.0;
+    w->T_bound = INFINITY;
+    w->z_bound = 1.0;
+    if (objective == TF_OBJECTIVE_SPREAD) {
+        w->spread = 1;
+        w->spread_of = malloc(((size_t)g->k + 1) * sizeof *w->spread_of);
+        w->spread_list = malloc(((size_t)g->k + 1) * sizeof *w->spread_list);
+        if (!w->spread_of || !w->spread_list)
+            return TF_ENOMEM;
+        for (int i = 0; i < g->k; i++)
+            w->spread_of[i] = -1;
+    }
+    return 0;
+}
+
+/* One objective stage after the first: bound the previous optimum, then
+ * generate columns for the new objective.  The bound is the exact optimum;
+ * only if the master's round-off then makes it infeasible is it relaxed, by
+ * 1e-12 and at most 1e-9 relative (freeze.c relaxes by 1e-9 at once). */
+static int next_stage(dw_state *w, int previous_kind, double optimum, int kind,
+                      const char *step, tf_error *err)
+{
+    static const double slacks[] = {0.0, 1e-12, 1e-11, 1e-10, 1e-9};
+    const int tries = (int)(sizeof slacks / sizeof slacks[0]);
+    int rc = 0;
+    for (int t = 0; t < tries; t++) {
+        double bound = optimum + slacks[t] * fmax(1.0, fabs(optimum));
+        if (previous_kind == OBJECTIVE_Z)
+            w->z_bound = bound;
+        else
+            w->T_bound = bound;
+        rc = dw_run(w, kind, step, err);
+        if (rc != TF_ESOLVER)
+            break;
+    }
+    return rc;
+}
+
+int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *max_ms,
+                         const double *min_ms, const double *cap, tf_objective objective,
+                         tf_freeze_result *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    double started = tf_now_seconds();
+    const int n = s->n_actions;
+    fast_net net;
+    dw_state w;
+    memset(&w, 0, sizeof w);
+    int rc = net_build(s, g, max_ms, min_ms, &net);
+    out->ratio = calloc((size_t)n + 1, sizeof *out->ratio);
+    out->duration = calloc((size_t)n + 1, sizeof *out->duration);
+    out->start = calloc((size_t)n + 1, sizeof *out->start);
+    if (rc || !out->ratio || !out->duration || !out->start) {
+        rc = tf_fail(err, rc == TF_EINVAL ? TF_EINVAL : TF_ENOMEM,
+                     "out of memory building the fast freeze model for %d actions", n);
+        goto done;
+    }
+    out->variables = net.nodes;
+    out->constraints = net.arcs;
+    if (net.k > 0) {
+        w.g = &net;
+        w.s = s;
+        w.d = g;
+        w.max_ms = max_ms;
+        size_t nodes = (size_t)net.nodes + 1, nn = (size_t)n + 1;
+        w.demand = malloc(nodes * sizeof *w.demand);
+        w.tree_arc = malloc(nodes * sizeof *w.tree_arc);
+        w.alt_arc = malloc(nodes * sizeof *w.alt_arc);
+        w.duration = malloc(nn * sizeof *w.duration);
+        w.finish = malloc(nn * sizeof *w.finish);
+        w.cost_r = calloc(nn, sizeof *w.cost_r);
+        w.point_r = calloc((size_t)net.k + 1, sizeof *w.point_r);
+        if (!w.demand || !w.tree_arc || !w.alt_arc || !w.duration || !w.finish || !w.cost_r ||
+            !w.point_r || tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
+            master_init(&w, cap, objective)) {
+            rc = tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model");
+            goto done;
+        }
+        memcpy(w.duration, max_ms, (size_t)n * sizeof *w.duration);
+        w.scale = fmax(1.0, tf_dag_longest_path(g, max_ms, NULL));
+        tf_dag_longest_path(g, max_ms, NULL);
+        /* The first column: nothing frozen, which meets every cap. */
+        w.point_T = w.scale;
+        memset(w.point_r, 0, (size_t)net.k * sizeof *w.point_r);
+        w.point_T = tf_dag_longest_path(g, max_ms, NULL);
+        if ((rc = add_point_column(&w))) {
+            rc = tf_fail(err, rc, "out of memory");
+            goto done;
+        }
+        if ((rc = dw_run(&w, OBJECTIVE_T, "the batch time", err)))
+            goto done;
+        double best_T = w.master_t;
+        if (objective == TF_OBJECTIVE_SPREAD) {
+            if ((rc = next_stage(&w, OBJECTIVE_T, best_T, OBJECTIVE_Z,
+                                 "the largest freeze ratio", err)))
+                goto done;
+            double best_z = w.master_z;
+            if ((rc = next_stage(&w, OBJECTIVE_Z, best_z, OBJECTIVE_SUM,
+                                 "the total freeze ratio", err)))
+                goto done;
+        } else if ((rc = next_stage(&w, OBJECTIVE_T, best_T, OBJECTIVE_SUM,
+                                    "the total freeze ratio", err))) {
+            goto done;
+        }
+        /* The plan: the master's convex combination of the points. */
+        for (int j = 0; j < w.cols; j++) {
+            if (w.alpha[j] == 0.0)
+                continue;
+            const double *r = column_r(&w, j);
+            for (int i = 0; i < net.k; i++)
+                out->ratio[net.freezable[i]] += w.alpha[j] * r[i];
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        double r = out->ratio[i];
+        /* Snap round-off so ratios are exactly 0 or 1 at the bounds. */
+        if (r < 1e-9)
+            r = 0.0;
+        if (r > 1.0 - 1e-9)
+            r = 1.0;
+        out->ratio[i] = r;
+        out->duration[i] = max_ms[i] - r * (max_ms[i] - min_ms[i]);
+    }
+    out->makespan = tf_dag_longest_path(g, out->duration, out->start);
+    out->solves = w.pricings;
+    snprintf(out->status, sizeof out->status, "optimal");
+    snprintf(out->solver, sizeof out->solver, "fast");
+
+done:
+    dw_free(&w);
+    net_free(&net);
+    out->seconds = tf_now_seconds() - started;
+    if (rc)
+        tf_freeze_result_free(out);
+    return rc;
+}

@@ -1,0 +1,206 @@
+/* freeze_fast_master.c - dense two-phase tableau simplex for the small master
+ * LP of freeze_fast.c (see freeze_fast_master.h). */
+#include "freeze_fast_master.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tf/error.h"
+
+typedef long double real;
+
+typedef struct tableau {
+    int rows, width;      /* width = cols + rows (one slack or artificial per row) + 1 */
+    int cols;
+    real *t;              /* (rows + 1) x width; row `rows` is the objective */
+    int *basis;           /* rows */
+    unsigned char *barred; /* width: may not enter (artificials in phase 2) */
+} tableau;
+
+#define AT(tb, i, j) ((tb)->t[(size_t)(i) * (size_t)(tb)->width + (size_t)(j)])
+
+static void pivot_on(tableau *tb, int row, int col)
+{
+    const int w = tb->width;
+    real p = AT(tb, row, col);
+    for (int j = 0; j < w; j++)
+        AT(tb, row, j) /= p;
+    AT(tb, row, col) = 1.0L;
+    for (int i = 0; i <= tb->rows; i++) {
+        if (i == row)
+            continue;
+        real f = AT(tb, i, col);
+        if (f == 0.0L)
+            continue;
+        for (int j = 0; j < w; j++)
+            AT(tb, i, j) -= f * AT(tb, row, j);
+        AT(tb, i, col) = 0.0L;
+    }
+    tb->basis[row] = col;
+}
+
+/* Runs the simplex on the objective row; returns 0 optimal, TF_ESOLVER if
+ * unbounded or out of iterations. */
+static int iterate(tableau *tb, real eps)
+{
+    const int rhs = tb->width - 1, obj = tb->rows;
+    int degenerate_run = 0;
+    long limit = 50000L + 200L * (long)(tb->width + tb->rows);
+    for (long it = 0; it < limit; it++) {
+        int enter = -1;
+        real best = -eps;
+        int bland = degenerate_run > 50;
+        for (int j = 0; j < rhs; j++) {
+            if (tb->barred[j])
+                continue;
+            real d = AT(tb, obj, j);
+            if (d < best) {
+                enter = j;
+                best = d;
+                if (bland)
+                    break;
+            }
+        }
+        if (enter < 0)
+            return 0;
+        /* Harris' two-pass ratio test: the smallest ratio with every basic
+         * value allowed 1e-12 below zero, then among the rows within that
+         * ratio the largest pivot, so round-off never forces a tiny pivot. */
+        const real pivot_tol = 1e-9L, slack = 1e-12L;
+        real bound = INFINITY;
+        for (int i = 0; i < tb->rows; i++) {
+            real a = AT(tb, i, enter);
+            if (a > pivot_tol) {
+                real q = (AT(tb, i, rhs) + slack) / a;
+                if (q < bound)
+                    bound = q;
+            }
+        }
+        int leave = -1;
+        real ratio = 0.0L, best_pivot = 0.0L;
+        for (int i = 0; i < tb->rows; i++) {
+            real a = AT(tb, i, enter);
+            if (a <= pivot_tol)
+                continue;
+            real q = AT(tb, i, rhs) / a;
+            if (q <= bound && (a > best_pivot || (bland && a == best_pivot &&
+                                                  tb->basis[i] < tb->basis[leave]))) {
+                leave = i;
+                best_pivot = a;
+                ratio = q < 0.0L ? 0.0L : q;
+            }
+        }
+        if (leave < 0)
+            return TF_ESOLVER;
+        degenerate_run = ratio == 0.0L ? degenerate_run + 1 : 0;
+        /* Basic values are non-negative; round-off can leave them at -1e-17,
+         * and pivoting on such a row would carry (and grow) the error. */
+        if (AT(tb, leave, rhs) < 0.0L)
+            AT(tb, leave, rhs) = 0.0L;
+        pivot_on(tb, leave, enter);
+        for (int i = 0; i < tb->rows; i++)
+            if (AT(tb, i, rhs) < 0.0L)
+                AT(tb, i, rhs) = 0.0L;
+    }
+    return TF_ESOLVER;
+}
+
+int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, const double *b,
+                       const double *c, double *x, double *y, double *objective)
+{
+    tableau tb = {0};
+    tb.rows = rows;
+    tb.cols = cols;
+    tb.width = cols + rows + 1;
+    tb.t = calloc((size_t)(rows + 1) * (size_t)tb.width, sizeof *tb.t);
+    tb.basis = malloc(((size_t)rows + 1) * sizeof *tb.basis);
+    tb.barred = calloc((size_t)tb.width, 1);
+    if (!tb.t || !tb.basis || !tb.barred) {
+        free(tb.t);
+        free(tb.basis);
+        free(tb.barred);
+        return TF_ENOMEM;
+    }
+    const int rhs = tb.width - 1, obj = rows;
+    real scale = 1.0L;
+    int rc = 0, artificials = 0;
+    for (int i = 0; i < rows; i++) {
+        if (b[i] < 0.0) {
+            rc = TF_EINVAL;
+            goto done;
+        }
+        for (int j = 0; j < cols; j++) {
+            AT(&tb, i, j) = a[(size_t)i * (size_t)cols + (size_t)j];
+            if (fabsl(AT(&tb, i, j)) > scale)
+                scale = fabsl(AT(&tb, i, j));
+        }
+        AT(&tb, i, cols + i) = 1.0L;
+        AT(&tb, i, rhs) = b[i];
+        tb.basis[i] = cols + i;
+        if (sense[i] == 'E')
+            artificials = 1;
+    }
+    const real eps = 1e-13L;
+    if (artificials) {
+        /* Phase 1: minimise the sum of the artificials (the slacks of 'E'
+         * rows), written in terms of the non-basic columns. */
+        for (int i = 0; i < rows; i++)
+            if (sense[i] == 'E')
+                for (int j = 0; j < tb.width; j++)
+                    if (j != cols + i)
+                        AT(&tb, obj, j) -= AT(&tb, i, j);
+        if ((rc = iterate(&tb, eps)))
+            goto done;
+        if (-AT(&tb, obj, rhs) > 1e-11L * scale) {
+            rc = TF_ESOLVER; /* infeasible */
+            goto done;
+        }
+        for (int i = 0; i < rows; i++)
+            if (sense[i] == 'E') {
+                tb.barred[cols + i] = 1;
+                AT(&tb, i, rhs) = AT(&tb, i, rhs) < 0.0L ? 0.0L : AT(&tb, i, rhs);
+            }
+        /* Drive artificials still basic (at zero) out where possible. */
+        for (int i = 0; i < rows; i++) {
+            if (!(tb.basis[i] >= cols && sense[tb.basis[i] - cols] == 'E'))
+                continue;
+            int best = -1;
+            for (int j = 0; j < cols + rows; j++)
+                if (!tb.barred[j] && fabsl(AT(&tb, i, j)) > 1e-9L &&
+                    (best < 0 || fabsl(AT(&tb, i, j)) > fabsl(AT(&tb, i, best))))
+                    best = j;
+            if (best >= 0) {
+                AT(&tb, i, rhs) = 0.0L; /* the artificial is at zero */
+                pivot_on(&tb, i, best);
+            }
+        }
+    }
+    /* Phase 2: the objective row is c - c_B B^-1 A. */
+    for (int j = 0; j < tb.width; j++)
+        AT(&tb, obj, j) = j < cols ? (real)c[j] : 0.0L;
+    for (int i = 0; i < rows; i++) {
+        int k = tb.basis[i];
+        real ck = k < cols ? (real)c[k] : 0.0L;
+        if (ck != 0.0L)
+            for (int j = 0; j < tb.width; j++)
+                AT(&tb, obj, j) -= ck * AT(&tb, i, j);
+    }
+    if ((rc = iterate(&tb, eps)))
+        goto done;
+    for (int j = 0; j < cols; j++)
+        x[j] = 0.0;
+    for (int i = 0; i < rows; i++)
+        if (tb.basis[i] < cols)
+            x[tb.basis[i]] = (double)(AT(&tb, i, rhs) < 0.0L ? 0.0L : AT(&tb, i, rhs));
+    /* Dual of row i: minus the reduced cost of its slack / artificial. */
+    for (int i = 0; i < rows; i++)
+        y[i] = (double)(-AT(&tb, obj, cols + i));
+    *objective = (double)(-AT(&tb, obj, rhs));
+
+done:
+    free(tb.t);
+    free(tb.basis);
+    free(tb.barred);
+    return rc;
+}

@@ -1,0 +1,22 @@
+/* freeze_fast_master.h - a small dense LP solver for the Dantzig-Wolfe master
+ * of the fast freeze solver (a few dozen rows, a few hundred columns).
+ *
+ *     minimise c^T x  s.t.  A x <= b (sense 'L') or A x = b (sense 'E'),
+ *                           x >= 0,  b >= 0.
+ *
+ * Two-phase tableau simplex in long double (the master is small, highly
+ * degenerate and its columns nearly parallel near the optimum, which is
+ * where lp_solve reported accuracy errors); Dantzig's rule, switching to
+ * Bland's rule after a run of degenerate pivots so it cannot cycle.
+ */
+#ifndef TF_FREEZE_FAST_MASTER_H
+#define TF_FREEZE_FAST_MASTER_H
+
+/* a: rows x cols, row-major.  On success (0) x[cols] is an optimal vertex,
+ * y[rows] the duals (d objective / d b_i; <= 0 on 'L' rows) and *objective
+ * its value.  Returns TF_ESOLVER if infeasible (beyond round-off), unbounded
+ * or out of iterations, TF_EINVAL for a negative b, TF_ENOMEM. */
+int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, const double *b,
+                       const double *c, double *x, double *y, double *objective);
+
+#endif

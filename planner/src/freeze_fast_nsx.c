@@ -1,0 +1,332 @@
+/* freeze_fast_nsx.c - primal network simplex on a spanning tree kept as
+ * parent pointers plus a preorder thread (see freeze_fast_nsx.h).
+ *
+ * Arcs are uncapacitated, so a pivot only ever blocks on tree arcs whose
+ * flow decreases around the cycle.  The subtree cut off by the leaving arc
+ * is re-hung below the entering arc: its nodes are listed from the thread
+ * (preorder, contiguous), their parent pointers are reversed along the stem,
+ * and a fresh preorder of the subtree is spliced in after its new parent.
+ * That costs O(subtree) per pivot, the same order as updating the subtree's
+ * potentials, which any network simplex must do.
+ */
+#include "freeze_fast_nsx.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tf/error.h"
+
+int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head,
+                const double *len)
+{
+    memset(m, 0, sizeof *m);
+    m->nodes = nodes;
+    m->arcs = arcs;
+    m->tail = tail;
+    m->head = head;
+    m->len = len;
+    size_t n = (size_t)nodes + 1, a = (size_t)arcs + 1;
+    m->flow = calloc(a, sizeof *m->flow);
+    m->pi = calloc(n, sizeof *m->pi);
+    m->parent = calloc(n, sizeof *m->parent);
+    m->pred = calloc(n, sizeof *m->pred);
+    m->up = calloc(n, 1);
+    m->in_tree = calloc(a, 1);
+    m->depth = calloc(n, sizeof *m->depth);
+    m->thread = calloc(n, sizeof *m->thread);
+    m->rev_thread = calloc(n, sizeof *m->rev_thread);
+    m->child = calloc(n, sizeof *m->child);
+    m->sibling = calloc(n, sizeof *m->sibling);
+    m->stack = calloc(n, sizeof *m->stack);
+    m->order = calloc(n, sizeof *m->order);
+    if (!m->flow || !m->pi || !m->parent || !m->pred || !m->up || !m->in_tree || !m->depth ||
+        !m->thread || !m->rev_thread || !m->child || !m->sibling || !m->stack || !m->order) {
+        tf_nsx_free(m);
+        return TF_ENOMEM;
+    }
+    return 0;
+}
+
+
+void tf_nsx_free(tf_nsx *m)
+{
+    free(m->flow);
+    free(m->pi);
+    free(m->parent);
+    free(m->pred);
+    free(m->up);
+    free(m->in_tree);
+    free(m->depth);
+    free(m->thread);
+    free(m->rev_thread);
+    free(m->child);
+    free(m->sibling);
+    free(m->stack);
+    free(m->order);
+    memset(m, 0, sizeof *m);
+}
+
+/* Writes a preorder of the subtree under `top` (children from child/sibling)
+ * into m->order, setting depth from top's and adding shift to potentials
+ * below top.  Returns the number of nodes listed. */
+static int preorder(tf_nsx *m, int top, double shift)
+{
+    int count = 0, sp = 0;
+    m->stack[sp++] = top;
+    while (sp > 0) {
+        int v = m->stack[--sp];
+        m->order[count++] = v;
+        if (v != top) {
+            m->depth[v] = m->depth[m->parent[v]] + 1;
+            m->pi[v] += shift;
+        }
+        for (int c = m->child[v]; c >= 0; c = m->sibling[c])
+            m->stack[sp++] = c;
+    }
+    return count;
+}
+
+/* Potential of v from its parent's, making its tree arc tight. */
+static double tight_potential(const tf_nsx *m, int v)
+{
+    int a = m->pred[v];
+    return m->up[v] ? m->pi[m->parent[v]] - m->len[a] : m->pi[m->parent[v]] + m->len[a];
+}
+
+/* Recomputes every potential from the tree in preorder, removing the
+ * round-off that incremental updates accumulate. */
+static void refresh_potentials(tf_nsx *m)
+{
+    m->pi[0] = 0.0;
+    for (int v = m->thread[0]; v != 0; v = m->thread[v])
+        m->pi[v] = tight_potential(m, v);
+}
+
+static int build_tree(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc)
+{
+    const int n = m->nodes;
+    for (int e = 0; e < m->arcs; e++) {
+        m->flow[e] = 0.0;
+        m->in_tree[e] = 0;
+    }
+    for (int v = 0; v < n; v++) {
+        m->child[v] = -1;
+        m->sibling[v] = -1;
+    }
+    m->parent[0] = -1;
+    m->pred[0] = -1;
+    for (int v = 1; v < n; v++) {
+        int a = tree_arc[v];
+        if (a < 0 || a >= m->arcs || (m->tail[a] != v && m->head[a] != v))
+            return TF_EINVAL;
+        m->up[v] = m->tail[a] == v;
+        m->parent[v] = m->up[v] ? m->head[a] : m->tail[a];
+        m->pred[v] = a;
+        m->sibling[v] = m->child[m->parent[v]];
+        m->child[m->parent[v]] = v;
+    }
+    m->depth[0] = 0;
+    int count = preorder(m, 0, 0.0);
+    if (count != n)
+        return TF_EINVAL; /* not spanning: the parent pointers have a cycle */
+    /* Flows: the demand of each subtree crosses its tree arc, in reverse
+     * preorder.  Where the given arc would carry negative flow (or zero
+     * flow towards the root), its reverse twin alt_arc[v] is used. */
+    double *demand = m->pi; /* scratch until the potentials are set */
+    for (int k = 0; k < n; k++)
+        demand[m->order[k]] = b[m->order[k]];
+    for (int k = n - 1; k > 0; k--) {
+        int v = m->order[k];
+        double d = demand[v];
+        demand[m->parent[v]] += d;
+        if (alt_arc && alt_arc[v] >= 0 && (m->up[v] ? d >= 0.0 : d < 0.0)) {
+            int a = alt_arc[v];
+            if (m->tail[a] != m->head[m->pred[v]] || m->head[a] != m->tail[m->pred[v]])
+                return TF_EINVAL;
+            m->pred[v] = a;
+            m->up[v] = !m->up[v];
+        }
+        double f = m->up[v] ? -d : d;
+        if (f < 0.0)
+            return TF_EINVAL;
+        m->flow[m->pred[v]] = f;
+        m->in_tree[m->pred[v]] = 1;
+    }
+    /* Thread: the preorder, circular through the root. */
+    for (int k = 0; k < n; k++) {
+        int v = m->order[k], w = m->order[(k + 1) % n];
+        m->thread[v] = w;
+        m->rev_thread[w] = v;
+    }
+    refresh_potentials(m);
+    return 0;
+}
+
+static double reduced_cost(const tf_nsx *m, int e)
+{
+    return m->pi[m->head[e]] - m->pi[m->tail[e]] - m->len[e];
+}
+
+/* Block search (Grigoriadis): scan a block of arcs, take the most violated
+ * in it; move on to the next block only when the block has none. */
+static int find_entering(tf_nsx *m, double tol, int block)
+{
+    int arcs = m->arcs, scanned = 0, best = -1;
+    double best_rc = -tol;
+    int e = m->next_arc;
+    while (scanned < arcs) {
+        int end = scanned + block < arcs ? scanned + block : arcs;
+        for (; scanned < end; scanned++) {
+            if (!m->in_tree[e]) {
+                double rc = reduced_cost(m, e);
+                if (rc < best_rc) {
+                    best_rc = rc;
+                    best = e;
+                }
+            }
+            if (++e == arcs)
+                e = 0;
+        }
+        if (best >= 0)
+            break;
+    }
+    m->next_arc = e;
+    return best;
+}
+
+static int pivot(tf_nsx *m, int e)
+{
+    const int i = m->tail[e], j = m->head[e];
+    int u = i, v = j;
+    while (u != v) {
+        if (m->depth[u] >= m->depth[v])
+            u = m->parent[u];
+        else
+            v = m->parent[v];
+    }
+    const int join = u;
+    /* The cycle runs i -> j along e, up from j to join, down from join to i.
+     * Blocking arcs are tree arcs against that direction.  Cunningham's rule
+     * keeps the tree strongly feasible: the last blocking arc met when
+     * walking the cycle from join (join -> i, e, j -> join). */
+    double delta = INFINITY;
+    int leave = -1, leave_on_i_side = 0;
+    for (int w = i; w != join; w = m->parent[w])
+        if (m->up[w] && m->flow[m->pred[w]] < delta) {
+            delta = m->flow[m->pred[w]];
+            leave = w;
+            leave_on_i_side = 1;
+        }
+    for (int w = j; w != join; w = m->parent[w])
+        if (!m->up[w] && m->flow[m->pred[w]] <= delta) {
+            delta = m->flow[m->pred[w]];
+            leave = w;
+            leave_on_i_side = 0;
+        }
+    if (leave < 0)
+        return TF_ESOLVER; /* no blocking arc: a positive-length cycle */
+    if (delta > 0.0) {
+        for (int w = i; w != join; w = m->parent[w])
+            m->flow[m->pred[w]] += m->up[w] ? -delta : delta;
+        for (int w = j; w != join; w = m->parent[w])
+            m->flow[m->pred[w]] += m->up[w] ? delta : -delta;
+    }
+    m->flow[e] = delta;
+    int leaving_arc = m->pred[leave];
+    m->flow[leaving_arc] = 0.0;
+    m->in_tree[leaving_arc] = 0;
+    m->in_tree[e] = 1;
+
+    /* Re-hang the subtree under `leave` from x, the end of e inside it. */
+    const int x = leave_on_i_side ? i : j, y = leave_on_i_side ? j : i;
+    double rc = reduced_cost(m, e);
+    double shift = x == j ? -rc : rc;
+    /* List the old subtree (contiguous in the thread) and unlink it. */
+    int top_depth = m->depth[leave], count = 0;
+    int w = leave;
+    do {
+        m->order[count++] = w;
+        w = m->thread[w];
+    } while (w != 0 && m->depth[w] > top_depth);
+    int before = m->rev_thread[leave], after = w;
+    m->thread[before] = after;
+    m->rev_thread[after] = before;
+    /* Reverse the stem x .. leave. */
+    int prev = y, prev_arc = e, prev_up = x == i;
+    for (w = x;;) {
+        int old_parent = m->parent[w], old_arc = m->pred[w], old_up = m->up[w];
+        m->parent[w] = prev;
+        m->pred[w] = prev_arc;
+        m->up[w] = (unsigned char)prev_up;
+        if (w == leave)
+            break;
+        prev = w;
+        prev_arc = old_arc;
+        prev_up = !old_up;
+        w = old_parent;
+    }
+    /* Children lists of the subtree under its new parents, then preorder. */
+    for (int k = 0; k < count; k++)
+        m->child[m->order[k]] = -1;
+    for (int k = 0; k < count; k++) {
+        int z = m->order[k];
+        if (z == x)
+            continue;
+        m->sibling[z] = m->child[m->parent[z]];
+        m->child[m->parent[z]] = z;
+    }
+    m->depth[x] = m->depth[y] + 1;
+    m->pi[x] += shift;
+    preorder(m, x, shift);
+    /* Splice the new preorder right after y. */
+    int next = m->thread[y];
+    int last = y;
+    for (int k = 0; k < count; k++) {
+        m->thread[last] = m->order[k];
+        m->rev_thread[m->order[k]] = last;
+        last = m->order[k];
+    }
+    m->thread[last] = next;
+    m->rev_thread[next] = last;
+    return 0;
+}
+
+int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
+                 double tol)
+{
+    int rc = build_tree(m, b, tree_arc, alt_arc);
+    if (rc)
+        return rc;
+    int block = (int)sqrt((double)m->arcs);
+    if (block < 16)
+        block = 16;
+    /* Potentials drift by round-off over many pivots; recompute them from
+     * the tree now and then (O(nodes), so every nodes/8 pivots is cheap). */
+    long refresh_every = m->nodes / 8 > 1000 ? m->nodes / 8 : 1000;
+    /* Strong feasibility rules out cycling; this cap only guards against a
+     * bug turning into an endless loop. */
+    long limit = 200L * m->nodes + 100000L, since_refresh = 0;
+    m->pivots = 0;
+    m->next_arc = 0;
+    for (;;) {
+        int e = find_entering(m, tol, block);
+        if (e < 0) {
+            refresh_potentials(m);
+            since_refresh = 0;
+            e = find_entering(m, tol, block);
+            if (e < 0)
+                break;
+        }
+        if ((rc = pivot(m, e)))
+            return rc;
+        if (++m->pivots > limit)
+            return TF_ESOLVER;
+        if (++since_refresh >= refresh_every) {
+            refresh_potentials(m);
+            since_refresh = 0;
+        }
+    }
+    return 0;
+}
+

@@ -1,0 +1,61 @@
+/* freeze_fast_nsx.h - primal network simplex for uncapacitated transshipment,
+ * the pricing step of the fast freeze solver (freeze_fast.c).
+ *
+ * Problem, in the form the freeze LP needs it: arcs e = (tail -> head) with a
+ * length len_e, node demands b_v summing to 0,
+ *
+ *     maximise  sum_e len_e f_e
+ *     s.t.      inflow_v - outflow_v = b_v  for every node,  f >= 0,
+ *
+ * whose dual is the difference-constraint LP
+ *
+ *     minimise  sum_v b_v pi_v   s.t.  pi_head - pi_tail >= len_e.
+ *
+ * Node 0 is the root: pi_0 = 0.  The caller gives a spanning tree (one arc
+ * per non-root node joining it to its parent) whose tree flows are
+ * non-negative and that is strongly feasible (a tree arc with zero flow
+ * points away from the root); the simplex keeps it strongly feasible
+ * (Cunningham's leaving-arc rule), so it cannot cycle.  On return pi holds
+ * optimal potentials: every arc satisfies pi_head - pi_tail >= len_e (within
+ * tolerance) and the tree arcs hold with equality.
+ */
+#ifndef TF_FREEZE_FAST_NSX_H
+#define TF_FREEZE_FAST_NSX_H
+
+typedef struct tf_nsx {
+    int nodes, arcs;
+    /* Problem data, owned by the caller, fixed between solves. */
+    const int *tail, *head;
+    const double *len;
+    /* State, owned here (tf_nsx_init / tf_nsx_free). */
+    double *flow;        /* arcs */
+    double *pi;          /* nodes */
+    int *parent;         /* nodes: parent in the tree, -1 for the root */
+    int *pred;           /* nodes: tree arc joining the node to its parent */
+    unsigned char *up;   /* nodes: pred arc points from the node to its parent */
+    unsigned char *in_tree; /* arcs */
+    int *depth, *thread, *rev_thread; /* preorder thread (circular) */
+    int *child, *sibling, *stack, *order; /* scratch for re-hanging subtrees */
+    int next_arc;        /* where the block search resumes */
+    long pivots;         /* pivots in the last solve */
+} tf_nsx;
+
+/* Allocates the state for a network of `nodes` nodes and `arcs` arcs whose
+ * arrays tail/head/len stay valid while m is used.  Returns 0 or TF_ENOMEM. */
+int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head,
+                const double *len);
+
+/* Solves for demands b[nodes] starting from the spanning tree tree_arc[v]
+ * (v = 1 .. nodes-1; tree_arc[0] ignored).  alt_arc (may be NULL) gives for
+ * each node an arc joining the same two nodes the other way round, or -1:
+ * it replaces tree_arc[v] where that arc would carry negative flow, or zero
+ * flow towards the root.  Returns 0, TF_EINVAL if the start tree is not a
+ * feasible spanning tree, or TF_ESOLVER if the problem is unbounded (a
+ * positive-length cycle: the difference constraints are infeasible) or the
+ * pivot guard trips.  tol: reduced costs above -tol count as optimal. */
+int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
+                 double tol);
+
+void tf_nsx_free(tf_nsx *m);
+
+#endif

@@ -1,0 +1,211 @@
+/* test_freeze_fast.c - the fast solver (tf_freeze_solve_fast) against the
+ * lp_solve reference (tf_freeze_solve) on seeded random instances of every
+ * built-in schedule: same makespan (1e-9 relative), same total freeze (1e-6
+ * relative), same largest ratio for spread, and a plan that meets the caps
+ * and whose durations give the reported makespan. */
+#include <math.h>
+
+#include "test_util.h"
+#include "tf/dag.h"
+#include "tf/freeze.h"
+#include "tf/schedule.h"
+
+typedef struct instance {
+    tf_schedule s;
+    tf_dag g;
+    double *max_ms, *min_ms, *cap;
+} instance;
+
+static void instance_free(instance *x)
+{
+    tf_dag_free(&x->g);
+    tf_schedule_free(&x->s);
+    free(x->max_ms);
+    free(x->min_ms);
+    free(x->cap);
+}
+
+/* Random times; `equal` makes every action of a type take the same time
+ * (degenerate ties); a tenth of the freezable actions are fixed, some
+ * frozen durations are 0; caps in [0, 1] with 0 and 1 common. */
+static void random_instance(instance *x, const char *name, int ranks, int spr, int mb,
+                            double p2p, int equal, uint64_t *seed)
+{
+    memset(x, 0, sizeof *x);
+    assert_int_equal(tf_schedule_build(name, ranks, spr, mb, &x->s, NULL), 0);
+    assert_int_equal(tf_dag_build(&x->s, p2p, &x->g, NULL), 0);
+    int n = x->s.n_actions;
+    x->max_ms = malloc(sizeof(double) * n);
+    x->min_ms = malloc(sizeof(double) * n);
+    x->cap = malloc(sizeof(double) * x->s.stages);
+    for (int i = 0; i < n; i++) {
+        double u = equal ? 0.5 : test_random(seed), v = equal ? 0.5 : test_random(seed);
+        switch (x->s.actions[i].type) {
+        case TF_ACT_F: x->max_ms[i] = x->min_ms[i] = 1 + u; break;
+        case TF_ACT_I: x->max_ms[i] = x->min_ms[i] = 1 + 2 * u; break;
+        case TF_ACT_B:
+            x->max_ms[i] = 2 + 3 * u;
+            x->min_ms[i] = x->max_ms[i] * (0.1 + 0.8 * v);
+            break;
+        case TF_ACT_W:
+            x->max_ms[i] = 1 + 2 * u;
+            x->min_ms[i] = x->max_ms[i] * (0.01 + 0.49 * v);
+            break;
+        }
+        double w = test_random(seed);
+        if (w < 0.1)
+            x->min_ms[i] = x->max_ms[i];
+        else if (w < 0.15 && (x->s.actions[i].type == TF_ACT_B || x->s.actions[i].type == TF_ACT_W))
+            x->min_ms[i] = 0.0;
+    }
+    for (int st = 0; st < x->s.stages; st++) {
+        double c = test_random(seed);
+        x->cap[st] = c < 0.15 ? 0.0 : c > 0.85 ? 1.0 : c;
+    }
+}
+
+static void summarise(const instance *x, const tf_freeze_result *r, double *sum, double *max)
+{
+    *sum = 0.0;
+    *max = 0.0;
+    for (int i = 0; i < x->s.n_actions; i++) {
+        *sum += r->ratio[i];
+        if (r->ratio[i] > *max)
+            *max = r->ratio[i];
+    }
+}
+
+/* The plan keeps ratios in [0, 1], zero for fixed actions, meets every cap
+ * (within round-off) and its durations give the reported makespan. */
+static void check_plan(const instance *x, const tf_freeze_result *r)
+{
+    int n = x->s.n_actions, stages = x->s.stages;
+    double *used = calloc(stages, sizeof *used);
+    int *count = calloc(stages, sizeof *count);
+    for (int i = 0; i < n; i++) {
+        assert_true(r->ratio[i] >= 0.0 && r->ratio[i] <= 1.0);
+        if (!tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
+            assert_true(r->ratio[i] == 0.0);
+            continue;
+        }
+        used[x->s.actions[i].stage] += r->ratio[i];
+        count[x->s.actions[i].stage]++;
+    }
+    for (int st = 0; st < stages; st++)
+        if (x->cap[st] < 1.0)
+            assert_true(used[st] <= x->cap[st] * count[st] + 1e-8 * (1 + count[st]));
+    assert_close(tf_dag_longest_path(&x->g, r->duration, NULL), r->makespan, 1e-12);
+    free(used);
+    free(count);
+}
+
+static int compare(const char *name, int ranks, int spr, int mb, double p2p, int equal,
+                   tf_objective objective, uint64_t seed_value)
+{
+    uint64_t seed = seed_value;
+    instance x;
+    random_instance(&x, name, ranks, spr, mb, p2p, equal, &seed);
+    tf_freeze_result ref, fast;
+    tf_error err = {0};
+    assert_int_equal(tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, objective, &ref,
+                                     &err), 0);
+    int rc = tf_freeze_solve_fast(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, objective, &fast, &err);
+    if (rc)
+        fail_msg("%s %dx%d mb %d seed %llu: %s", name, ranks, spr, mb,
+                 (unsigned long long)seed_value, err.msg);
+    assert_string_equal(fast.solver, "fast");
+    assert_string_equal(fast.status, "optimal");
+    check_plan(&x, &fast);
+    double ref_sum, ref_max, fast_sum, fast_max;
+    summarise(&x, &ref, &ref_sum, &ref_max);
+    summarise(&x, &fast, &fast_sum, &fast_max);
+    assert_close(fast.makespan, ref.makespan, 1e-9);
+    assert_close(fast_sum, ref_sum, 1e-6);
+    if (objective == TF_OBJECTIVE_SPREAD)
+        assert_close(fast_max, ref_max, 1e-6);
+    tf_freeze_result_free(&ref);
+    tf_freeze_result_free(&fast);
+    instance_free(&x);
+    return 1;
+}
+
+typedef struct shape {
+    const char *name;
+    int ranks, spr, mb;
+} shape;
+
+static const shape shapes[] = {
+    {"GPipe", 2, 1, 3},          {"GPipe", 4, 1, 6},
+    {"1F1B", 2, 1, 4},           {"1F1B", 4, 1, 8},        {"1F1B", 4, 1, 2},
+    {"Interleaved1F1B", 2, 2, 4}, {"Interleaved1F1B", 4, 2, 8},
+    {"InterleavedZeroBubble", 2, 2, 4}, {"InterleavedZeroBubble", 4, 2, 8},
+    {"ZBVZeroBubble", 2, 2, 4},  {"ZBVZeroBubble", 4, 2, 8},
+};
+
+/* Least-freeze on every schedule: random and tied times, with and without
+ * lag; 4 seeds per case. */
+static void least_freeze_matches_lp_solve(void **state)
+{
+    (void)state;
+    int count = 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int seed = 1; seed <= 4; seed++)
+            for (int variant = 0; variant < 3; variant++)
+                count += compare(shapes[k].name, shapes[k].ranks, shapes[k].spr, shapes[k].mb,
+                                 variant == 1 ? 0.3 : 0.0, variant == 2,
+                                 TF_OBJECTIVE_LEAST_FREEZE, 1000u * k + 10u * seed + variant);
+    assert_true(count >= 100);
+}
+
+/* Spread on the small shapes (its master grows a row per ratio at the
+ * bound, so it stays small here). */
+static void spread_matches_lp_solve(void **state)
+{
+    (void)state;
+    int count = 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        for (int seed = 1; seed <= 2; seed++)
+            count += compare(shapes[k].name, shapes[k].ranks, shapes[k].spr, shapes[k].mb,
+                             seed == 2 ? 0.3 : 0.0, 0, TF_OBJECTIVE_SPREAD,
+                             7000u + 100u * k + seed);
+    assert_true(count >= 20);
+}
+
+/* Medium 1F1B instances (a few hundred actions). */
+static void medium_1f1b_matches_lp_solve(void **state)
+{
+    (void)state;
+    for (int seed = 1; seed <= 3; seed++)
+        compare("1F1B", 8, 1, 16, seed == 3 ? 0.2 : 0.0, 0, TF_OBJECTIVE_LEAST_FREEZE,
+                90000u + seed);
+}
+
+/* Nothing freezable: the unfrozen schedule, no solves. */
+static void nothing_freezable(void **state)
+{
+    (void)state;
+    uint64_t seed = 5;
+    instance x;
+    random_instance(&x, "1F1B", 2, 1, 4, 0.0, 0, &seed);
+    for (int i = 0; i < x.s.n_actions; i++)
+        x.min_ms[i] = x.max_ms[i];
+    tf_freeze_result r;
+    assert_int_equal(tf_freeze_solve_fast(&x.s, &x.g, x.max_ms, x.min_ms, x.cap,
+                                          TF_OBJECTIVE_LEAST_FREEZE, &r, NULL), 0);
+    assert_close(r.makespan, tf_dag_longest_path(&x.g, x.max_ms, NULL), 1e-12);
+    for (int i = 0; i < x.s.n_actions; i++)
+        assert_true(r.ratio[i] == 0.0);
+    tf_freeze_result_free(&r);
+    instance_free(&x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(least_freeze_matches_lp_solve),
+        cmocka_unit_test(spread_matches_lp_solve),
+        cmocka_unit_test(medium_1f1b_matches_lp_solve),
+        cmocka_unit_test(nothing_freezable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

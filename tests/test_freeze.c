@@ -411,6 +411,58 @@ static void degenerate_caps_and_times(void **state)
     tf_schedule_free(&x.s);
 }
 
+/* Uniform stage times on deep pipelines once made lp_solve's dual simplex
+ * cycle forever under its default scaling.  Both must solve, and agree with
+ * the structured solver (a different algorithm: decomposition with a network
+ * simplex) to 1e-9 on the batch time and 1e-6 on the total freezing. */
+static void uniform_deep_pipelines_solve(void **state)
+{
+    const struct {
+        const char *name;
+        int ranks, spr, mb;
+        double cap;
+    } cases[] = {{"ZBVZeroBubble", 8, 2, 32, 0.5}, {"GPipe", 16, 1, 32, 0.8}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        instance x = {0};
+        assert_int_equal(tf_schedule_build(cases[k].name, cases[k].ranks, cases[k].spr,
+                                           cases[k].mb, &x.s, NULL),
+                         0);
+        assert_int_equal(tf_dag_build(&x.s, 0.0, &x.g, NULL), 0);
+        int n = x.s.n_actions;
+        x.max_ms = malloc(sizeof(double) * n);
+        x.min_ms = malloc(sizeof(double) * n);
+        x.cap = malloc(sizeof(double) * x.s.stages);
+        for (int i = 0; i < n; i++) {
+            /* 2 layers per stage of the example model */
+            static const double full[] = {3.8, 8.2, 4.0, 4.2}, frozen[] = {3.8, 4.2, 4.0, 0.04};
+            x.max_ms[i] = full[x.s.actions[i].type];
+            x.min_ms[i] = frozen[x.s.actions[i].type];
+        }
+        for (int st = 0; st < x.s.stages; st++)
+            x.cap[st] = cases[k].cap;
+        tf_freeze_result r, fast;
+        tf_error err = {0};
+        if (tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, TF_OBJECTIVE_LEAST_FREEZE, &r,
+                            &err))
+            fail_msg("%s: %s", cases[k].name, err.msg);
+        check_plan(&x, &r);
+        assert_true(r.makespan < tf_dag_longest_path(&x.g, x.max_ms, NULL));
+        if (tf_freeze_solve_fast(&x.s, &x.g, x.max_ms, x.min_ms, x.cap,
+                                 TF_OBJECTIVE_LEAST_FREEZE, &fast, &err))
+            fail_msg("%s (fast): %s", cases[k].name, err.msg);
+        assert_close(r.makespan, fast.makespan, 1e-9);
+        double sum = 0, sum_fast = 0;
+        for (int i = 0; i < n; i++) {
+            sum += r.ratio[i];
+            sum_fast += fast.ratio[i];
+        }
+        assert_close(sum, sum_fast, 1e-6);
+        tf_freeze_result_free(&fast);
+        tf_freeze_result_free(&r);
+        instance_free(&x);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -418,6 +470,7 @@ int main(void)
         cmocka_unit_test(least_freeze_does_not_freeze_without_gain),
         cmocka_unit_test(degenerate_caps_and_times),
         cmocka_unit_test(matches_path_formulation_on_every_schedule),
+        cmocka_unit_test(uniform_deep_pipelines_solve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

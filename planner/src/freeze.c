@@ -142,6 +142,11 @@ static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_
         return TF_ENOMEM;
     }
     set_verbose(m->lp, NEUTRAL);
+    /* No scaling: every coefficient is 1, -1 or a duration span, already
+     * well scaled, and lp_solve's default geometric + equilibrate scaling
+     * makes its dual simplex cycle without end on uniform-time schedules
+     * (e.g. ZBVZeroBubble, 8 ranks, 32 microbatches, cap 0.5). */
+    set_scaling(m->lp, SCALE_NONE);
     for (int i = 0; i < n; i++)
         if (m->ratio_column[i])
             set_upbo(m->lp, m->ratio_column[i], 1.0);

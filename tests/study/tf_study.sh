@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Command-line tests of tf-study: exit statuses, error messages naming the
+# JSON path and value, no output on failure (and good output never
+# overwritten), skips on stderr, and a CSV row checked against tf-plan run
+# on a hand-written profile of the same configuration.
+# Needs TF_STUDY, TF_PLAN (the programs) and TF_SOURCE_DIR.
+set -u
+: "${TF_STUDY:?}" "${TF_PLAN:?}" "${TF_SOURCE_DIR:?}"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect_status WANT DESCRIPTION COMMAND...: runs the command, output in
+# $work/out and $work/err.
+expect_status() {
+    local want=$1 what=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err"
+    local got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "$what: exit status $got, expected $want"
+        sed 's/^/    /' "$work/err" >&2
+    fi
+}
+
+expect_stderr() {
+    if ! grep -qF -- "$2" "$work/err"; then
+        fail "$1: stderr lacks \"$2\""
+        sed 's/^/    /' "$work/err" >&2
+    fi
+}
+
+cat >"$work/good.json" <<'EOF'
+{ "format": "tf-study", "version": 1, "name": "cli test",
+  "model": { "layers": 8, "layer_forward_ms": 1.5, "layer_backward_ms": 3.5,
+             "layer_backward_frozen_ms": 1.75, "microbatch_tokens": 4096 },
+  "sweep": { "schedule": ["1F1B", "Interleaved1F1B"], "ranks": [2, 4], "microbatches": [4, 5],
+             "max_freeze_ratio": [0.6], "p2p_ms": [0.1] } }
+EOF
+
+# --- a good study: CSV, SVG, summary, skips on stderr ---------------------
+expect_status 0 "good study" "$TF_STUDY" "$work/good.json" -o "$work/r.csv" --plot "$work/r.svg" -j 2
+[ -s "$work/r.csv" ] || fail "good study: no CSV written"
+[ -s "$work/r.svg" ] || fail "good study: no SVG written"
+grep -q '^# tf-study: cli test' "$work/out" || fail "good study: no markdown summary on stdout"
+grep -q '^| 1F1B |' "$work/out" || fail "good study: summary has no table rows"
+# PyTorch's interleaved schedule needs microbatches to be a multiple of
+# max(1, microbatches / ranks): 5 on 2 ranks is refused.
+expect_stderr "good study" "skipped Interleaved1F1B ranks=2 stages_per_rank=2 microbatches=5"
+rows=$(($(wc -l <"$work/r.csv") - 1))
+[ "$rows" -eq 7 ] || fail "good study: $rows CSV rows, expected 7 (8 configurations, 1 skipped)"
+head -1 "$work/r.csv" | grep -q '^schedule,ranks,stages_per_rank,' || fail "CSV header"
+grep -q '</svg>' "$work/r.svg" || fail "SVG is not complete"
+
+# Bounds on every row: all_frozen <= planned <= unfrozen, speedup >= 1.
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { u = $col["batch_ms_unfrozen"]; a = $col["batch_ms_all_frozen"]; p = $col["batch_ms_planned"]
+      s = $col["speedup"]
+      if (!(a <= p * (1 + 1e-9) && p <= u * (1 + 1e-9) && s >= 1 - 1e-9)) { print "row " NR ": " $0; bad = 1 } }
+    END { exit bad }' "$work/r.csv" || fail "a row breaks the bounds"
+
+# --- a row against tf-plan on a hand-written profile ----------------------
+# 1F1B, 4 ranks, 4 microbatches: 2 layers per stage.
+cat >"$work/profile.json" <<'EOF'
+{ "format": "tf-profile", "version": 1, "schedule": "1F1B", "ranks": 4, "microbatches": 4,
+  "microbatch_tokens": 4096, "p2p_ms": 0.1, "max_freeze_ratio": 0.6,
+  "stages": [ {"forward_ms": 3, "backward_ms": 7, "backward_frozen_ms": 3.5},
+              {"forward_ms": 3, "backward_ms": 7, "backward_frozen_ms": 3.5},
+              {"forward_ms": 3, "backward_ms": 7, "backward_frozen_ms": 3.5},
+              {"forward_ms": 3, "backward_ms": 7, "backward_frozen_ms": 3.5} ] }
+EOF
+expect_status 0 "tf-plan on the hand-written profile" "$TF_PLAN" "$work/profile.json" -q -o "$work/plan.json"
+# The first three numbers after "batch_ms" in plan.json: unfrozen, all_frozen, planned.
+plan_batch=$(tr -d ' \t\n' <"$work/plan.json" | sed -n 's/.*"batch_ms":{"unfrozen":\([^,]*\),"all_frozen":\([^,]*\),"planned":\([^,}]*\)}.*/\1 \2 \3/p')
+plan_speedup=$(tr -d ' \t\n' <"$work/plan.json" | sed -n 's/.*"speedup":\([^,}]*\).*/\1/p')
+[ -n "$plan_batch" ] && [ -n "$plan_speedup" ] || fail "cannot read batch_ms/speedup from tf-plan's plan.json"
+awk -F, -v plan="$plan_batch" -v speedup="$plan_speedup" '
+    function close_to(x, y) { d = x - y; if (d < 0) d = -d; return d <= 1e-6 * (y < 0 ? -y : y) + 1e-9 }
+    NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    $col["schedule"] == "1F1B" && $col["ranks"] == 4 && $col["microbatches"] == 4 {
+        found = 1; split(plan, b, " ")
+        if (!close_to($col["batch_ms_unfrozen"], b[1]) || !close_to($col["batch_ms_all_frozen"], b[2]) ||
+            !close_to($col["batch_ms_planned"], b[3]) || !close_to($col["speedup"], speedup)) {
+            print "tf-study: " $col["batch_ms_unfrozen"] " " $col["batch_ms_all_frozen"] " " \
+                  $col["batch_ms_planned"] " " $col["speedup"] "; tf-plan: " plan " " speedup; bad = 1 } }
+    END { exit !found || bad }' "$work/r.csv" || fail "the 1F1B ranks=4 microbatches=4 row differs from tf-plan"
+
+# --profiles writes each planned configuration's profile; tf-plan on it
+# gives the row's planned batch time.
+expect_status 0 "--profiles" "$TF_STUDY" "$work/good.json" -q --profiles "$work/profiles"
+saved="$work/profiles/1F1B-p4-v1-m4-cap0.6-p2p0.1.profile.json"
+[ -s "$saved" ] || fail "--profiles: $saved not written"
+[ "$(ls "$work/profiles" | wc -l)" -eq 7 ] || fail "--profiles: expected 7 profiles"
+expect_status 0 "tf-plan on a saved profile" "$TF_PLAN" "$saved" -q -o "$work/plan2.json"
+saved_planned=$(tr -d ' \t\n' <"$work/plan2.json" | sed -n 's/.*"batch_ms":{[^}]*"planned":\([^,}]*\)}.*/\1/p')
+[ -n "$saved_planned" ] && [ "$saved_planned" = "$(echo "$plan_batch" | cut -d' ' -f3)" ] ||
+    fail "--profiles: tf-plan on the saved profile gives $saved_planned, the hand-written one $plan_batch"
+
+# --- invalid studies: exit 1, the path and value named, no output ---------
+bad_study() { # NAME JSON EXPECTED-TEXT...
+    local name=$1 json=$2
+    shift 2
+    printf '%s\n' "$json" >"$work/bad.json"
+    rm -f "$work/bad.csv" "$work/bad.svg"
+    expect_status 1 "$name" "$TF_STUDY" "$work/bad.json" -o "$work/bad.csv" --plot "$work/bad.svg"
+    for text in "$@"; do expect_stderr "$name" "$text"; done
+    [ ! -e "$work/bad.csv" ] && [ ! -e "$work/bad.svg" ] || fail "$name: output written anyway"
+}
+model='"model": {"layers": 4, "layer_forward_ms": 1, "layer_backward_ms": 2, "microbatch_tokens": 8}'
+bad_study "unknown schedule" "{$model, \"sweep\": {\"schedule\": [\"1F1B\", \"Fast\"], \"ranks\": 2, \"microbatches\": 4}}" \
+    '$.sweep.schedule[1]' '"Fast"' 'unknown schedule'
+bad_study "empty sweep" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": [], \"microbatches\": 4}}" \
+    '$.sweep.ranks' 'at least one value'
+bad_study "negative time" '{"model": {"layers": 4, "layer_forward_ms": 1, "layer_backward_ms": -2, "microbatch_tokens": 8}, "sweep": {"schedule": "1F1B", "ranks": 2, "microbatches": 4}}' \
+    '$.model.layer_backward_ms' 'got -2'
+bad_study "wrong type" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": \"two\", \"microbatches\": 4}}" \
+    '$.sweep.ranks' 'got "two"'
+bad_study "not JSON" '{"model": ' 'not valid JSON'
+bad_study "nothing can run" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 8, \"microbatches\": 8}}" \
+    'skipped 1F1B ranks=8' 'no configuration of the sweep can run'
+
+# A failed run never replaces good output.
+cp "$work/r.csv" "$work/keep.csv"
+printf '{"model": 1}\n' >"$work/bad.json"
+expect_status 1 "bad study over existing output" "$TF_STUDY" "$work/bad.json" -o "$work/keep.csv"
+cmp -s "$work/r.csv" "$work/keep.csv" || fail "a failed run changed the existing CSV"
+
+# --- usage ---------------------------------------------------------------
+expect_status 2 "no arguments" "$TF_STUDY"
+expect_status 2 "bad --jobs" "$TF_STUDY" "$work/good.json" -j 0
+expect_status 2 "unknown option" "$TF_STUDY" "$work/good.json" --frobnicate
+expect_status 0 "--help" "$TF_STUDY" --help
+grep -q 'usage: tf-study' "$work/out" || fail "--help prints no usage"
+expect_status 1 "missing file" "$TF_STUDY" "$work/does-not-exist.json"
+
+# The bundled issue example parses and its first configurations solve
+# (quiet, no output files: just the exit status of a cut-down sweep).
+sed 's/"ranks": \[2, 4, 8\]/"ranks": [2]/; s/"microbatches": \[8, 16, 32\]/"microbatches": [8]/' \
+    "$TF_SOURCE_DIR/tools/examples/issue-example.json" >"$work/issue-small.json"
+expect_status 0 "issue example (cut down)" "$TF_STUDY" "$work/issue-small.json" -q -o "$work/issue.csv"
+[ "$(($(wc -l <"$work/issue.csv") - 1))" -eq 8 ] || fail "issue example: expected 8 rows"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)" >&2
+    exit 1
+fi
+echo "tf-study CLI: all checks passed"

@@ -1,0 +1,605 @@
+/* study_parse.c - reading and validating study.json. */
+#include "study.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "study_json.h"
+#include "tf/schedule.h"
+#include "tf/util.h"
+
+/* Reference defaults when a frozen time is not given (SPEC, published.md). */
+#define DEFAULT_B_FROZEN 0.5
+#define DEFAULT_W_FROZEN 0.01
+#define DEFAULT_CAP 0.9
+
+/* The per-layer fields of "model", in the order of tf_stage_times. */
+enum {
+    FIELD_FORWARD,
+    FIELD_BACKWARD,
+    FIELD_BACKWARD_FROZEN,
+    FIELD_INPUT,
+    FIELD_WEIGHT,
+    FIELD_WEIGHT_FROZEN,
+    FIELD_PARAMETERS,
+    FIELD_COUNT
+};
+
+static const struct {
+    const char *layer_key; /* key in "model" (per layer) */
+    const char *stage_key; /* key in "embedding"/"head" and in profile stages */
+    size_t offset;         /* in tf_stage_times */
+} fields[FIELD_COUNT] = {
+    {"layer_forward_ms", "forward_ms", offsetof(tf_stage_times, forward_ms)},
+    {"layer_backward_ms", "backward_ms", offsetof(tf_stage_times, backward_ms)},
+    {"layer_backward_frozen_ms", "backward_frozen_ms",
+     offsetof(tf_stage_times, backward_frozen_ms)},
+    {"layer_backward_input_ms", "backward_input_ms", offsetof(tf_stage_times, backward_input_ms)},
+    {"layer_backward_weight_ms", "backward_weight_ms",
+     offsetof(tf_stage_times, backward_weight_ms)},
+    {"layer_backward_weight_frozen_ms", "backward_weight_frozen_ms",
+     offsetof(tf_stage_times, backward_weight_frozen_ms)},
+    {"layer_parameters", "parameters", offsetof(tf_stage_times, parameters)},
+};
+
+static double *field_ptr(tf_stage_times *t, int f)
+{
+    return (double *)((char *)t + fields[f].offset);
+}
+
+/* Where a per-layer field's values came from. */
+typedef enum { SOURCE_NONE = 0, SOURCE_PROFILE, SOURCE_EXPLICIT } field_source;
+
+/* A per-layer field being resolved: explicit values beat the profile's;
+ * defaults fill the rest. */
+typedef struct layer_values {
+    field_source source[FIELD_COUNT];
+    const cJSON *json[FIELD_COUNT]; /* the explicit value (number or list) */
+} layer_values;
+
+/* ---- model ------------------------------------------------------------ */
+
+/* Reads model.<key>: a number for every layer, or a list of `layers`
+ * numbers.  Stores into s->layer[*].<field>. */
+static int read_layer_field(const sj_at *model_at, const cJSON *model, int f, tf_study *s,
+                            layer_values *lv, tf_error *err)
+{
+    const char *key = fields[f].layer_key;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(model, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    sj_at at;
+    sj_child(model_at, key, &at);
+    const double max = HUGE_VAL;
+    if (cJSON_IsArray(v)) {
+        if (cJSON_GetArraySize(v) != s->layers) {
+            char what[96];
+            snprintf(what, sizeof what, "expected a number or a list of %d numbers (one per layer)",
+                     s->layers);
+            return sj_fail(&at, v, what, err);
+        }
+        int i = 0;
+        const cJSON *item;
+        cJSON_ArrayForEach(item, v)
+        {
+            sj_at item_at;
+            sj_index(&at, i, &item_at);
+            int rc = sj_number_value(&item_at, item, 0.0, max, field_ptr(&s->layer[i], f), err);
+            if (rc)
+                return rc;
+            i++;
+        }
+    } else {
+        double value;
+        if (!cJSON_IsNumber(v))
+            return sj_fail(&at, v, "expected a number or a list of numbers (one per layer)", err);
+        int rc = sj_number_value(&at, v, 0.0, max, &value, err);
+        if (rc)
+            return rc;
+        for (int i = 0; i < s->layers; i++)
+            *field_ptr(&s->layer[i], f) = value;
+    }
+    lv->source[f] = SOURCE_EXPLICIT;
+    lv->json[f] = v;
+    return 0;
+}
+
+/* Splits `layers` into `stages` runs by count (the last layers % stages
+ * stages get one more, as in an "even" partition of uniform layers): how
+ * the profiled model's layers are assumed to sit on its stages. */
+static int layers_in_stage(int layers, int stages, int k)
+{
+    return layers / stages + (k >= stages - layers % stages ? 1 : 0);
+}
+
+/* Derives per-layer times from a measured profile: each stage's times
+ * divided evenly over the layers it is assumed to hold. */
+static int read_profile(const sj_at *model_at, const cJSON *model, tf_study *s,
+                        layer_values *lv, double *profile_tokens, tf_error *err)
+{
+    const char *path;
+    int rc = sj_string(model_at, model, "profile", 1, &path, err);
+    if (rc)
+        return rc;
+    /* A relative path is relative to the study file, not the working dir. */
+    const char *slash = strrchr(s->source, '/');
+    if (path[0] != '/' && slash)
+        snprintf(s->profile_path, sizeof s->profile_path, "%.*s/%s", (int)(slash - s->source),
+                 s->source, path);
+    else
+        snprintf(s->profile_path, sizeof s->profile_path, "%s", path);
+
+    tf_profile p;
+    tf_error inner = {0};
+    rc = tf_profile_load(s->profile_path, &p, &inner);
+    if (rc) {
+        sj_at at;
+        sj_child(model_at, "profile", &at);
+        return tf_fail(err, rc, "%s: %s: cannot use the profile: %s", s->source, at.path,
+                       inner.msg);
+    }
+    const int stages = p.schedule.stages;
+    if (stages > s->layers) {
+        sj_at at;
+        sj_child(model_at, "layers", &at);
+        tf_fail(err, TF_EINVAL,
+                "%s: %s: the profile %s has %d stages but the model only %d layers (each "
+                "stage holds at least one layer)",
+                s->source, at.path, s->profile_path, stages, s->layers);
+        tf_profile_free(&p);
+        return TF_EINVAL;
+    }
+    /* I/W times are usable only if every stage has them. */
+    int split = 1;
+    for (int k = 0; k < stages; k++)
+        split &= p.stages[k].backward_input_ms + p.stages[k].backward_weight_ms > 0;
+    int layer = 0;
+    for (int k = 0; k < stages; k++) {
+        tf_stage_times st = p.stages[k];
+        if (st.backward_ms <= 0 && split) {
+            /* A split-schedule profile need not measure the full backward. */
+            st.backward_ms = st.backward_input_ms + st.backward_weight_ms;
+            st.backward_frozen_ms = st.backward_input_ms + st.backward_weight_frozen_ms;
+        }
+        int count = layers_in_stage(s->layers, stages, k);
+        for (int j = 0; j < count; j++, layer++)
+            for (int f = 0; f < FIELD_COUNT; f++)
+                *field_ptr(&s->layer[layer], f) = *field_ptr(&st, f) / count;
+    }
+    for (int f = 0; f < FIELD_COUNT; f++)
+        lv->source[f] = SOURCE_PROFILE;
+    if (!split)
+        lv->source[FIELD_INPUT] = lv->source[FIELD_WEIGHT] = lv->source[FIELD_WEIGHT_FROZEN] =
+            SOURCE_NONE;
+    *profile_tokens = p.microbatch_tokens;
+    tf_profile_free(&p);
+    return 0;
+}
+
+/* Checks layer i's frozen field against its full time; names the frozen
+ * field's explicit JSON (only explicit frozen times can exceed the full). */
+static int check_frozen(const sj_at *model_at, const tf_study *s, const layer_values *lv,
+                        int frozen_field, const char *full_name, tf_error *err)
+{
+    int full_field = frozen_field == FIELD_BACKWARD_FROZEN ? FIELD_BACKWARD : FIELD_WEIGHT;
+    for (int i = 0; i < s->layers; i++) {
+        tf_stage_times *t = &s->layer[i];
+        double frozen = *field_ptr(t, frozen_field), full = *field_ptr(t, full_field);
+        if (frozen <= full)
+            continue;
+        sj_at at;
+        sj_child(model_at, fields[frozen_field].layer_key, &at);
+        const cJSON *v = lv->json[frozen_field];
+        if (cJSON_IsArray(v)) {
+            sj_at item_at;
+            sj_index(&at, i, &item_at);
+            at = item_at;
+            v = cJSON_GetArrayItem(v, i);
+        }
+        char what[160];
+        snprintf(what, sizeof what, "a frozen time must not exceed %s (%g ms for layer %d)",
+                 full_name, full, i);
+        return sj_fail(&at, v, what, err);
+    }
+    return 0;
+}
+
+/* Fills defaults for the fields neither the model nor the profile gave. */
+static int resolve_layers(const sj_at *model_at, tf_study *s, layer_values *lv, tf_error *err)
+{
+    field_source *src = lv->source;
+    sj_at at;
+    if (!src[FIELD_FORWARD]) {
+        sj_child(model_at, fields[FIELD_FORWARD].layer_key, &at);
+        return sj_fail(&at, NULL, "expected a number or a list (or a \"profile\")", err);
+    }
+    if (!src[FIELD_INPUT] != !src[FIELD_WEIGHT]) {
+        int missing = src[FIELD_INPUT] ? FIELD_WEIGHT : FIELD_INPUT;
+        int present = missing == FIELD_INPUT ? FIELD_WEIGHT : FIELD_INPUT;
+        sj_child(model_at, fields[missing].layer_key, &at);
+        char what[160];
+        snprintf(what, sizeof what, "expected together with %s (a split backward needs both)",
+                 fields[present].layer_key);
+        return sj_fail(&at, NULL, what, err);
+    }
+    s->has_split_backward = src[FIELD_INPUT] && src[FIELD_WEIGHT];
+    /* A frozen time follows its full time's source: an explicit full time
+     * with no explicit frozen time gets the reference default, not a
+     * profile's frozen time measured against a different full time. */
+    if (src[FIELD_WEIGHT] == SOURCE_EXPLICIT && src[FIELD_WEIGHT_FROZEN] != SOURCE_EXPLICIT)
+        src[FIELD_WEIGHT_FROZEN] = SOURCE_NONE;
+    if (s->has_split_backward && !src[FIELD_WEIGHT_FROZEN])
+        for (int i = 0; i < s->layers; i++)
+            s->layer[i].backward_weight_frozen_ms =
+                DEFAULT_W_FROZEN * s->layer[i].backward_weight_ms;
+    if (!s->has_split_backward)
+        for (int i = 0; i < s->layers; i++)
+            s->layer[i].backward_input_ms = s->layer[i].backward_weight_ms =
+                s->layer[i].backward_weight_frozen_ms = 0.0;
+
+    if (src[FIELD_BACKWARD] == SOURCE_EXPLICIT && src[FIELD_BACKWARD_FROZEN] != SOURCE_EXPLICIT)
+        src[FIELD_BACKWARD_FROZEN] = SOURCE_NONE;
+    if (!src[FIELD_BACKWARD]) {
+        if (!s->has_split_backward) {
+            sj_child(model_at, fields[FIELD_BACKWARD].layer_key, &at);
+            return sj_fail(&at, NULL,
+                           "expected a number or a list (or layer_backward_input_ms and "
+                           "layer_backward_weight_ms, or a \"profile\")",
+                           err);
+        }
+        /* The full backward is the input part plus the weight part; frozen,
+         * only the weight part shrinks. */
+        for (int i = 0; i < s->layers; i++) {
+            tf_stage_times *t = &s->layer[i];
+            t->backward_ms = t->backward_input_ms + t->backward_weight_ms;
+            if (!src[FIELD_BACKWARD_FROZEN])
+                t->backward_frozen_ms = t->backward_input_ms + t->backward_weight_frozen_ms;
+        }
+    } else if (!src[FIELD_BACKWARD_FROZEN]) {
+        for (int i = 0; i < s->layers; i++)
+            s->layer[i].backward_frozen_ms = DEFAULT_B_FROZEN * s->layer[i].backward_ms;
+    }
+    int rc = check_frozen(model_at, s, lv, FIELD_BACKWARD_FROZEN, "the layer's backward time",
+                          err);
+    if (!rc && s->has_split_backward)
+        rc = check_frozen(model_at, s, lv, FIELD_WEIGHT_FROZEN,
+                          "the layer's backward-weight time", err);
+    return rc;
+}
+
+/* Reads "embedding" or "head": extra stage costs with the profile's field
+ * names and the same defaults as layers. */
+static int read_extra_cost(const sj_at *model_at, const cJSON *model, const char *key,
+                           tf_stage_times *out, tf_error *err)
+{
+    const cJSON *o;
+    int rc = sj_object(model_at, model, key, 0, &o, err);
+    memset(out, 0, sizeof *out);
+    if (rc || !o)
+        return rc;
+    sj_at at;
+    sj_child(model_at, key, &at);
+    int given[FIELD_COUNT] = {0};
+    for (int f = 0; f < FIELD_COUNT; f++)
+        if ((rc = sj_number(&at, o, fields[f].stage_key, 0, 0.0, HUGE_VAL, field_ptr(out, f),
+                            &given[f], err)))
+            return rc;
+    if (!given[FIELD_WEIGHT_FROZEN])
+        out->backward_weight_frozen_ms = DEFAULT_W_FROZEN * out->backward_weight_ms;
+    if (!given[FIELD_BACKWARD]) {
+        out->backward_ms = out->backward_input_ms + out->backward_weight_ms;
+        if (!given[FIELD_BACKWARD_FROZEN])
+            out->backward_frozen_ms = out->backward_input_ms + out->backward_weight_frozen_ms;
+    } else if (!given[FIELD_BACKWARD_FROZEN]) {
+        out->backward_frozen_ms = DEFAULT_B_FROZEN * out->backward_ms;
+    }
+    sj_at field_at;
+    if (out->backward_frozen_ms > out->backward_ms) {
+        sj_child(&at, "backward_frozen_ms", &field_at);
+        return sj_fail(&field_at, cJSON_GetObjectItemCaseSensitive(o, "backward_frozen_ms"),
+                       "a frozen time must not exceed backward_ms", err);
+    }
+    if (out->backward_weight_frozen_ms > out->backward_weight_ms) {
+        sj_child(&at, "backward_weight_frozen_ms", &field_at);
+        return sj_fail(&field_at,
+                       cJSON_GetObjectItemCaseSensitive(o, "backward_weight_frozen_ms"),
+                       "a frozen time must not exceed backward_weight_ms", err);
+    }
+    return 0;
+}
+
+static int parse_model(const sj_at *root_at, const cJSON *root, tf_study *s, tf_error *err)
+{
+    const cJSON *model;
+    int rc = sj_object(root_at, root, "model", 1, &model, err);
+    if (rc)
+        return rc;
+    sj_at at;
+    sj_child(root_at, "model", &at);
+    if ((rc = sj_int(&at, model, "layers", 1, 1, TF_STUDY_MAX_LAYERS, &s->layers, err)))
+        return rc;
+    s->layer = calloc((size_t)s->layers, sizeof *s->layer);
+    if (!s->layer)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", s->source);
+
+    layer_values lv;
+    memset(&lv, 0, sizeof lv);
+    double profile_tokens = 0.0;
+    if (cJSON_GetObjectItemCaseSensitive(model, "profile") &&
+        (rc = read_profile(&at, model, s, &lv, &profile_tokens, err)))
+        return rc;
+    for (int f = 0; f < FIELD_COUNT; f++)
+        if ((rc = read_layer_field(&at, model, f, s, &lv, err)))
+            return rc;
+    if ((rc = resolve_layers(&at, s, &lv, err)) ||
+        (rc = read_extra_cost(&at, model, "embedding", &s->embedding, err)) ||
+        (rc = read_extra_cost(&at, model, "head", &s->head, err)))
+        return rc;
+    const char *partition = "even";
+    if ((rc = sj_string(&at, model, "partition", 0, &partition, err)))
+        return rc;
+    if (strcmp(partition, "even") != 0 && strcmp(partition, "balanced") != 0) {
+        sj_at partition_at;
+        sj_child(&at, "partition", &partition_at);
+        return sj_fail(&partition_at, cJSON_GetObjectItemCaseSensitive(model, "partition"),
+                       "expected \"even\" or \"balanced\"", err);
+    }
+    s->balanced_partition = strcmp(partition, "balanced") == 0;
+
+    s->microbatch_tokens = profile_tokens;
+    int given;
+    if ((rc = sj_number(&at, model, "microbatch_tokens", 0, 1e-9, HUGE_VAL, &s->microbatch_tokens,
+                        &given, err)))
+        return rc;
+    if (!given && !(profile_tokens > 0)) {
+        sj_at tokens_at;
+        sj_child(&at, "microbatch_tokens", &tokens_at);
+        return sj_fail(&tokens_at, NULL,
+                       "expected the tokens per microbatch (throughput needs it; a profile "
+                       "without microbatch_tokens does not give it)",
+                       err);
+    }
+    return 0;
+}
+
+/* ---- sweep ------------------------------------------------------------- */
+
+/* The canonical spelling of a built-in schedule (names match
+ * case-insensitively, as PyTorch's do); 0 if name is not built in. */
+static int canonical_schedule(const char *name, char *out, size_t size)
+{
+    if (!tf_schedule_is_builtin(name))
+        return 0;
+    const char *names = tf_schedule_builtin_names();
+    while (*names) {
+        size_t len = strcspn(names, " ");
+        if (len == strlen(name) && strncasecmp(names, name, len) == 0) {
+            snprintf(out, size, "%.*s", (int)len, names);
+            return 1;
+        }
+        names += len;
+        names += strspn(names, " ");
+    }
+    snprintf(out, size, "%s", name);
+    return 1;
+}
+
+/* Reads sweep.<key>: one value or a non-empty list of distinct values.
+ * kind 'i': integers in [min, max] into *ints; 'n': numbers into *nums. */
+static int read_list(const sj_at *sweep_at, const cJSON *sweep, const char *key, int required,
+                     char kind, double min, double max, int **ints, double **nums, int *n,
+                     tf_error *err)
+{
+    sj_at at;
+    sj_child(sweep_at, key, &at);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sweep, key);
+    *n = 0;
+    const char *what = kind == 'i' ? "expected an integer or a non-empty list of integers"
+                                   : "expected a number or a non-empty list of numbers";
+    if (!v || cJSON_IsNull(v))
+        return required ? sj_fail(&at, NULL, what, err) : 0;
+    int count = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+    if (count == 0)
+        return sj_fail(&at, v, "the sweep needs at least one value here", err);
+    if (!cJSON_IsArray(v) && !cJSON_IsNumber(v))
+        return sj_fail(&at, v, what, err);
+    void *values = kind == 'i' ? (void *)calloc((size_t)count, sizeof(int))
+                               : (void *)calloc((size_t)count, sizeof(double));
+    if (!values)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", sweep_at->where);
+    int i = 0;
+    const cJSON *item = cJSON_IsArray(v) ? v->child : v;
+    for (; i < count; i++, item = item->next) {
+        sj_at item_at = at;
+        if (cJSON_IsArray(v))
+            sj_index(&at, i, &item_at);
+        int rc = kind == 'i' ? sj_int_value(&item_at, item, (int)min, (int)max,
+                                            (int *)values + i, err)
+                             : sj_number_value(&item_at, item, min, max, (double *)values + i,
+                                               err);
+        for (int j = 0; !rc && j < i; j++) {
+            int same = kind == 'i' ? ((int *)values)[j] == ((int *)values)[i]
+                                   : ((double *)values)[j] == ((double *)values)[i];
+            if (same) {
+                char repeat[64];
+                snprintf(repeat, sizeof repeat, "repeats the value of %s[%d]", key, j);
+                rc = sj_fail(&item_at, item, repeat, err);
+            }
+        }
+        if (rc) {
+            free(values);
+            return rc;
+        }
+    }
+    if (kind == 'i')
+        *ints = values;
+    else
+        *nums = values;
+    *n = count;
+    return 0;
+}
+
+static int read_schedules(const sj_at *sweep_at, const cJSON *sweep, tf_study *s, tf_error *err)
+{
+    sj_at at;
+    sj_child(sweep_at, "schedule", &at);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sweep, "schedule");
+    const char *what = "expected a schedule name or a non-empty list of names";
+    if (!v || cJSON_IsNull(v))
+        return sj_fail(&at, NULL, what, err);
+    if (!cJSON_IsArray(v) && !cJSON_IsString(v))
+        return sj_fail(&at, v, what, err);
+    int count = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+    if (count == 0)
+        return sj_fail(&at, v, "the sweep needs at least one schedule", err);
+    s->schedule = calloc((size_t)count, sizeof *s->schedule);
+    if (!s->schedule)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", s->source);
+    const cJSON *item = cJSON_IsArray(v) ? v->child : v;
+    for (int i = 0; i < count; i++, item = item->next) {
+        sj_at item_at = at;
+        if (cJSON_IsArray(v))
+            sj_index(&at, i, &item_at);
+        const char *name;
+        int rc = sj_string_value(&item_at, item, &name, err);
+        if (rc)
+            return rc;
+        if (!canonical_schedule(name, s->schedule[i], sizeof s->schedule[i])) {
+            char unknown[256];
+            snprintf(unknown, sizeof unknown, "unknown schedule (built-in: %s)",
+                     tf_schedule_builtin_names());
+            return sj_fail(&item_at, item, unknown, err);
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(s->schedule[j], s->schedule[i]) == 0) {
+                char repeat[64];
+                snprintf(repeat, sizeof repeat, "repeats schedule[%d]", j);
+                return sj_fail(&item_at, item, repeat, err);
+            }
+        if (tf_schedule_splits_backward(s->schedule[i]) && !s->has_split_backward) {
+            char what_missing[256];
+            snprintf(what_missing, sizeof what_missing,
+                     "%s splits the backward into I and W, so the model needs "
+                     "layer_backward_input_ms and layer_backward_weight_ms",
+                     s->schedule[i]);
+            return sj_fail(&item_at, item, what_missing, err);
+        }
+        s->n_schedule++;
+    }
+    return 0;
+}
+
+static int parse_sweep(const sj_at *root_at, const cJSON *root, tf_study *s, tf_error *err)
+{
+    const cJSON *sweep;
+    int rc = sj_object(root_at, root, "sweep", 1, &sweep, err);
+    if (rc)
+        return rc;
+    sj_at at;
+    sj_child(root_at, "sweep", &at);
+    if ((rc = read_schedules(&at, sweep, s, err)) ||
+        (rc = read_list(&at, sweep, "ranks", 1, 'i', 1, 4096, &s->ranks, NULL, &s->n_ranks,
+                        err)) ||
+        (rc = read_list(&at, sweep, "stages_per_rank", 0, 'i', 1, 64, &s->stages_per_rank, NULL,
+                        &s->n_stages_per_rank, err)) ||
+        (rc = read_list(&at, sweep, "microbatches", 1, 'i', 1, 65536, &s->microbatches, NULL,
+                        &s->n_microbatches, err)) ||
+        (rc = read_list(&at, sweep, "max_freeze_ratio", 0, 'n', 0.0, 1.0, NULL,
+                        &s->max_freeze_ratio, &s->n_max_freeze_ratio, err)) ||
+        (rc = read_list(&at, sweep, "p2p_ms", 0, 'n', 0.0, HUGE_VAL, NULL, &s->p2p_ms,
+                        &s->n_p2p_ms, err)))
+        return rc;
+    if (!s->n_max_freeze_ratio) {
+        if (!(s->max_freeze_ratio = malloc(sizeof *s->max_freeze_ratio)))
+            return tf_fail(err, TF_ENOMEM, "%s: out of memory", s->source);
+        s->max_freeze_ratio[0] = DEFAULT_CAP;
+        s->n_max_freeze_ratio = 1;
+    }
+    if (!s->n_p2p_ms) {
+        if (!(s->p2p_ms = malloc(sizeof *s->p2p_ms)))
+            return tf_fail(err, TF_ENOMEM, "%s: out of memory", s->source);
+        s->p2p_ms[0] = 0.0;
+        s->n_p2p_ms = 1;
+    }
+    double configs = (double)s->n_schedule * s->n_ranks * (s->n_stages_per_rank ? s->n_stages_per_rank : 1) *
+                     s->n_microbatches * s->n_max_freeze_ratio * s->n_p2p_ms;
+    if (configs > TF_STUDY_MAX_CONFIGS)
+        return tf_fail(err, TF_EINVAL, "%s: %s: %.0f configurations, at most %d are allowed",
+                       s->source, at.path, configs, TF_STUDY_MAX_CONFIGS);
+    return 0;
+}
+
+static int parse_study(const cJSON *root, tf_study *s, tf_error *err)
+{
+    sj_at at = {.where = s->source, .path = "$"};
+    if (!cJSON_IsObject(root))
+        return sj_fail(&at, root, "expected a JSON object (a tf-study)", err);
+    const char *format = "tf-study", *name = NULL;
+    int version = 1, rc;
+    if ((rc = sj_string(&at, root, "format", 0, &format, err)))
+        return rc;
+    if (strcmp(format, "tf-study") != 0) {
+        sj_at format_at;
+        sj_child(&at, "format", &format_at);
+        return sj_fail(&format_at, cJSON_GetObjectItemCaseSensitive(root, "format"),
+                       "expected \"tf-study\"", err);
+    }
+    if ((rc = sj_int(&at, root, "version", 0, 1, 1, &version, err)) ||
+        (rc = sj_string(&at, root, "name", 0, &name, err)))
+        return rc;
+    if (name) {
+        snprintf(s->name, sizeof s->name, "%s", name);
+    } else {
+        const char *base = strrchr(s->source, '/');
+        base = base ? base + 1 : s->source;
+        size_t len = strcspn(base, ".");
+        snprintf(s->name, sizeof s->name, "%.*s", (int)(len ? len : strlen(base)), base);
+    }
+    if ((rc = parse_model(&at, root, s, err)))
+        return rc;
+    return parse_sweep(&at, root, s, err);
+}
+
+int tf_study_parse(const char *json, const char *where, tf_study *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->source, sizeof out->source, "%s", where ? where : "study");
+    cJSON *root;
+    int rc = sj_parse(json, out->source, &root, err);
+    if (rc) {
+        tf_study_free(out);
+        return rc;
+    }
+    rc = parse_study(root, out, err);
+    cJSON_Delete(root);
+    if (rc)
+        tf_study_free(out);
+    return rc;
+}
+
+int tf_study_load(const char *path, tf_study *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char *text;
+    int rc = tf_read_file(path, &text, NULL, err);
+    if (rc)
+        return rc;
+    rc = tf_study_parse(text, path, out, err);
+    free(text);
+    return rc;
+}
+
+void tf_study_free(tf_study *s)
+{
+    free(s->layer);
+    free(s->schedule);
+    free(s->ranks);
+    free(s->stages_per_rank);
+    free(s->microbatches);
+    free(s->max_freeze_ratio);
+    free(s->p2p_ms);
+    memset(s, 0, sizeof *s);
+}

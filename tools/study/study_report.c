@@ -1,0 +1,225 @@
+/* study_report.c - the results as CSV and as a markdown summary. */
+#include "study.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "study_text.h"
+
+static const char *const csv_columns =
+    "schedule,ranks,stages_per_rank,stages,layers_per_stage_min,layers_per_stage_max,"
+    "microbatches,max_freeze_ratio,p2p_ms,batch_ms_unfrozen,batch_ms_all_frozen,"
+    "batch_ms_planned,speedup,bubble_ratio_unfrozen,bubble_ratio_planned,mean_freeze_ratio,"
+    "tokens_per_s_unfrozen,tokens_per_s_planned,tokens_per_s_per_gpu_planned,lp_variables,"
+    "lp_constraints,solve_seconds";
+
+int tf_study_to_csv(const tf_study_result *r, char **text, tf_error *err)
+{
+    st_text t = {0};
+    st_printf(&t, "%s\n", csv_columns);
+    for (int i = 0; i < r->n_rows; i++) {
+        const tf_study_row *w = &r->rows[i];
+        if (w->status != TF_STUDY_SOLVED)
+            continue;
+        const tf_study_config *c = &w->config;
+        /* %.10g keeps every figure the planner computes to well below any
+         * timer's resolution while staying short. */
+        st_printf(&t, "%s,%d,%d,%d,%d,%d,%d,%.10g,%.10g,", c->schedule, c->ranks,
+                  c->stages_per_rank, w->stages, w->layers_per_stage_min,
+                  w->layers_per_stage_max, c->microbatches, c->max_freeze_ratio, c->p2p_ms);
+        st_printf(&t, "%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,", w->batch_ms_unfrozen,
+                  w->batch_ms_all_frozen, w->batch_ms_planned, w->speedup,
+                  w->bubble_ratio_unfrozen, w->bubble_ratio_planned, w->mean_freeze_ratio);
+        st_printf(&t, "%.10g,%.10g,%.10g,%d,%d,%.6f\n", w->tokens_per_s_unfrozen,
+                  w->tokens_per_s_planned, w->tokens_per_s_planned / c->ranks, w->lp_variables,
+                  w->lp_constraints, w->solve_seconds);
+    }
+    if (st_finish(&t, text))
+        return tf_fail(err, TF_ENOMEM, "out of memory writing the CSV");
+    return 0;
+}
+
+/* ---- profiles --------------------------------------------------------- */
+
+void tf_study_profile_name(const tf_study_config *c, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s-p%d-v%d-m%d-cap%g-p2p%g.profile.json", c->schedule, c->ranks,
+             c->stages_per_rank, c->microbatches, c->max_freeze_ratio, c->p2p_ms);
+}
+
+int tf_study_save_profiles(const tf_study *s, const tf_study_result *r, const char *dir,
+                           tf_error *err)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return tf_fail(err, TF_EIO, "%s: cannot create the directory: %s", dir,
+                       strerror(errno));
+    for (int i = 0; i < r->n_rows; i++) {
+        const tf_study_row *w = &r->rows[i];
+        if (w->status != TF_STUDY_SOLVED)
+            continue;
+        char name[256], path[4096];
+        tf_study_profile_name(&w->config, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        tf_profile p;
+        int rc = tf_study_make_profile(s, &w->config, &p, err);
+        if (!rc) {
+            rc = tf_profile_save(&p, path, err);
+            tf_profile_free(&p);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- markdown summary ------------------------------------------------- */
+
+/* A table of rows; first (may be NULL) names an extra leading column. */
+static void table_header(FILE *f, const char *first)
+{
+    if (first)
+        fprintf(f, "| %s ", first);
+    fprintf(f, "| schedule | ranks | stages/rank | microbatches | cap | p2p ms | "
+               "batch ms unfrozen -> planned | speedup | tokens/s planned | tokens/s per GPU | "
+               "bubble unfrozen -> planned | mean freeze |\n");
+    if (first)
+        fprintf(f, "|---");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+}
+
+static void table_row(FILE *f, const char *first, const tf_study_row *w)
+{
+    const tf_study_config *c = &w->config;
+    if (first)
+        fprintf(f, "| %s ", first);
+    fprintf(f,
+            "| %s | %d | %d | %d | %.2g | %g | %.1f -> %.1f | %.3fx | %.0f | %.0f | "
+            "%.1f%% -> %.1f%% | %.2f |\n",
+            c->schedule, c->ranks, c->stages_per_rank, c->microbatches,
+            c->max_freeze_ratio, c->p2p_ms, w->batch_ms_unfrozen, w->batch_ms_planned,
+            w->speedup, w->tokens_per_s_planned, w->tokens_per_s_planned / c->ranks,
+            100.0 * w->bubble_ratio_unfrozen, 100.0 * w->bubble_ratio_planned,
+            w->mean_freeze_ratio);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Index of the best solved row matching the filter (by planned tokens/s,
+ * per GPU if per_gpu), the first on ties; -1 if none. */
+static int best_row(const tf_study_result *r, const char *schedule, int ranks, int per_gpu)
+{
+    int best = -1;
+    double best_value = 0.0;
+    for (int i = 0; i < r->n_rows; i++) {
+        const tf_study_row *w = &r->rows[i];
+        if (w->status != TF_STUDY_SOLVED ||
+            (schedule && strcmp(w->config.schedule, schedule) != 0) ||
+            (ranks && w->config.ranks != ranks))
+            continue;
+        double value = w->tokens_per_s_planned / (per_gpu ? w->config.ranks : 1);
+        if (best < 0 || value > best_value) {
+            best = i;
+            best_value = value;
+        }
+    }
+    return best;
+}
+
+/* Has an earlier solved row the same schedule (or rank count)? */
+static int seen_before(const tf_study_result *r, int i, int by_ranks)
+{
+    for (int j = 0; j < i; j++) {
+        const tf_study_row *a = &r->rows[j], *b = &r->rows[i];
+        if (a->status != TF_STUDY_SOLVED)
+            continue;
+        if (by_ranks ? a->config.ranks == b->config.ranks
+                     : strcmp(a->config.schedule, b->config.schedule) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+void tf_study_print_summary(const tf_study_result *r, FILE *f)
+{
+    fprintf(f, "# tf-study: %s\n\n", r->name);
+    fprintf(f, "%d configurations: %d solved, %d skipped, %d failed (%d thread%s, %.1f s).\n",
+            r->n_rows, r->solved, r->skipped, r->failed, r->threads, r->threads == 1 ? "" : "s",
+            r->wall_seconds);
+    if (!r->solved) {
+        fprintf(f, "\nNo configuration could be planned.\n");
+        return;
+    }
+    fprintf(f, "Throughput is tokens/s of one pipeline under the freeze plan; per GPU divides "
+               "it by the ranks.\nBubble = idle time / (ranks x batch time).\n");
+
+    fprintf(f, "\n## Best configuration per pipeline depth (most tokens/s)\n\n");
+    table_header(f, NULL);
+    for (int i = 0; i < r->n_rows; i++) {
+        if (r->rows[i].status != TF_STUDY_SOLVED || seen_before(r, i, 1))
+            continue;
+        table_row(f, NULL, &r->rows[best_row(r, NULL, r->rows[i].config.ranks, 0)]);
+    }
+
+    fprintf(f, "\n## Best configuration per schedule (most tokens/s per GPU)\n\n");
+    table_header(f, "rank");
+    int n_schedules = 0;
+    for (int i = 0; i < r->n_rows; i++)
+        if (r->rows[i].status == TF_STUDY_SOLVED && !seen_before(r, i, 0))
+            n_schedules++;
+    /* Rank the schedules by their best per-GPU throughput. */
+    int *best = calloc((size_t)n_schedules + 1, sizeof *best);
+    int count = 0;
+    for (int i = 0; i < r->n_rows && best; i++)
+        if (r->rows[i].status == TF_STUDY_SOLVED && !seen_before(r, i, 0))
+            best[count++] = best_row(r, r->rows[i].config.schedule, 0, 1);
+    for (int a = 1; a < count; a++)
+        for (int b = a; b > 0; b--) {
+            const tf_study_row *x = &r->rows[best[b - 1]], *y = &r->rows[best[b]];
+            if (y->tokens_per_s_planned / y->config.ranks <=
+                x->tokens_per_s_planned / x->config.ranks)
+                break;
+            int swap = best[b];
+            best[b] = best[b - 1];
+            best[b - 1] = swap;
+        }
+    for (int k = 0; k < count; k++) {
+        char label[32];
+        snprintf(label, sizeof label, "%d", k + 1);
+        table_row(f, label, &r->rows[best[k]]);
+    }
+    free(best);
+
+    fprintf(f, "\n## What freezing buys, per schedule\n\n"
+               "| schedule | configurations | speedup min | median | max | "
+               "mean bubble unfrozen -> planned | mean freeze ratio |\n"
+               "|---|---:|---:|---:|---:|---:|---:|\n");
+    double *speedups = malloc(((size_t)r->n_rows + 1) * sizeof *speedups);
+    for (int i = 0; i < r->n_rows && speedups; i++) {
+        if (r->rows[i].status != TF_STUDY_SOLVED || seen_before(r, i, 0))
+            continue;
+        const char *name = r->rows[i].config.schedule;
+        int n = 0;
+        double bubble_u = 0, bubble_p = 0, freeze = 0;
+        for (int j = i; j < r->n_rows; j++) {
+            const tf_study_row *w = &r->rows[j];
+            if (w->status != TF_STUDY_SOLVED || strcmp(w->config.schedule, name) != 0)
+                continue;
+            speedups[n++] = w->speedup;
+            bubble_u += w->bubble_ratio_unfrozen;
+            bubble_p += w->bubble_ratio_planned;
+            freeze += w->mean_freeze_ratio;
+        }
+        qsort(speedups, (size_t)n, sizeof *speedups, cmp_double);
+        double median = n % 2 ? speedups[n / 2] : 0.5 * (speedups[n / 2 - 1] + speedups[n / 2]);
+        fprintf(f, "| %s | %d | %.3fx | %.3fx | %.3fx | %.1f%% -> %.1f%% | %.2f |\n", name, n,
+                speedups[0], median, speedups[n - 1], 100.0 * bubble_u / n,
+                100.0 * bubble_p / n, freeze / n);
+    }
+    free(speedups);
+}

@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config python3
-          liblpsolve55-dev libcjson-dev libgraphviz-dev libcmocka-dev libopenblas-dev)
+          liblpsolve55-dev libcjson-dev libgraphviz-dev libcmocka-dev libopenblas-dev
+          fonts-dejavu-core)
 
 install_missing() {
   local missing=()

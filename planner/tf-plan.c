@@ -119,17 +119,29 @@ int main(int argc, char **argv)
     }
     if (!rc)
         rc = tf_plan_from_profile(&profile, &options, &plan, &err);
-    /* Draw before writing anything, so a failed drawing leaves no plan
-     * behind either. */
-    char *picture = NULL;
+    /* The plan and its picture are written as one unit: either both
+     * replace their targets or neither does. */
+    char *plan_json = NULL, *picture = NULL;
     size_t picture_len = 0;
-    if (!rc && timeline)
-        rc = tf_timeline_render_data(&plan, NULL, tf_timeline_format_for_path(timeline), &picture,
-                                     &picture_len, &err);
-    if (!rc && output)
-        rc = tf_plan_save(&plan, output, &err);
-    if (!rc && timeline)
-        rc = tf_write_file_atomic(timeline, picture, picture_len, &err);
+    const char *paths[2];
+    const void *data[2];
+    size_t lens[2];
+    int files = 0;
+    if (!rc && output && (rc = tf_plan_to_json(&plan, &plan_json, &err)) == 0) {
+        paths[files] = output;
+        data[files] = plan_json;
+        lens[files++] = strlen(plan_json);
+    }
+    if (!rc && timeline &&
+        (rc = tf_timeline_render_data(&plan, NULL, tf_timeline_format_for_path(timeline),
+                                      &picture, &picture_len, &err)) == 0) {
+        paths[files] = timeline;
+        data[files] = picture;
+        lens[files++] = picture_len;
+    }
+    if (!rc && files > 0)
+        rc = tf_write_files_atomic(files, paths, data, lens, &err);
+    free(plan_json);
     free(picture);
     if (rc) {
         fprintf(stderr, "tf-plan: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));

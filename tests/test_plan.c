@@ -177,6 +177,15 @@ static void rejects_bad_plans(void **state)
     assert_int_equal(tf_plan_parse(text, "p.json", &plan, &err), TF_EINVAL);
     assert_contains(err.msg, "$.actions[1].freeze_ratio");
 
+    /* A ratio that does not produce the action's duration. */
+    snprintf(text, sizeof text,
+             "%s\"actions\": [%s, {\"rank\": 0, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
+             " \"start_ms\": 1, \"ms\": 4, \"max_ms\": 4, \"min_ms\": 2, \"freeze_ratio\": 1}]}",
+             head, action);
+    assert_int_equal(tf_plan_parse(text, "p.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "$.actions[1]");
+    assert_contains(err.msg, "freeze_ratio 1 gives ms");
+
     snprintf(text, sizeof text,
              "%s\"actions\": [%s, {\"rank\": 3, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
              " \"start_ms\": 1, \"ms\": 2}]}",

@@ -55,11 +55,6 @@ static void draw_progress(void *ctx, int done, int total)
     fflush(stderr);
 }
 
-static int write_text(const char *path, char *text, tf_error *err)
-{
-    return tf_write_file_atomic(path, text, strlen(text), err);
-}
-
 int main(int argc, char **argv)
 {
     const char *study_path = NULL, *csv_path = NULL, *svg_path = NULL, *profile_dir = NULL;
@@ -150,13 +145,15 @@ int main(int argc, char **argv)
                 study_path);
         status = EXIT_INPUT;
     }
+    /* Everything is rendered first, then written as one unit. */
     char *csv = NULL, *svg = NULL;
-    if (!status && csv_path && (rc = tf_study_to_csv(&result, &csv, &err)) == 0)
-        rc = write_text(csv_path, csv, &err);
-    if (!status && !rc && svg_path && (rc = tf_study_to_svg(&result, &svg, &err)) == 0)
-        rc = write_text(svg_path, svg, &err);
-    if (!status && !rc && profile_dir)
-        rc = tf_study_save_profiles(&study, &result, profile_dir, &err);
+    if (!status && csv_path)
+        rc = tf_study_to_csv(&result, &csv, &err);
+    if (!status && !rc && svg_path)
+        rc = tf_study_to_svg(&result, &svg, &err);
+    if (!status && !rc && (csv_path || svg_path || profile_dir))
+        rc = tf_study_write_outputs(&study, &result, csv_path, csv, svg_path, svg, profile_dir,
+                                    &err);
     if (!status && rc) {
         fprintf(stderr, "tf-study: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
         status = EXIT_INPUT;

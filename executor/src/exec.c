@@ -52,12 +52,6 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static int two_stage_schedule(const char *name)
-{
-    return strcmp(name, "Interleaved1F1B") == 0 || strcmp(name, "InterleavedZeroBubble") == 0 ||
-           strcmp(name, "ZBVZeroBubble") == 0;
-}
-
 /* Builds the schedule the options name (without a plan). */
 static int options_schedule(const tfx_exec_options *o, tf_schedule *out, tf_error *err)
 {
@@ -66,7 +60,7 @@ static int options_schedule(const tfx_exec_options *o, tf_schedule *out, tf_erro
         return tf_fail(err, TF_EINVAL, "--schedule \"%s\": unknown schedule (known: %s)", name,
                        tf_schedule_builtin_names());
     int ranks = o->ranks ? o->ranks : 2;
-    int spr = o->stages_per_rank ? o->stages_per_rank : (two_stage_schedule(name) ? 2 : 1);
+    int spr = o->stages_per_rank ? o->stages_per_rank : tf_schedule_default_stages_per_rank(name);
     int mbs = o->microbatches ? o->microbatches : 4;
     if (ranks < 1 || ranks > 1024)
         return tf_fail(err, TF_EINVAL, "--ranks %d: must be between 1 and 1024", ranks);
@@ -83,7 +77,8 @@ static int check_plan(const tfx_exec_options *o, const tf_plan *plan, tf_error *
 {
     const tf_schedule *s = &plan->schedule;
     const char *path = o->plan_path;
-    if (o->schedule && strcmp(o->schedule, s->name) != 0)
+    const char *given = o->schedule ? tf_schedule_canonical_name(o->schedule) : NULL;
+    if (o->schedule && strcmp(given ? given : o->schedule, s->name) != 0)
         return tf_fail(err, TF_EINVAL,
                        "%s: schedule = \"%s\", but --schedule %s was given (the plan was made "
                        "for another schedule)",

@@ -172,3 +172,19 @@ cJSON *tfj_add_number(cJSON *obj, const char *key, double value)
     snprintf(text, sizeof text, "%.12g", value);
     return cJSON_AddNumberToObject(obj, key, strtod(text, NULL));
 }
+
+char *tfj_print_document(const cJSON *root)
+{
+    char *text = cJSON_Print(root);
+    if (!text)
+        return NULL;
+    size_t n = strlen(text);
+    char *with_newline = realloc(text, n + 2);
+    if (!with_newline) {
+        free(text);
+        return NULL;
+    }
+    with_newline[n] = '\n';
+    with_newline[n + 1] = '\0';
+    return with_newline;
+}

@@ -41,6 +41,10 @@ int tfj_bool(const tfj_ctx *obj, const cJSON *o, const char *key, int required, 
 int tfj_array(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
               const cJSON **out, tf_error *err);
 
+/* Prints root indented, with a final newline, as a malloc'd string (NULL
+ * when out of memory). */
+char *tfj_print_document(const cJSON *root);
+
 /* Adds a number rounded to about 1e-9 relative so files stay readable
  * while every figure keeps far more precision than any timer has. */
 cJSON *tfj_add_number(cJSON *obj, const char *key, double value);

@@ -226,7 +226,7 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
         cJSON_AddItemToArray(actions, o);
     }
     /* One action per line keeps big plans greppable and diffable. */
-    *json = cJSON_Print(root);
+    *json = tfj_print_document(root);
     cJSON_Delete(root);
     if (!*json)
         return tf_fail(err, TF_ENOMEM, "out of memory writing the plan");
@@ -239,9 +239,7 @@ int tf_plan_save(const tf_plan *plan, const char *path, tf_error *err)
     int rc = tf_plan_to_json(plan, &json, err);
     if (rc)
         return rc;
-    size_t n = strlen(json);
-    json[n] = '\n'; /* replaces the NUL: exactly n + 1 bytes are written */
-    rc = tf_write_file_atomic(path, json, n + 1, err);
+    rc = tf_write_file_atomic(path, json, strlen(json), err);
     free(json);
     return rc;
 }
@@ -254,13 +252,14 @@ static int parse_plan_action(const tfj_ctx *at, const cJSON *o, int ranks, int s
         return tfj_fail(at, o, "expected an action object", err);
     const char *type;
     int rc;
-    const double inf = HUGE_VAL;
+    /* Start times are sums of durations: allow a million maximal ones. */
+    const double inf = TF_MAX_DURATION_MS, latest = 1e6 * TF_MAX_DURATION_MS;
     if ((rc = tfj_int(at, o, "rank", 1, 0, 0, ranks - 1, &a->action.rank, err)) ||
         (rc = tfj_int(at, o, "stage", 1, 0, 0, stages - 1, &a->action.stage, err)) ||
         (rc = tfj_int(at, o, "microbatch", 1, 0, 0, microbatches - 1, &a->action.microbatch,
                       err)) ||
         (rc = tfj_string(at, o, "type", 1, NULL, &type, err)) ||
-        (rc = tfj_number(at, o, "start_ms", 1, 0, 0, inf, &a->start_ms, err)) ||
+        (rc = tfj_number(at, o, "start_ms", 1, 0, 0, latest, &a->start_ms, err)) ||
         (rc = tfj_number(at, o, "ms", 1, 0, 0, inf, &a->ms, err)) ||
         (rc = tfj_number(at, o, "max_ms", 0, a->ms, 0, inf, &a->max_ms, err)) ||
         (rc = tfj_number(at, o, "min_ms", 0, a->ms, 0, inf, &a->min_ms, err)) ||
@@ -279,6 +278,16 @@ static int parse_plan_action(const tfj_ctx *at, const cJSON *o, int ranks, int s
                        "%s: %s: durations must satisfy min_ms <= ms <= max_ms, got min_ms %g, "
                        "ms %g, max_ms %g",
                        at->where, at->path, a->min_ms, a->ms, a->max_ms);
+    }
+    /* The ratio is what tf-exec freezes and ms what the timeline draws:
+     * they must describe the same plan (files keep 12 digits). */
+    double expected_ms = a->max_ms - a->freeze_ratio * (a->max_ms - a->min_ms);
+    if (cJSON_GetObjectItemCaseSensitive(o, "freeze_ratio") &&
+        fabs(a->ms - expected_ms) > 1e-6 * fmax(1.0, a->max_ms)) {
+        return tf_fail(err, TF_EINVAL,
+                       "%s: %s: freeze_ratio %g gives ms = max_ms - ratio x (max_ms - min_ms) = "
+                       "%g, but ms is %g",
+                       at->where, at->path, a->freeze_ratio, expected_ms, a->ms);
     }
     return 0;
 }
@@ -305,7 +314,7 @@ static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_er
         (rc = tfj_int(&ctx, root, "microbatches", 1, 0, 1, 65536, &microbatches, err)) ||
         (rc = tfj_number(&ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL,
                          &plan->microbatch_tokens, err)) ||
-        (rc = tfj_number(&ctx, root, "p2p_ms", 0, 0, 0, HUGE_VAL, &plan->p2p_ms, err)) ||
+        (rc = tfj_number(&ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &plan->p2p_ms, err)) ||
         (rc = tfj_string(&ctx, root, "objective", 0, "least-freeze", &objective, err)))
         return rc;
     if (tf_objective_parse(objective, &plan->objective)) {

@@ -127,7 +127,7 @@ static int parse_stage(const tfj_ctx *ctx, const cJSON *o, stage_use use, tf_sta
     if (!cJSON_IsObject(o))
         return tfj_fail(ctx, o, "expected an object of stage timings", err);
     int rc;
-    const double inf = HUGE_VAL;
+    const double inf = TF_MAX_DURATION_MS; /* the largest duration accepted */
     if ((rc = tfj_number(ctx, o, "forward_ms", 1, 0, 0, inf, &st->forward_ms, err)))
         return rc;
     if ((rc = tfj_number(ctx, o, "backward_ms", use.full_backward, 0, 0, inf, &st->backward_ms,
@@ -146,7 +146,7 @@ static int parse_stage(const tfj_ctx *ctx, const cJSON *o, stage_use use, tf_sta
                          TF_DEFAULT_W_FROZEN * st->backward_weight_ms, 0, inf,
                          &st->backward_weight_frozen_ms, err)))
         return rc;
-    if ((rc = tfj_number(ctx, o, "parameters", 0, 0, 0, inf, &st->parameters, err)))
+    if ((rc = tfj_number(ctx, o, "parameters", 0, 0, 0, HUGE_VAL, &st->parameters, err)))
         return rc;
     tfj_ctx at;
     if (st->backward_frozen_ms > st->backward_ms) {
@@ -179,8 +179,8 @@ static int parse_override(const tfj_ctx *ctx, const cJSON *o, const tf_schedule 
         (rc = tfj_int(ctx, o, "microbatch", 1, 0, 0, s->microbatches - 1, &a->microbatch, err)) ||
         (rc = tfj_int(ctx, o, "rank", 0, -1, 0, s->ranks - 1, &rank, err)) ||
         (rc = tfj_string(ctx, o, "type", 1, NULL, &type, err)) ||
-        (rc = tfj_number(ctx, o, "ms", 1, 0, 0, HUGE_VAL, &a->ms, err)) ||
-        (rc = tfj_number(ctx, o, "frozen_ms", 0, -1, 0, HUGE_VAL, &a->frozen_ms, err)))
+        (rc = tfj_number(ctx, o, "ms", 1, 0, 0, TF_MAX_DURATION_MS, &a->ms, err)) ||
+        (rc = tfj_number(ctx, o, "frozen_ms", 0, -1, 0, TF_MAX_DURATION_MS, &a->frozen_ms, err)))
         return rc;
     tfj_ctx at;
     if (strlen(type) != 1 || tf_action_type_parse(type[0], &a->type) != 0) {
@@ -272,10 +272,7 @@ static int parse_profile(const cJSON *root, const char *where, tf_profile *p, tf
                  tf_schedule_builtin_names());
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "schedule"), what, err);
     }
-    int default_spr = 1;
-    if (!order && tf_schedule_is_builtin(name) && strcmp(name, "GPipe") != 0 &&
-        strcmp(name, "1F1B") != 0)
-        default_spr = 2;
+    int default_spr = order ? 1 : tf_schedule_default_stages_per_rank(name);
     if ((rc = tfj_int(&ctx, root, "ranks", 1, 0, 1, TF_MAX_RANKS, &ranks, err)) ||
         (rc = tfj_int(&ctx, root, "stages_per_rank", 0, default_spr, 1, TF_MAX_STAGES_PER_RANK,
                       &spr, err)) ||
@@ -289,7 +286,7 @@ static int parse_profile(const cJSON *root, const char *where, tf_profile *p, tf
                        where, ranks, spr, microbatches, TF_MAX_ACTIONS);
     if ((rc = tfj_number(&ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL, &p->microbatch_tokens,
                          err)) ||
-        (rc = tfj_number(&ctx, root, "p2p_ms", 0, 0, 0, HUGE_VAL, &p->p2p_ms, err)))
+        (rc = tfj_number(&ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &p->p2p_ms, err)))
         return rc;
 
     if (order) {
@@ -574,7 +571,7 @@ int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
             cJSON_AddItemToArray(order, row);
         }
     }
-    *json = cJSON_Print(root);
+    *json = tfj_print_document(root);
     cJSON_Delete(root);
     if (!*json)
         return tf_fail(err, TF_ENOMEM, "out of memory");
@@ -587,9 +584,7 @@ int tf_profile_save(const tf_profile *p, const char *path, tf_error *err)
     int rc = tf_profile_to_json(p, &json, err);
     if (rc)
         return rc;
-    size_t n = strlen(json);
-    json[n] = '\n'; /* cJSON leaves no final newline; the NUL is not written */
-    rc = tf_write_file_atomic(path, json, n + 1, err);
+    rc = tf_write_file_atomic(path, json, strlen(json), err);
     free(json);
     return rc;
 }

@@ -199,6 +199,18 @@ int tf_schedule_is_builtin(const char *name)
     return find_builtin(name) != BUILTIN_NONE;
 }
 
+const char *tf_schedule_canonical_name(const char *name)
+{
+    builtin_kind kind = find_builtin(name);
+    return kind == BUILTIN_NONE ? NULL : builtin_name(kind);
+}
+
+int tf_schedule_default_stages_per_rank(const char *name)
+{
+    builtin_kind kind = find_builtin(name);
+    return kind == BUILTIN_NONE || kind == BUILTIN_GPIPE || kind == BUILTIN_1F1B ? 1 : 2;
+}
+
 const char *tf_schedule_builtin_names(void)
 {
     return "GPipe 1F1B Interleaved1F1B InterleavedZeroBubble ZBVZeroBubble";

@@ -56,7 +56,8 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)
     int rc = tf_read_file(path, &text, NULL, err);
     if (rc)
         return rc;
-    /* Peek at "format" to pick the parser; each parser then validates fully. */
+    /* Peek at "format" to pick the parser; each parser then validates fully.
+     * Plans always carry it; profiles may leave it out (formats.md). */
     cJSON *root;
     if ((rc = tfj_parse(text, path, &root, err))) {
         free(text);
@@ -64,7 +65,8 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)
     }
     const cJSON *format = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "format")
                                                : NULL;
-    if (cJSON_IsString(format) && !strcmp(format->valuestring, "tf-profile")) {
+    if (cJSON_IsObject(root) && (!format || (cJSON_IsString(format) &&
+                                              !strcmp(format->valuestring, "tf-profile")))) {
         tf_profile profile;
         rc = tf_profile_parse(text, path, &profile, err);
         if (!rc) {
@@ -80,10 +82,7 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)
                                "expected \"tf-plan\" or \"tf-profile\" (tf-dot draws plans and "
                                "profiles)",
                                err)
-                    : tf_fail(err, TF_EINVAL,
-                              "%s: $.format: missing; expected \"tf-plan\" or \"tf-profile\" "
-                              "(tf-dot draws plans and profiles)",
-                              path);
+                    : tfj_fail(&ctx, root, "expected a plan or profile object", err);
     }
     cJSON_Delete(root);
     free(text);

@@ -24,16 +24,14 @@ int tf_read_file(const char *path, char **data, size_t *len, tf_error *err)
         fclose(f);
         return tf_fail(err, TF_EIO, "%s: is a directory, not a file", path);
     }
-    size_t cap = (size_t)st.st_size + 1, used = 0;
+    /* Pipes report size 0: start small and grow until end of file. */
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, used = 0;
     char *buf = malloc(cap);
     if (!buf) {
         fclose(f);
         return tf_fail(err, TF_ENOMEM, "%s: out of memory reading %zu bytes", path, cap);
     }
-    size_t got;
-    /* Read until EOF even if the file grew after fstat. */
-    while ((got = fread(buf + used, 1, cap - used - 1, f)) > 0) {
-        used += got;
+    for (;;) {
         if (used + 1 == cap) {
             char *bigger = realloc(buf, cap * 2);
             if (!bigger) {
@@ -44,6 +42,10 @@ int tf_read_file(const char *path, char **data, size_t *len, tf_error *err)
             buf = bigger;
             cap *= 2;
         }
+        size_t got = fread(buf + used, 1, cap - used - 1, f);
+        if (got == 0)
+            break;
+        used += got;
     }
     int failed = ferror(f);
     fclose(f);
@@ -58,10 +60,14 @@ int tf_read_file(const char *path, char **data, size_t *len, tf_error *err)
     return 0;
 }
 
-int tf_write_file_atomic(const char *path, const void *data, size_t len, tf_error *err)
+/* Writes data to a new temporary file beside path; on success *tmp_out is
+ * its malloc'd name, to be renamed over path or unlinked. */
+static int write_temporary(const char *path, const void *data, size_t len, char **tmp_out,
+                           tf_error *err)
 {
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
+    *tmp_out = NULL;
     if (!tmp)
         return tf_fail(err, TF_ENOMEM, "%s: out of memory", path);
     snprintf(tmp, n + 16, "%s.XXXXXX", path);
@@ -93,17 +99,46 @@ int tf_write_file_atomic(const char *path, const void *data, size_t len, tf_erro
         ok = 0;
         e = errno;
     }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
     if (!ok) {
         unlink(tmp);
         free(tmp);
         return tf_fail(err, TF_EIO, "%s: cannot write: %s", path, strerror(e));
     }
-    free(tmp);
+    *tmp_out = tmp;
     return 0;
+}
+
+int tf_write_file_atomic(const char *path, const void *data, size_t len, tf_error *err)
+{
+    return tf_write_files_atomic(1, &path, &data, &len, err);
+}
+
+int tf_write_files_atomic(int count, const char *const *paths, const void *const *data,
+                          const size_t *lens, tf_error *err)
+{
+    char **tmp = calloc((size_t)count + 1, sizeof *tmp);
+    if (!tmp)
+        return tf_fail(err, TF_ENOMEM, "out of memory");
+    int rc = 0, written = 0;
+    for (; written < count && rc == 0; written++)
+        rc = write_temporary(paths[written], data[written], lens[written], &tmp[written], err);
+    /* Only when every file is safely on disk does any of them replace its
+     * target, so a failure leaves all targets as they were. */
+    for (int k = 0; k < count && rc == 0; k++) {
+        if (rename(tmp[k], paths[k]) != 0) {
+            rc = tf_fail(err, TF_EIO, "%s: cannot write: %s", paths[k], strerror(errno));
+            break;
+        }
+        free(tmp[k]);
+        tmp[k] = NULL;
+    }
+    for (int k = 0; k < count; k++) {
+        if (tmp[k])
+            unlink(tmp[k]);
+        free(tmp[k]);
+    }
+    free(tmp);
+    return rc;
 }
 
 double tf_now_seconds(void)

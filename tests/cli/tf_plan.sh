@@ -65,6 +65,11 @@ if "$plan_bin" "$src/traces/examples/zbv-p4-m8.profile.json" -q --timeline "$wor
    python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert sum(e["ph"]=="X" for e in t["traceEvents"])==192' "$work/t.json"
 then ok; else bad "--timeline chrome trace"; fi
 
+# Input from a pipe, and a schedule name in another letter case.
+sed 's/"1F1B"/"1f1b"/' "$src/traces/examples/1f1b-p4-m8.profile.json" |
+  "$plan_bin" /dev/stdin -q -o "$work/pipe.json" &&
+  grep -Eq '"schedule":[[:space:]]*"1F1B"' "$work/pipe.json" && ok || bad "profile from a pipe"
+
 # Help and version.
 "$plan_bin" --help | grep -q 'usage: tf-plan' && ok || bad "--help"
 "$plan_bin" --version | grep -q 'tf-plan' && ok || bad "--version"
@@ -97,6 +102,10 @@ expect_error "bad cap" 2 'max-freeze-ratio' "$work/two.json" --max-freeze-ratio 
 expect_error "bad objective" 2 'objective' "$work/two.json" --objective fastest
 expect_error "unknown option" 2 '--frobnicate' "$work/two.json" --frobnicate
 expect_error "timeline format" 2 'timeline.txt' "$work/two.json" --timeline "$work/timeline.txt"
+printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": 1e12, "backward_ms": 2e12}]}' > "$work/huge.json"
+expect_error "huge time" 1 '$.stages[0].forward_ms' "$work/huge.json"
+# The plan and its timeline are one unit: an unwritable timeline keeps the plan untouched.
+expect_error "unwritable timeline" 1 'no/such/dir/t.svg' "$work/two.json" --timeline "$work/no/such/dir/t.svg"
 
 # An unwritable output location fails cleanly.
 if "$plan_bin" "$work/two.json" -q -o "$work/no/such/dir/plan.json" 2> "$work/err"; then

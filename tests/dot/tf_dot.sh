@@ -43,6 +43,9 @@ plan=$work/plan.json
 
 # Every format, by extension and by -T.
 expect 0 "$TF_DOT" "$plan" -o "$work/t.svg"
+# A profile may leave out "format" (docs/formats.md); tf-dot draws it too.
+sed 's/"format": "tf-profile", //' "$work/profile.json" >"$work/noformat.json"
+expect 0 "$TF_DOT" "$work/noformat.json" -o "$work/noformat.svg"
 grep -q '</svg>' "$work/t.svg" || fail "t.svg is not a whole SVG"
 expect 0 "$TF_DOT" "$plan" -o "$work/t.png"
 magic "$work/t.png" 89504e470d0a1a0a

@@ -58,6 +58,19 @@ rows=$(($(wc -l <"$work/r.csv") - 1))
 head -1 "$work/r.csv" | grep -q '^schedule,ranks,stages_per_rank,' || fail "CSV header"
 grep -q '</svg>' "$work/r.svg" || fail "SVG is not complete"
 
+# --- outputs are one unit: an unwritable plot leaves the CSV untouched ----
+printf 'precious' >"$work/keep.csv"
+expect_status 1 "unwritable plot" "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" \
+    --plot "$work/no/such/dir/r.svg"
+[ "$(cat "$work/keep.csv")" = precious ] || fail "unwritable plot: the CSV was replaced"
+ls "$work"/keep.csv.* >/dev/null 2>&1 && fail "unwritable plot: a temporary file was left"
+
+# --- huge but finite layer times are input errors, not crashes -----------
+sed 's/"layer_forward_ms": 1.5/"layer_forward_ms": 1e308/' "$work/good.json" >"$work/huge.json"
+expect_status 1 "huge layer time" "$TF_STUDY" "$work/huge.json" -q -o "$work/huge.csv"
+expect_stderr "huge layer time" '$.model.layer_forward_ms'
+[ -e "$work/huge.csv" ] && fail "huge layer time: a CSV was written"
+
 # Bounds on every row: all_frozen <= planned <= unfrozen, speedup >= 1.
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     { u = $col["batch_ms_unfrozen"]; a = $col["batch_ms_all_frozen"]; p = $col["batch_ms_planned"]

@@ -175,16 +175,20 @@ int tf_study_to_csv(const tf_study_result *r, char **text, tf_error *err);
  * Returns 0, TF_EINVAL (nothing solved) or TF_ENOMEM. */
 int tf_study_to_svg(const tf_study_result *r, char **text, tf_error *err);
 
-/* The file name tf_study_save_profiles gives a configuration's profile,
+/* The file name tf_study_write_outputs gives a configuration's profile,
  * e.g. "1F1B-p4-v1-m8-cap0.8-p2p0.profile.json", written into buf[size]. */
 void tf_study_profile_name(const tf_study_config *c, char *buf, size_t size);
 
-/* Writes the profile of every solved configuration into directory dir
- * (created if missing; each file written atomically), so that the best
- * ones can go straight into tf-plan and tf-dot.  Returns 0, TF_EIO or
- * TF_ENOMEM (files written before a failure stay). */
-int tf_study_save_profiles(const tf_study *s, const tf_study_result *r, const char *dir,
-                           tf_error *err);
+/* Writes the study's outputs as one unit (tf_write_files_atomic): the CSV
+ * and SVG texts to their paths (either path may be NULL to skip it) and, when
+ * profile_dir is not NULL, the profile of every solved configuration into
+ * that directory (created if missing), so the best ones can go straight
+ * into tf-plan and tf-dot.  On any failure no target is replaced.  Returns
+ * 0, TF_EINVAL (two configurations would share a profile name), TF_EIO or
+ * TF_ENOMEM. */
+int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const char *csv_path,
+                           const char *csv, const char *svg_path, const char *svg,
+                           const char *profile_dir, tf_error *err);
 
 /* Prints a markdown summary of the best configurations. */
 void tf_study_print_summary(const tf_study_result *r, FILE *f);

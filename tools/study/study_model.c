@@ -12,7 +12,7 @@
 
 int tf_study_default_stages_per_rank(const char *schedule)
 {
-    return strcmp(schedule, "GPipe") == 0 || strcmp(schedule, "1F1B") == 0 ? 1 : 2;
+    return tf_schedule_default_stages_per_rank(schedule);
 }
 
 /* Does the schedule accept more than one stages_per_rank value? */
@@ -118,8 +118,10 @@ int tf_study_partition(const tf_study *s, int stages, int *first_layer, tf_error
      * stage costs, i.e. the most even.  Scanning i upwards and replacing
      * only on a clear improvement keeps the last stage as long as possible
      * on ties, so later stages get the extra layers. */
-    for (size_t c = 0; c < cells; c++)
+    for (size_t c = 0; c < cells; c++) {
         squares[c] = HUGE_VAL;
+        cut[c] = -1; /* not reachable within the bound */
+    }
     squares[CELL(0, 0)] = 0.0;
     for (int k = 1; k <= stages; k++)
         for (int j = k; j <= L - (stages - k); j++)
@@ -127,18 +129,22 @@ int tf_study_partition(const tf_study *s, int stages, int *first_layer, tf_error
                 if (j - i < fewest || j - i > most)
                     continue;
                 double cost = STAGE_COST(i, j);
-                if (cost > bound || squares[CELL(k - 1, i)] == HUGE_VAL)
+                if (cost > bound || (k > 1 && cut[CELL(k - 1, i)] < 0))
                     continue;
                 double q = squares[CELL(k - 1, i)] + cost * cost;
                 double best = squares[CELL(k, j)];
-                if (best == HUGE_VAL || q < best - 1e-9 * fabs(best)) {
+                if (cut[CELL(k, j)] < 0 || q < best - 1e-9 * fabs(best)) {
                     squares[CELL(k, j)] = q;
                     cut[CELL(k, j)] = i;
                 }
             }
+    /* Costs are bounded by the parser, so the best split is always found;
+     * a failure here is a bug, reported rather than followed off the array. */
+    int found = cut[CELL(stages, L)] >= 0;
     first_layer[stages] = L;
-    for (int k = stages, j = L; k >= 1; k--) {
+    for (int k = stages, j = L; found && k >= 1; k--) {
         j = cut[CELL(k, j)];
+        found = j >= 0;
         first_layer[k - 1] = j;
     }
 #undef CELL
@@ -147,6 +153,10 @@ int tf_study_partition(const tf_study *s, int stages, int *first_layer, tf_error
     free(worst);
     free(squares);
     free(cut);
+    if (!found)
+        return tf_fail(err, TF_EINVAL, "layer split: no split of %d layers into %d stages "
+                                       "within the bound (layer times too large?)",
+                       L, stages);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "study_json.h"
+#include "tf/profile.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
 
@@ -73,7 +74,8 @@ static int read_layer_field(const sj_at *model_at, const cJSON *model, int f, tf
         return 0;
     sj_at at;
     sj_child(model_at, key, &at);
-    const double max = HUGE_VAL;
+    /* Times are bounded by the planner's largest duration; counts are not. */
+    const double max = strstr(key, "_ms") ? TF_MAX_DURATION_MS : HUGE_VAL;
     if (cJSON_IsArray(v)) {
         if (cJSON_GetArraySize(v) != s->layers) {
             char what[96];
@@ -284,7 +286,9 @@ static int read_extra_cost(const sj_at *model_at, const cJSON *model, const char
     sj_child(model_at, key, &at);
     int given[FIELD_COUNT] = {0};
     for (int f = 0; f < FIELD_COUNT; f++)
-        if ((rc = sj_number(&at, o, fields[f].stage_key, 0, 0.0, HUGE_VAL, field_ptr(out, f),
+        if ((rc = sj_number(&at, o, fields[f].stage_key, 0, 0.0,
+                            strstr(fields[f].stage_key, "_ms") ? TF_MAX_DURATION_MS : HUGE_VAL,
+                            field_ptr(out, f),
                             &given[f], err)))
             return rc;
     if (!given[FIELD_WEIGHT_FROZEN])
@@ -371,19 +375,10 @@ static int parse_model(const sj_at *root_at, const cJSON *root, tf_study *s, tf_
  * case-insensitively, as PyTorch's do); 0 if name is not built in. */
 static int canonical_schedule(const char *name, char *out, size_t size)
 {
-    if (!tf_schedule_is_builtin(name))
+    const char *canonical = tf_schedule_canonical_name(name);
+    if (!canonical)
         return 0;
-    const char *names = tf_schedule_builtin_names();
-    while (*names) {
-        size_t len = strcspn(names, " ");
-        if (len == strlen(name) && strncasecmp(names, name, len) == 0) {
-            snprintf(out, size, "%.*s", (int)len, names);
-            return 1;
-        }
-        names += len;
-        names += strspn(names, " ");
-    }
-    snprintf(out, size, "%s", name);
+    snprintf(out, size, "%s", canonical);
     return 1;
 }
 
@@ -509,7 +504,7 @@ static int parse_sweep(const sj_at *root_at, const cJSON *root, tf_study *s, tf_
                         &s->n_microbatches, err)) ||
         (rc = read_list(&at, sweep, "max_freeze_ratio", 0, 'n', 0.0, 1.0, NULL,
                         &s->max_freeze_ratio, &s->n_max_freeze_ratio, err)) ||
-        (rc = read_list(&at, sweep, "p2p_ms", 0, 'n', 0.0, HUGE_VAL, NULL, &s->p2p_ms,
+        (rc = read_list(&at, sweep, "p2p_ms", 0, 'n', 0.0, TF_MAX_DURATION_MS, NULL, &s->p2p_ms,
                         &s->n_p2p_ms, err)))
         return rc;
     if (!s->n_max_freeze_ratio) {

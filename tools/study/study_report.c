@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include "study_text.h"
+#include "tf/profile.h"
+#include "tf/util.h"
 
 static const char *const csv_columns =
     "schedule,ranks,stages_per_rank,stages,layers_per_stage_min,layers_per_stage_max,"
@@ -49,29 +51,78 @@ void tf_study_profile_name(const tf_study_config *c, char *buf, size_t size)
              c->stages_per_rank, c->microbatches, c->max_freeze_ratio, c->p2p_ms);
 }
 
-int tf_study_save_profiles(const tf_study *s, const tf_study_result *r, const char *dir,
-                           tf_error *err)
+int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const char *csv_path,
+                           const char *csv, const char *svg_path, const char *svg,
+                           const char *profile_dir, tf_error *err)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return tf_fail(err, TF_EIO, "%s: cannot create the directory: %s", dir,
-                       strerror(errno));
-    for (int i = 0; i < r->n_rows; i++) {
+    int max_files = 2 + (profile_dir ? r->n_rows : 0), count = 0, rc = 0;
+    const char **paths = calloc((size_t)max_files + 1, sizeof *paths);
+    const void **data = calloc((size_t)max_files + 1, sizeof *data);
+    size_t *lens = calloc((size_t)max_files + 1, sizeof *lens);
+    if (!paths || !data || !lens) {
+        rc = tf_fail(err, TF_ENOMEM, "out of memory writing the study's outputs");
+        goto done;
+    }
+    if (csv_path) {
+        paths[count] = csv_path;
+        data[count] = csv;
+        lens[count++] = strlen(csv);
+    }
+    if (svg_path) {
+        paths[count] = svg_path;
+        data[count] = svg;
+        lens[count++] = strlen(svg);
+    }
+    /* Entries from here on are profiles whose path and text are ours. */
+    const int first_profile = count;
+    if (profile_dir && mkdir(profile_dir, 0777) != 0 && errno != EEXIST) {
+        rc = tf_fail(err, TF_EIO, "%s: cannot create the directory: %s", profile_dir,
+                     strerror(errno));
+        goto done;
+    }
+    for (int i = 0; profile_dir && i < r->n_rows && !rc; i++) {
         const tf_study_row *w = &r->rows[i];
         if (w->status != TF_STUDY_SOLVED)
             continue;
-        char name[256], path[4096];
+        char name[256];
         tf_study_profile_name(&w->config, name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
+        size_t path_size = strlen(profile_dir) + strlen(name) + 2;
+        char *path = malloc(path_size), *text = NULL;
+        if (!path) {
+            rc = tf_fail(err, TF_ENOMEM, "out of memory writing the study's profiles");
+            break;
+        }
+        snprintf(path, path_size, "%s/%s", profile_dir, name);
+        for (int k = first_profile; k < count && !rc; k++)
+            if (strcmp(paths[k], path) == 0)
+                rc = tf_fail(err, TF_EINVAL,
+                             "--profiles: two configurations would both be written to %s (caps "
+                             "or p2p lags that differ beyond 6 significant digits)",
+                             path);
         tf_profile p;
-        int rc = tf_study_make_profile(s, &w->config, &p, err);
-        if (!rc) {
-            rc = tf_profile_save(&p, path, err);
+        if (!rc && (rc = tf_study_make_profile(s, &w->config, &p, err)) == 0) {
+            rc = tf_profile_to_json(&p, &text, err);
             tf_profile_free(&p);
         }
-        if (rc)
-            return rc;
+        if (rc) {
+            free(path);
+            break;
+        }
+        paths[count] = path;
+        data[count] = text;
+        lens[count++] = strlen(text);
     }
-    return 0;
+    if (!rc)
+        rc = tf_write_files_atomic(count, paths, data, lens, err);
+    for (int k = first_profile; k < count; k++) {
+        free((void *)paths[k]);
+        free((void *)data[k]);
+    }
+done:
+    free(paths);
+    free(data);
+    free(lens);
+    return rc;
 }
 
 /* ---- markdown summary ------------------------------------------------- */

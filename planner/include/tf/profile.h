@@ -11,6 +11,12 @@
 #include "tf/error.h"
 #include "tf/schedule.h"
 
+/* Longest duration (and p2p lag) accepted anywhere, in ms: about 2.8 hours
+ * for one action of one microbatch, far beyond any real pipeline, and small
+ * enough that the LP's sums over millions of actions stay well conditioned.
+ * Larger finite values are input errors that name the field. */
+#define TF_MAX_DURATION_MS 1e7
+
 typedef struct tf_stage_times {
     double forward_ms;
     double backward_ms;                /* full B */

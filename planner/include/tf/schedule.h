@@ -51,6 +51,15 @@ int tf_action_parse(const char *cell, tf_action *a, tf_error *err);
  * "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble". */
 int tf_schedule_is_builtin(const char *name);
 
+/* The official spelling of a built-in name given in any letter case
+ * ("1f1b" -> "1F1B"), a static string; NULL when name is not built in. */
+const char *tf_schedule_canonical_name(const char *name);
+
+/* Stages per rank a schedule runs with unless told otherwise: 2 for
+ * Interleaved1F1B, InterleavedZeroBubble and ZBVZeroBubble, else 1 (GPipe,
+ * 1F1B, and names that are not built in). */
+int tf_schedule_default_stages_per_rank(const char *name);
+
 /* Space-separated list of the built-in names, for messages and --help. */
 const char *tf_schedule_builtin_names(void);
 

@@ -15,6 +15,16 @@ int tf_read_file(const char *path, char **data, size_t *len, tf_error *err);
  * the temporary file is removed.  Returns 0 or TF_EIO. */
 int tf_write_file_atomic(const char *path, const void *data, size_t len, tf_error *err);
 
+/* Writes count files as one unit: every file goes to a temporary file
+ * beside its target first, and only when all are written are they renamed
+ * over their targets.  On a failure while writing, every target is left
+ * untouched and no temporary file remains.  (A rename failing after others
+ * succeeded cannot be undone; renames within a directory do not fail in
+ * practice once the temporary file exists.)  Returns 0, TF_EIO or TF_ENOMEM
+ * naming the path. */
+int tf_write_files_atomic(int count, const char *const *paths, const void *const *data,
+                          const size_t *lens, tf_error *err);
+
 /* Monotonic wall clock in seconds. */
 double tf_now_seconds(void);
 

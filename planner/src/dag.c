@@ -248,7 +248,7 @@ double tf_dag_longest_path(const tf_dag *g, const double *dur, double *start)
     return makespan;
 }
 
-void tf_dag_critical(const tf_dag *g, const double *dur, unsigned char *critical)
+int tf_dag_critical(const tf_dag *g, const double *dur, unsigned char *critical)
 {
     double *es = malloc(((size_t)g->n + 1) * sizeof *es);
     double *ls = malloc(((size_t)g->n + 1) * sizeof *ls);
@@ -256,7 +256,7 @@ void tf_dag_critical(const tf_dag *g, const double *dur, unsigned char *critical
         memset(critical, 0, (size_t)g->n);
         free(es);
         free(ls);
-        return;
+        return TF_ENOMEM;
     }
     double makespan = tf_dag_longest_path(g, dur, es);
     /* Latest start: walk the topological order backwards. */
@@ -275,6 +275,7 @@ void tf_dag_critical(const tf_dag *g, const double *dur, unsigned char *critical
         critical[i] = ls[i] - es[i] <= tol;
     free(es);
     free(ls);
+    return 0;
 }
 
 void tf_dag_free(tf_dag *g)

@@ -41,16 +41,19 @@ static int plan_init(tf_plan *plan, const tf_profile *p, const double *caps)
 }
 
 /* Fills per-action rows, critical flags, freeze statistics and throughput
- * from planned durations and start times. */
-static void plan_finish(tf_plan *plan, const tf_dag *g, const double *max_ms,
+ * from planned durations and start times.  Returns 0 or TF_ENOMEM. */
+static int plan_finish(tf_plan *plan, const tf_dag *g, const double *max_ms,
                         const double *min_ms, const double *ratio, const double *duration,
                         const double *start, unsigned char *critical)
 {
     const tf_schedule *s = &plan->schedule;
-    tf_dag_critical(g, duration, critical);
+    int *stage_count = calloc((size_t)s->stages + 1, sizeof *stage_count);
+    if (!stage_count || tf_dag_critical(g, duration, critical)) {
+        free(stage_count);
+        return TF_ENOMEM;
+    }
     double total = 0.0;
     int freezable = 0;
-    int *stage_count = calloc((size_t)s->stages + 1, sizeof *stage_count);
     for (int i = 0; i < s->n_actions; i++) {
         tf_plan_action *a = &plan->actions[i];
         a->action = s->actions[i];
@@ -64,13 +67,12 @@ static void plan_finish(tf_plan *plan, const tf_dag *g, const double *max_ms,
             total += ratio[i];
             freezable++;
             plan->freeze_ratio_stage[a->action.stage] += ratio[i];
-            if (stage_count)
-                stage_count[a->action.stage]++;
+            stage_count[a->action.stage]++;
         }
     }
     for (int st = 0; st < s->stages; st++)
         plan->freeze_ratio_stage[st] =
-            stage_count && stage_count[st] ? plan->freeze_ratio_stage[st] / stage_count[st] : 0.0;
+            stage_count[st] ? plan->freeze_ratio_stage[st] / stage_count[st] : 0.0;
     free(stage_count);
     plan->freeze_ratio_mean = freezable ? total / freezable : 0.0;
     plan->speedup = plan->batch_ms_planned > 0 ? plan->batch_ms_unfrozen / plan->batch_ms_planned
@@ -79,6 +81,7 @@ static void plan_finish(tf_plan *plan, const tf_dag *g, const double *max_ms,
         tokens_per_s(plan->microbatch_tokens, s->microbatches, plan->batch_ms_unfrozen);
     plan->tokens_per_s_planned =
         tokens_per_s(plan->microbatch_tokens, s->microbatches, plan->batch_ms_planned);
+    return 0;
 }
 
 /* Shared body of tf_plan_from_profile and tf_plan_unfrozen. */
@@ -111,13 +114,15 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
         goto done;
     }
     out->objective = o ? o->objective : TF_OBJECTIVE_LEAST_FREEZE;
-    out->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, NULL);
+    /* start doubles as scratch for the all-frozen pass, so no pass allocates. */
+    out->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, start);
     out->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, start);
     if (!solve) {
         out->batch_ms_planned = out->batch_ms_unfrozen;
         snprintf(out->solver_name, sizeof out->solver_name, "none");
         snprintf(out->solver_status, sizeof out->solver_status, "unfrozen");
-        plan_finish(out, &g, max_ms, min_ms, zeros, max_ms, start, critical);
+        if (plan_finish(out, &g, max_ms, min_ms, zeros, max_ms, start, critical))
+            rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
         goto done;
     }
     if ((rc = tf_freeze_solve(s, &g, max_ms, min_ms, caps, out->objective, &fr, err)))
@@ -129,7 +134,8 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     out->solver_variables = fr.variables;
     out->solver_constraints = fr.constraints;
     out->solver_seconds = fr.seconds;
-    plan_finish(out, &g, max_ms, min_ms, fr.ratio, fr.duration, fr.start, critical);
+    if (plan_finish(out, &g, max_ms, min_ms, fr.ratio, fr.duration, fr.start, critical))
+        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
 
 done:
     if (rc)
@@ -434,16 +440,20 @@ static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_er
             for (int k = 0; k < count; k++) {
                 max_ms[k] = plan->actions[k].max_ms;
                 min_ms[k] = plan->actions[k].min_ms;
+            }
+            /* start serves as scratch for the bounds before it is filled. */
+            plan->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, start);
+            plan->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, start);
+            for (int k = 0; k < count; k++) {
                 ratio[k] = plan->actions[k].freeze_ratio;
                 dur[k] = plan->actions[k].ms;
                 start[k] = plan->actions[k].start_ms;
             }
-            plan->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, NULL);
-            plan->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, NULL);
             plan->batch_ms_planned = 0.0;
             for (int k = 0; k < count; k++)
                 plan->batch_ms_planned = fmax(plan->batch_ms_planned, start[k] + dur[k]);
-            plan_finish(plan, &g, max_ms, min_ms, ratio, dur, start, critical);
+            if (plan_finish(plan, &g, max_ms, min_ms, ratio, dur, start, critical))
+                rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
         }
         tf_dag_free(&g);
         free(max_ms);

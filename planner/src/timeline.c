@@ -197,8 +197,7 @@ static int unfrozen_panel(const tl_model *m, tl_panel *p)
     for (int i = 0; i < m->n; i++)
         p->ms[i] = plan->actions[i].max_ms;
     p->makespan = tf_dag_longest_path(&m->dag, p->ms, p->start);
-    tf_dag_critical(&m->dag, p->ms, p->critical);
-    return 0;
+    return tf_dag_critical(&m->dag, p->ms, p->critical);
 }
 
 static int model_build(const tf_plan *plan, const tf_timeline_options *opt, tl_model *m,
@@ -230,8 +229,8 @@ static int model_build(const tf_plan *plan, const tf_timeline_options *opt, tl_m
             return tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
     if ((rc = planned_panel(plan, planned, err)) || (rc = check_panel(m, planned, err)))
         return rc;
-    if (opt->compare_unfrozen)
-        unfrozen_panel(m, &m->panels[0]);
+    if (opt->compare_unfrozen && unfrozen_panel(m, &m->panels[0]))
+        return tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
     return 0;
 }
 

@@ -42,12 +42,14 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
 
 /* Longest path with node durations dur[n]: start[i] (n, may be NULL) gets the
  * earliest start of each action when every action starts as soon as its
- * predecessors finish (plus lags).  Returns the batch time (makespan). */
+ * predecessors finish (plus lags).  Returns the batch time (makespan), or
+ * NaN when start is NULL and no scratch memory could be allocated. */
 double tf_dag_longest_path(const tf_dag *g, const double *dur, double *start);
 
 /* Marks critical[i] = 1 for actions with zero slack (relative tolerance
- * 1e-9 of the makespan) in the schedule with durations dur, else 0. */
-void tf_dag_critical(const tf_dag *g, const double *dur, unsigned char *critical);
+ * 1e-9 of the makespan) in the schedule with durations dur, else 0.
+ * Returns 0, or TF_ENOMEM with every mark 0. */
+int tf_dag_critical(const tf_dag *g, const double *dur, unsigned char *critical);
 
 /* Frees the arrays of g and zeroes it. */
 void tf_dag_free(tf_dag *g);

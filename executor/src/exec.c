@@ -336,6 +336,32 @@ static void print_progress(FILE *out, int bar, long step, long steps, double los
     fflush(out);
 }
 
+/* Keeps the log lines of steps up to `last_step`: a run that stopped after
+ * its last checkpoint logged steps that the resumed run repeats.  The log is
+ * rewritten atomically; a missing log is fine. */
+static int truncate_log(const char *path, long last_step, tf_error *err)
+{
+    char *text;
+    size_t len;
+    if (tf_read_file(path, &text, &len, NULL) != 0)
+        return 0;
+    size_t kept = 0;
+    for (char *line = text; line < text + len;) {
+        char *end = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = end ? (size_t)(end - line) + 1 : (size_t)(text + len - line);
+        const char *field = strstr(line, "\"step\":");
+        long step = field && field < line + n ? strtol(field + 7, NULL, 10) : 0;
+        if (step <= last_step) {
+            memmove(text + kept, line, n);
+            kept += n;
+        }
+        line += n;
+    }
+    int rc = tf_write_file_atomic(path, text, kept, err);
+    free(text);
+    return rc;
+}
+
 int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_error *err)
 {
     int rc = 0;
@@ -412,6 +438,8 @@ int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_err
         if (found)
             fprintf(out, "resuming from %s at step %ld\n", o->checkpoint_dir, start);
     }
+    if (o->log_path && start > 0)
+        TFX_TRY(truncate_log(o->log_path, start, err));
     if (o->log_path) {
         log = fopen(o->log_path, start > 0 ? "a" : "w");
         if (!log) {

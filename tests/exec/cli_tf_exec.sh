@@ -127,6 +127,15 @@ if ! "$TF_EXEC" --schedule GPipe --ranks 2 --microbatches 2 --steps 5 "${model[@
 fi
 grep -q "resuming from $work/ckpt at step 3" "$work/resume.out" || fail "did not resume at step 3"
 
+# A run that stopped after its last checkpoint logged steps the resumed run
+# repeats: the resumed log keeps one line per step.
+"$TF_EXEC" --steps 3 "${model[@]}" --checkpoint "$work/ck2" --log "$work/l.jsonl" >/dev/null 2>&1
+printf '{"step": 4, "loss": 99}\n{"step": 5, "loss": 99}\n' >>"$work/l.jsonl"
+"$TF_EXEC" --steps 5 "${model[@]}" --checkpoint "$work/ck2" --log "$work/l.jsonl" >/dev/null 2>&1
+steps=$(python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["step"]) for l in open(sys.argv[1])))' "$work/l.jsonl")
+[ "$steps" = "1 2 3 4 5" ] || fail "resumed log has steps \"$steps\", expected 1 2 3 4 5"
+grep -q '"loss": 99' "$work/l.jsonl" && fail "resumed log kept the lines of the lost steps"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)"
     exit 1

@@ -10,25 +10,11 @@
 #include <lpsolve/lp_lib.h>
 #include <math.h>
 
+#include "freeze_instance.h"
 #include "test_util.h"
 #include "tf/dag.h"
 #include "tf/freeze.h"
 #include "tf/schedule.h"
-
-typedef struct instance {
-    tf_schedule s;
-    tf_dag g;
-    double *max_ms, *min_ms, *cap;
-} instance;
-
-static void instance_free(instance *x)
-{
-    tf_dag_free(&x->g);
-    tf_schedule_free(&x->s);
-    free(x->max_ms);
-    free(x->min_ms);
-    free(x->cap);
-}
 
 /* A random instance: F in [1,2), B in [2,5) with frozen 10-90% of it,
  * split backwards I in [1,3), W in [1,3) frozen to 1-50%; a tenth of the

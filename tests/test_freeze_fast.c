@@ -5,25 +5,11 @@
  * and whose durations give the reported makespan. */
 #include <math.h>
 
+#include "freeze_instance.h"
 #include "test_util.h"
 #include "tf/dag.h"
 #include "tf/freeze.h"
 #include "tf/schedule.h"
-
-typedef struct instance {
-    tf_schedule s;
-    tf_dag g;
-    double *max_ms, *min_ms, *cap;
-} instance;
-
-static void instance_free(instance *x)
-{
-    tf_dag_free(&x->g);
-    tf_schedule_free(&x->s);
-    free(x->max_ms);
-    free(x->min_ms);
-    free(x->cap);
-}
 
 /* Random times; `equal` makes every action of a type take the same time
  * (degenerate ties); a tenth of the freezable actions are fixed, some

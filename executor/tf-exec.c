@@ -10,6 +10,7 @@
 #include "tf/error.h"
 #include "tf/schedule.h"
 #include "tfx/exec.h"
+#include "tfx/launch.h"
 
 static void usage(FILE *f)
 {
@@ -24,7 +25,8 @@ static void usage(FILE *f)
             "cuda:      --devices LIST (GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on\n"
             "           GPU 0, one stream each; default rank mod GPUs)\n"
             "           --transport cuda|nccl (cuda: in-process device copies, the default;\n"
-            "           nccl: one GPU per rank)  --tf32 (TF32 tensor-core GEMMs, FP32 accumulation)\n"
+            "           nccl: one GPU per rank, the default when launched)\n"
+            "           --tf32 (TF32 tensor-core GEMMs, FP32 accumulation)\n"
 #else
             "cuda:      not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
             "           cuBLAS and NCCL are installed\n"
@@ -37,7 +39,15 @@ static void usage(FILE *f)
             "           --data FILE (default: built-in Markov corpus)  --log FILE (JSON lines)\n"
             "           --checkpoint DIR  --checkpoint-every N (10)  --progress auto|bar|lines\n"
             "profiling: --profile-out FILE  --profile-warmup N (3)  --profile-steps N (5)\n"
-            "           --max-freeze-ratio R (0.9, written into the profile)\n",
+            "           --max-freeze-ratio R (0.9, written into the profile)\n"
+            "cpu:       --transport local|socket (local: in-process, the default; socket: TCP,\n"
+            "           the default when launched)\n"
+            "launched:  one process per rank (or per block of ranks) when RANK/WORLD_SIZE,\n"
+            "           OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS say so (mpirun,\n"
+            "           srun, by hand); processes meet in $TFX_RENDEZVOUS_DIR (/tmp) under\n"
+            "           $TFX_RUN_ID; a silent peer fails the run after $TFX_TIMEOUT s (600);\n"
+            "           $TFX_SOCKET_BIND / $TFX_SOCKET_HOST for several nodes; process 0\n"
+            "           prints and writes --log / --profile-out; no --checkpoint\n",
             tf_schedule_builtin_names());
 }
 
@@ -180,10 +190,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "tf-exec: error: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
         return 2;
     }
+    /* Started by a launcher (mpirun, srun, RANK/WORLD_SIZE by hand)?  One
+     * process of several runs only its own ranks. */
+    if (tfx_launch_env_read(&o.launch, &err) < 0) {
+        fprintf(stderr, "tf-exec: error: %s\n", err.msg);
+        return 2;
+    }
+    char who[64] = "tf-exec";
+    if (o.launch.world_size > 1)
+        snprintf(who, sizeof who, "tf-exec (process %d of %d)", o.launch.rank,
+                 o.launch.world_size);
     rc = o.profile_out ? tfx_exec_profile(&o, &err) : tfx_exec_train(&o, NULL, &err);
     if (rc < 0) {
         fflush(stdout);
-        fprintf(stderr, "tf-exec: error: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
+        fprintf(stderr, "%s: error: %s\n", who, err.msg[0] ? err.msg : tf_strerror(rc));
         return rc == TF_ERUNTIME ? 3 : 1;
     }
     return 0;

@@ -108,8 +108,7 @@ if(_tf_cuda_ok)
     ${_tf_cuda_dir}/backend_cuda.cu
     ${_tf_cuda_dir}/kernels.cu
     ${_tf_cuda_dir}/transport_cuda.cu
-    ${_tf_cuda_dir}/transport_nccl.cu
-    ${_tf_cuda_dir}/launch_env.c)
+    ${_tf_cuda_dir}/transport_nccl.cu)
   target_include_directories(tfexec_cuda
     PUBLIC ${_tf_cuda_dir} ${CMAKE_CURRENT_SOURCE_DIR}/executor/include
     PRIVATE ${NCCL_INCLUDE_DIR})
@@ -117,6 +116,9 @@ if(_tf_cuda_ok)
   # its runtime library too.
   target_link_libraries(tfexec_cuda PUBLIC tfplanner CUDA::cudart CUDA::cublas ${NCCL_LIBRARY}
                                            Threads::Threads stdc++)
+  # transport_nccl.cu uses the rendezvous helpers of tfexec (src/launch_env.c):
+  # CMake repeats the two static libraries on the link line for the cycle.
+  target_link_libraries(tfexec_cuda PUBLIC tfexec)
   set_target_properties(tfexec_cuda PROPERTIES
     CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON CUDA_RUNTIME_LIBRARY Shared)
   # The top level's warning and sanitizer flags are gcc options nvcc does

@@ -19,6 +19,11 @@
 #   freeze_sweep  backward time vs --freeze-ratio 0 .. 1
 #   failure       an injected failure ends every rank with a message, no hang
 #   multi_gpu     (2+ GPUs) NCCL in one process, and two processes (RANK=...)
+#   launched_*    launched mode (one process per GPU, tf-exec runs only its own
+#                 rank; docs/cuda.md "Running"): RANK/WORLD_SIZE by hand vs one
+#                 process (losses), profile -> plan -> train, a killed process,
+#                 mpirun and srun when present, and one GPU shared by two
+#                 processes with NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL >= 2.30)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${1:-gpu-results}
@@ -206,6 +211,160 @@ if [ "$NGPU" -ge 2 ]; then
     fi
 else
     record multi_gpu SKIP "one GPU: NCCL needs a GPU per rank (NCCL 2.28)"
+fi
+
+# ---- launched mode: one process per GPU ---------------------------------------------------------
+# Every process runs only its own rank; data over NCCL, the gathers (loss,
+# counts, action times) and failures over the socket transport (loopback).
+NCCL_H=${NCCL_H:-/usr/local/cuda/include/nccl.h}
+nccl_ver=$(awk '/#define NCCL_MAJOR /{a=$3} /#define NCCL_MINOR /{b=$3} END {print a * 100 + b}' \
+    "$NCCL_H" 2>/dev/null)
+lsmall="--layers 4 --hidden 256 --context 64 --microbatch-size 8 --schedule 1F1B --microbatches 4"
+lsmall="$lsmall --steps 20 --warmup 5 --ramp 5 --freeze-ratio 0.5 --seed 7 --progress lines"
+# launch NAME NPROC [VAR=VALUE...] -- ARGS...: RANK=r WORLD_SIZE=NPROC LOCAL_RANK=r, a fresh
+# rendezvous folder; sets $lrcs to the exit statuses (process 0 first).
+launch() {
+    local name=$1 n=$2
+    shift 2
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    local dir pids=()
+    dir=$(mktemp -d "$OUT/rdv.XXXXXX")
+    for ((r = 0; r < n; r++)); do
+        env "${envs[@]}" RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r TFX_RENDEZVOUS_DIR=$dir \
+            TFX_TIMEOUT=120 timeout 600 "$TF_EXEC" "$@" >"$OUT/$name.$r.txt" 2>&1 &
+        pids+=($!)
+    done
+    lrcs=""
+    for pid in "${pids[@]}"; do wait "$pid"; lrcs="$lrcs $?"; done
+    lrcs=${lrcs# }
+}
+# worst_loss_diff A.jsonl B.jsonl: largest per-step relative loss difference
+worst_loss_diff() {
+    paste -d' ' <(grep -o '"loss": [0-9.eE+-]*' "$1" | awk '{print $2}') \
+                <(grep -o '"loss": [0-9.eE+-]*' "$2" | awk '{print $2}') |
+        awk '{d = ($1 > $2 ? $1 - $2 : $2 - $1) / $1; if (d > w) w = d} END {printf "%.3g", w}'
+}
+if [ "$NGPU" -ge 2 ]; then
+    NP=$NGPU
+    [ "$NP" -gt 4 ] && NP=4
+    devs=$(seq -s, 0 $((NP - 1)))
+    # One process driving every GPU (the reference), then one process per GPU.
+    "$TF_EXEC" --backend cuda --transport nccl --devices "$devs" --ranks $NP $lsmall \
+        --log "$OUT/launched_ref.jsonl" > "$OUT/launched_ref.txt" 2>&1
+    rc_ref=$?
+    launch launched_nccl $NP -- --backend cuda --transport nccl --ranks $NP $lsmall \
+        --log "$OUT/launched_nccl.jsonl"
+    if [ $rc_ref -ne 0 ] || [ "$(echo "$lrcs" | tr -d ' 0')" != "" ]; then
+        record launched_nccl FAIL "exit one process $rc_ref, launched $lrcs: launched_*.txt"
+    else
+        # Same kernels on the same GPUs; only atomics (embedding backward) may
+        # add in another order: 1e-3 as for cpu vs cuda.
+        worst=$(worst_loss_diff "$OUT/launched_ref.jsonl" "$OUT/launched_nccl.jsonl")
+        if awk -v w="$worst" 'BEGIN {exit !(w < 1e-3)}'; then
+            record launched_nccl PASS "$NP processes x 1 GPU vs one process: loss difference $worst"
+        else
+            record launched_nccl FAIL "$NP processes vs one process: loss difference $worst"
+        fi
+    fi
+    # profile -> plan -> train, all launched
+    launch launched_prof $NP -- --backend cuda --ranks $NP $MODEL --schedule 1F1B \
+        --microbatches 8 --profile-out "$OUT/launched_profile.json"
+    lp_ok=0
+    if [ "$(echo "$lrcs" | tr -d ' 0')" = "" ] &&
+        "$TF_PLAN" "$OUT/launched_profile.json" -o "$OUT/launched_plan.json" \
+            > "$OUT/launched_plan.txt" 2>&1; then
+        launch launched_train $NP -- --backend cuda --plan "$OUT/launched_plan.json" $MODEL \
+            --steps 60 --progress lines
+        [ "$(echo "$lrcs" | tr -d ' 0')" = "" ] && lp_ok=1
+    fi
+    if [ $lp_ok = 1 ]; then
+        record launched_loop PASS "$(grep -o 'speedup: measured [0-9.]*x, planned [0-9.]*x' \
+            "$OUT/launched_train.0.txt")"
+    else
+        record launched_loop FAIL "see launched_prof.*.txt, launched_plan.txt, launched_train.*.txt"
+    fi
+    # A process killed in the middle: the others end with a message naming it.
+    dir=$(mktemp -d "$OUT/rdv.XXXXXX")
+    kpids=()
+    for ((r = 0; r < NP; r++)); do
+        RANK=$r WORLD_SIZE=$NP LOCAL_RANK=$r TFX_RENDEZVOUS_DIR=$dir TFX_TIMEOUT=60 \
+            "$TF_EXEC" --backend cuda --ranks $NP $lsmall --steps 100000 \
+            > "$OUT/launched_kill.$r.txt" 2>&1 &
+        kpids+=($!)
+    done
+    for _ in $(seq 600); do grep -q "^step 5/" "$OUT/launched_kill.0.txt" && break; sleep 0.1; done
+    t0=$(date +%s)
+    kill -9 "${kpids[1]}"
+    krcs=""
+    for ((r = 0; r < NP; r++)); do
+        [ $r = 1 ] && continue
+        # bounded: 90 s, then it counts as a hang (an exited child stays a
+        # zombie until waited for, which kill -0 does not tell apart)
+        for _ in $(seq 900); do
+            ps -o stat= -p "${kpids[r]}" 2>/dev/null | grep -qv Z || break
+            sleep 0.1
+        done
+        kill -9 "${kpids[r]}" 2>/dev/null
+        wait "${kpids[r]}"
+        krcs="$krcs $?"
+    done
+    wait "${kpids[1]}" 2>/dev/null
+    t1=$(date +%s)
+    if echo "$krcs" | grep -qw 137; then
+        record launched_kill FAIL "a process hung after its peer was killed (exit codes$krcs)"
+    elif grep -q "process 1 (rank 1) closed its connection" "$OUT/launched_kill.0.txt"; then
+        record launched_kill PASS "the others ended in $((t1 - t0)) s naming process 1 (exit codes$krcs)"
+    else
+        record launched_kill FAIL "exit codes$krcs; see launched_kill.*.txt"
+    fi
+    # mpirun and srun, when this machine has them.
+    if command -v mpirun > /dev/null; then
+        dir=$(mktemp -d "$OUT/rdv.XXXXXX")
+        if TFX_RENDEZVOUS_DIR=$dir timeout 600 mpirun --allow-run-as-root --oversubscribe -np $NP \
+            -x TFX_RENDEZVOUS_DIR -x PATH -x LD_LIBRARY_PATH "$TF_EXEC" --backend cuda \
+            --ranks $NP $lsmall > "$OUT/launched_mpirun.txt" 2>&1 &&
+            grep -q "final loss" "$OUT/launched_mpirun.txt"; then
+            record launched_mpirun PASS "mpirun -np $NP (OMPI_COMM_WORLD_* / PMI_* variables)"
+        else
+            record launched_mpirun FAIL "see launched_mpirun.txt"
+        fi
+    else
+        record launched_mpirun SKIP "no mpirun on this machine"
+    fi
+    if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun > /dev/null; then
+        if timeout 600 srun --ntasks $NP --gpus-per-task 1 "$TF_EXEC" --backend cuda \
+            --ranks $NP $lsmall > "$OUT/launched_srun.txt" 2>&1 &&
+            grep -q "final loss" "$OUT/launched_srun.txt"; then
+            record launched_srun PASS "srun --ntasks $NP --gpus-per-task 1"
+        else
+            record launched_srun FAIL "see launched_srun.txt"
+        fi
+    else
+        record launched_srun SKIP "not inside a Slurm allocation"
+    fi
+fi
+# Two processes sharing GPU 0: NCCL refuses two ranks of a communicator on
+# one GPU before 2.30; from 2.30 NCCL_MULTI_RANK_GPU_ENABLE=1 allows it.
+if [ "${nccl_ver:-0}" -ge 230 ]; then
+    "$TF_EXEC" --backend cuda --transport cuda --devices 0 --ranks 2 $lsmall \
+        --log "$OUT/launched_1gpu_ref.jsonl" > "$OUT/launched_1gpu_ref.txt" 2>&1
+    rc_ref=$?
+    launch launched_1gpu 2 NCCL_MULTI_RANK_GPU_ENABLE=1 -- --backend cuda --transport nccl \
+        --devices 0 --ranks 2 $lsmall --log "$OUT/launched_1gpu.jsonl"
+    if [ $rc_ref -ne 0 ] || [ "$(echo "$lrcs" | tr -d ' 0')" != "" ]; then
+        record launched_1gpu FAIL "exit one process $rc_ref, launched $lrcs: launched_1gpu*.txt"
+    else
+        worst=$(worst_loss_diff "$OUT/launched_1gpu_ref.jsonl" "$OUT/launched_1gpu.jsonl")
+        if awk -v w="$worst" 'BEGIN {exit !(w < 1e-3)}'; then
+            record launched_1gpu PASS "2 processes on GPU 0 (NCCL_MULTI_RANK_GPU_ENABLE=1): loss difference $worst"
+        else
+            record launched_1gpu FAIL "2 processes on GPU 0: loss difference $worst"
+        fi
+    fi
+else
+    record launched_1gpu SKIP "NCCL ${nccl_ver:-?} (major*100+minor) < 2.30: one GPU per rank only"
 fi
 
 echo "results in $OUT ($failures failed)"

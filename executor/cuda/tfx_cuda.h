@@ -32,6 +32,7 @@ extern "C" {
 
 #include "tf/error.h"
 #include "tfx/backend.h"
+#include "tfx/launch.h"
 #include "tfx/transport.h"
 
 /* Number of CUDA devices this process sees; 0 when there is no GPU or no
@@ -118,21 +119,8 @@ typedef struct tfx_nccl_options {
  * Returns 0, TF_EINVAL, TF_EIO (rendezvous), TF_ERUNTIME or TF_ENOMEM. */
 int tfx_transport_nccl_create(const tfx_nccl_options *o, tfx_transport *out, tf_error *err);
 
-/* The launch environment of a process started by a launcher. */
-typedef struct tfx_launch_env {
-    int launched;         /* 1 when a launcher's variables were found */
-    int rank, world_size; /* process rank and count (0 / 1 when not launched) */
-    int local_rank;       /* rank on this node (-1 when unknown) */
-    char source[32];      /* which variables: "RANK", "OMPI", "SLURM", "PMI", "" */
-} tfx_launch_env;
-
-/* Reads RANK / WORLD_SIZE / LOCAL_RANK (torchrun and friends), then
- * OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK (Open MPI), then PMI_RANK /
- * PMI_SIZE (MPICH, Intel MPI; MPI_LOCALRANKID), then SLURM_PROCID /
- * SLURM_NTASKS / SLURM_LOCALID.  Returns 0 (launched = 0 when none is set),
- * or TF_EINVAL naming the variable whose value is not a valid rank / size.
- * Plain C: usable without a GPU. */
-int tfx_launch_env_read(tfx_launch_env *out, tf_error *err);
+/* The launch environment (tfx_launch_env, tfx_launch_env_read) is declared
+ * in tfx/launch.h, included above; it is plain C and part of every build. */
 
 #ifdef __cplusplus
 }

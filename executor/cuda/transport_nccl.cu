@@ -718,41 +718,13 @@ static const tfx_transport_ops nccl_ops = make_nccl_ops();
 
 /* ---- rendezvous (multi-process) --------------------------------------------- */
 
-/* The run's name for its files: several jobs may share the folder. */
-static void run_key(const tfx_nccl_options *o, char *buf, size_t size)
-{
-    const char *id = o->run_id;
-    if (!id || !*id)
-        id = getenv("TFX_RUN_ID");
-    if (id && *id) {
-        snprintf(buf, size, "%s", id);
-    } else if (getenv("SLURM_JOB_ID")) {
-        snprintf(buf, size, "slurm%s.%s", getenv("SLURM_JOB_ID"),
-                 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
-    } else if (getenv("PMIX_NAMESPACE")) {
-        snprintf(buf, size, "%s", getenv("PMIX_NAMESPACE"));
-    } else if (getenv("OMPI_MCA_ess_base_jobid")) {
-        snprintf(buf, size, "ompi%s", getenv("OMPI_MCA_ess_base_jobid"));
-    } else if (getenv("TORCHELASTIC_RUN_ID")) {
-        snprintf(buf, size, "%s", getenv("TORCHELASTIC_RUN_ID"));
-    } else {
-        snprintf(buf, size, "default");
-    }
-    /* Keep it a file name. */
-    for (char *p = buf; *p; p++)
-        if (*p == '/' || *p == ' ')
-            *p = '_';
-}
-
+/* <dir>/tfx-nccl-<run>-<from>-<to>.id, with the folder and run key of
+ * tfx/launch.h (the socket transport uses the same conventions). */
 static void id_path(const tfx_nccl_options *o, int from, int to, char *buf, size_t size)
 {
-    const char *dir = o->rendezvous_dir;
-    if (!dir || !*dir)
-        dir = getenv("TFX_RENDEZVOUS_DIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
+    const char *dir = tfx_launch_rendezvous_dir(o->rendezvous_dir, NULL);
     char key[128];
-    run_key(o, key, sizeof key);
+    tfx_launch_run_key(o->run_id, key, sizeof key);
     snprintf(buf, size, "%s/tfx-nccl-%s-%d-%d.id", dir, key, from, to);
 }
 

@@ -35,6 +35,64 @@ void tfx_exec_options_default(tfx_exec_options *o)
     o->progress = -1;
     o->fail_rank = -1;
     o->fail_action = -1;
+    memset(&o->launch, 0, sizeof o->launch);
+    o->launch.world_size = 1;
+    o->launch.local_rank = -1;
+}
+
+static int launched(const tfx_exec_options *o)
+{
+    return o->launch.world_size > 1;
+}
+
+/* Checks that the launch fits the pipeline: its process count must divide
+ * the ranks (`what` names where the ranks came from). */
+static int check_launch(const tfx_exec_options *o, const tf_schedule *s, const char *what,
+                        tf_error *err)
+{
+    const tfx_launch_env *e = &o->launch;
+    if (!launched(o))
+        return 0;
+    if (s->ranks % e->world_size != 0)
+        return tf_fail(err, TF_EINVAL,
+                       "environment %s=%d: %d processes cannot run the %d pipeline ranks of %s "
+                       "(start one process per rank, or a number of processes that divides "
+                       "the ranks)",
+                       e->size_var[0] ? e->size_var : "WORLD_SIZE", e->world_size,
+                       e->world_size, s->ranks, what);
+    if (o->checkpoint_dir)
+        return tf_fail(err, TF_EINVAL,
+                       "--checkpoint %s: not supported with one process per rank (%s=%d); run "
+                       "in one process to checkpoint",
+                       o->checkpoint_dir, e->size_var[0] ? e->size_var : "WORLD_SIZE",
+                       e->world_size);
+    return 0;
+}
+
+/* Where the ranks of a pipeline came from, for messages. */
+static void ranks_source(const tfx_exec_options *o, char *buf, size_t size)
+{
+    if (o->plan_path)
+        snprintf(buf, size, "the plan %s", o->plan_path);
+    else if (o->ranks)
+        snprintf(buf, size, "--ranks %d", o->ranks);
+    else
+        snprintf(buf, size, "the default --ranks 2");
+}
+
+/* Launched processes other than 0 print nothing: their output goes to
+ * /dev/null (*null, closed by the caller). */
+static int output_stream(const tfx_exec_options *o, FILE **out, FILE **null, tf_error *err)
+{
+    *null = NULL;
+    *out = o->out ? o->out : stdout;
+    if (launched(o) && o->launch.rank != 0) {
+        *null = fopen("/dev/null", "w");
+        if (!*null)
+            return tf_fail(err, TF_EIO, "/dev/null: cannot open for writing");
+        *out = *null;
+    }
+    return 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -115,11 +173,6 @@ static int open_corpus(const tfx_exec_options *o, tfx_corpus *c, tf_error *err)
     return tfx_corpus_builtin(BUILTIN_CORPUS_BYTES, c, err);
 }
 
-static FILE *out_stream(const tfx_exec_options *o)
-{
-    return o->out ? o->out : stdout;
-}
-
 /* Stage tensor counts, for the freeze selector. */
 static int selector_for(const tfx_model_layout *l, const tfx_exec_options *o,
                         tfx_freeze_selector *sel, tf_error *err)
@@ -146,6 +199,11 @@ static void pipeline_options(const tfx_exec_options *o, tfx_pipeline_options *po
     po->adamw = o->adamw;
     po->fail_rank = o->fail_rank;
     po->fail_action = o->fail_action;
+    if (launched(o)) {
+        po->processes = o->launch.world_size;
+        po->process_rank = o->launch.rank;
+        po->local_rank = o->launch.local_rank;
+    }
 }
 
 /* ---- profiling ------------------------------------------------------------ */
@@ -160,7 +218,8 @@ int tfx_exec_profile(const tfx_exec_options *o, tf_error *err)
     int32_t *tokens = NULL, *targets = NULL;
     unsigned char *all_frozen = NULL;
     double *full = NULL, *frozen = NULL, *sample = NULL;
-    FILE *out = out_stream(o);
+    FILE *out = NULL, *null_out = NULL;
+    char source[4200];
 
     if (o->profile_steps < 1 || o->profile_warmup < 0)
         return tf_fail(err, TF_EINVAL, "--profile-steps %d / --profile-warmup %d: need >= 1 / >= 0",
@@ -169,6 +228,9 @@ int tfx_exec_profile(const tfx_exec_options *o, tf_error *err)
         return tf_fail(err, TF_EINVAL, "--max-freeze-ratio %g: must be in [0, 1]",
                        o->max_freeze_ratio);
     TFX_TRY(options_schedule(o, &sched, err));
+    ranks_source(o, source, sizeof source);
+    TFX_TRY(check_launch(o, &sched, source, err));
+    TFX_TRY(output_stream(o, &out, &null_out, err));
     TFX_TRY(open_corpus(o, &corpus, err));
     tfx_pipeline_options po;
     pipeline_options(o, &po);
@@ -285,10 +347,17 @@ int tfx_exec_profile(const tfx_exec_options *o, tf_error *err)
     }
     free(count);
     free(sum);
-    TFX_TRY(tf_profile_save(&prof, o->profile_out, err));
-    fprintf(out, "wrote %s (%d actions, median of %d steps each, unfrozen and frozen)\n",
-            o->profile_out, n, S);
+    /* Launched: every process has every action's times; process 0 writes. */
+    if (!launched(o) || o->launch.rank == 0) {
+        TFX_TRY(tf_profile_save(&prof, o->profile_out, err));
+        fprintf(out, "wrote %s (%d actions, median of %d steps each, unfrozen and frozen)\n",
+                o->profile_out, n, S);
+    }
 fail:
+    if (rc < 0)
+        tfx_pipeline_abort(p, err ? err->msg : "failed");
+    if (null_out)
+        fclose(null_out);
     free(tokens);
     free(targets);
     free(all_frozen);
@@ -376,7 +445,8 @@ int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_err
     double *ratio_of = NULL, *unfrozen_ms = NULL, *frozen_ms = NULL, *unfrozen_step = NULL,
            *frozen_step = NULL;
     FILE *log = NULL;
-    FILE *out = out_stream(o);
+    FILE *out = NULL, *null_out = NULL;
+    char source[4200];
     tfx_train_summary sum = {0};
 
     if (o->steps < 0 || o->warmup < 0 || o->ramp < 0)
@@ -393,6 +463,9 @@ int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_err
     } else {
         TFX_TRY(options_schedule(o, &sched, err));
     }
+    ranks_source(o, source, sizeof source);
+    TFX_TRY(check_launch(o, &sched, source, err));
+    TFX_TRY(output_stream(o, &out, &null_out, err));
     TFX_TRY(open_corpus(o, &corpus, err));
     tfx_pipeline_options po;
     pipeline_options(o, &po);
@@ -438,9 +511,10 @@ int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_err
         if (found)
             fprintf(out, "resuming from %s at step %ld\n", o->checkpoint_dir, start);
     }
-    if (o->log_path && start > 0)
+    const int writes_log = o->log_path && (!launched(o) || o->launch.rank == 0);
+    if (writes_log && start > 0)
         TFX_TRY(truncate_log(o->log_path, start, err));
-    if (o->log_path) {
+    if (writes_log) {
         log = fopen(o->log_path, start > 0 ? "a" : "w");
         if (!log) {
             rc = tf_fail(err, TF_EIO, "--log %s: cannot open for writing", o->log_path);
@@ -583,6 +657,10 @@ int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_err
 fail:
     if (log && fclose(log) != 0 && rc == 0)
         rc = tf_fail(err, TF_EIO, "--log %s: write failed", o->log_path);
+    if (rc < 0)
+        tfx_pipeline_abort(p, err ? err->msg : "failed");
+    if (null_out)
+        fclose(null_out);
     free(tokens);
     free(targets);
     free(mask);

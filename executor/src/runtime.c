@@ -1,4 +1,5 @@
-/* runtime.c - the pipeline runtime: rank threads, messages, optimizer. */
+/* runtime.c - the pipeline runtime: rank threads, messages, optimizer, and
+ * the launched mode's gathering of step results (see runtime.h). */
 #include "tfx/runtime.h"
 
 #include <pthread.h>
@@ -25,7 +26,18 @@ struct tfx_pipeline {
     double *action_ms;        /* n_actions */
     double *action_start_ms;  /* n_actions */
     int on_gpu;               /* backends are CUDA: time actions with events */
+    /* Launched mode: this process runs ranks [first_local, first_local +
+     * n_local) (all ranks in the single-process mode). */
+    int processes, process, first_local, n_local;
+    tfx_transport control;    /* launched: socket transport between processes */
+    int control_shared;       /* control is also the data transport (cpu) */
+    atomic_int data_ready;    /* transport is set (for the remote-abort hook) */
+    int broken;               /* launched: a step failed; later steps repeat it */
+    tf_error broken_err;
 };
+
+/* Tags of the launched mode's control messages (data tags are >= 0). */
+enum { TAG_REPORT = -1, TAG_VERDICT = -2 };
 
 /* What one rank thread needs for one phase of a step. */
 typedef struct rank_job {
@@ -48,16 +60,31 @@ void tfx_pipeline_options_default(tfx_pipeline_options *o)
     tfx_adamw_config_default(&o->adamw);
     o->fail_rank = -1;
     o->fail_action = -1;
+    o->processes = 1;
+    o->local_rank = -1;
+}
+
+static int is_local_rank(const tfx_pipeline *p, int rank)
+{
+    return rank >= p->first_local && rank < p->first_local + p->n_local;
+}
+
+int tfx_pipeline_has_stage(const tfx_pipeline *p, int stage)
+{
+    return stage >= 0 && stage < p->schedule.stages &&
+           is_local_rank(p, p->schedule.stage_rank[stage]);
 }
 
 /* The backend of one rank: CUDA on the GPU the devices list names (with
- * TF32 GEMMs if asked), anything else by name. */
-static int create_backend(const tfx_pipeline_options *o, int rank, tfx_backend *out,
-                          tf_error *err)
+ * TF32 GEMMs if asked), anything else by name.  device_index picks the
+ * entry of the devices list (or, without one, the GPU modulo their count):
+ * the rank itself in one process, see tfx_pipeline_options when launched. */
+static int create_backend(const tfx_pipeline_options *o, int rank, int device_index,
+                          tfx_backend *out, tf_error *err)
 {
 #ifdef TF_HAVE_CUDA
     if (strcmp(o->backend, "cuda") == 0) {
-        int device, rc = tfx_cuda_device_for_rank(o->devices, rank, &device, err);
+        int device, rc = tfx_cuda_device_for_rank(o->devices, device_index, &device, err);
         if (rc == 0)
             rc = tfx_backend_cuda_create(rank, device, out, err);
         if (rc == 0 && o->tf32)
@@ -65,6 +92,7 @@ static int create_backend(const tfx_pipeline_options *o, int rank, tfx_backend *
         return rc;
     }
 #endif
+    (void)device_index;
     return tfx_backend_create(o->backend, rank, out, err);
 }
 
@@ -75,35 +103,86 @@ static int create_transport(tfx_pipeline *p, tf_error *err)
 {
     const tfx_pipeline_options *o = &p->opts;
     const tf_schedule *s = &p->schedule;
+    const int launched = p->processes > 1;
 #ifdef TF_HAVE_CUDA
     if (p->on_gpu) {
-        if (!o->transport || strcmp(o->transport, "cuda") == 0)
+        if (!launched && (!o->transport || strcmp(o->transport, "cuda") == 0))
             return tfx_transport_cuda_create(s->ranks, p->backends, &p->transport, err);
-        if (strcmp(o->transport, "nccl") == 0) {
-            int *local_ranks = malloc(sizeof *local_ranks * (size_t)s->ranks);
+        if ((launched && !o->transport) || strcmp(o->transport, "nccl") == 0) {
+            int *local_ranks = malloc(sizeof *local_ranks * (size_t)p->n_local);
             if (!local_ranks)
                 return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-            for (int r = 0; r < s->ranks; r++)
-                local_ranks[r] = r;
+            for (int i = 0; i < p->n_local; i++)
+                local_ranks[i] = p->first_local + i;
             tfx_nccl_options nccl = {.world_size = s->ranks,
-                                     .n_local = s->ranks,
+                                     .n_local = p->n_local,
                                      .local_ranks = local_ranks,
-                                     .local_backends = p->backends,
+                                     .local_backends = p->backends + p->first_local,
                                      .stages = s->stages,
-                                     .stage_rank = s->stage_rank};
+                                     .stage_rank = s->stage_rank,
+                                     .rendezvous_dir = o->rendezvous_dir,
+                                     .run_id = o->run_id,
+                                     .timeout_s = o->timeout_s};
             int rc = tfx_transport_nccl_create(&nccl, &p->transport, err);
             free(local_ranks);
             return rc;
         }
+        if (launched && strcmp(o->transport, "cuda") == 0)
+            return tf_fail(err, TF_EINVAL,
+                           "--transport cuda: copies between ranks of one process only; with "
+                           "one process per rank (%d processes) use --transport nccl",
+                           p->processes);
         return tf_fail(err, TF_EINVAL, "--transport \"%s\": unknown for the cuda backend "
                                        "(cuda or nccl)", o->transport);
     }
 #endif
+    if ((launched && !o->transport) || (o->transport && strcmp(o->transport, "socket") == 0)) {
+        if (launched) { /* the control transport is already connected */
+            p->transport = p->control;
+            p->control_shared = 1;
+            return 0;
+        }
+        tfx_socket_options so = {.ranks = s->ranks, .processes = 1, .process_rank = 0,
+                                 .timeout_s = o->timeout_s};
+        return tfx_transport_socket_create(&so, &p->transport, err);
+    }
+    if (launched && (!o->transport || strcmp(o->transport, "local") == 0))
+        return tf_fail(err, TF_EINVAL,
+                       "--transport local: in-process only; with one process per rank (%d "
+                       "processes) the %s backend uses --transport socket",
+                       p->processes, o->backend);
     if (o->transport && strcmp(o->transport, "local") != 0)
-        return tf_fail(err, TF_EINVAL, "--transport \"%s\": the %s backend has only the "
-                                       "in-process transport (local)",
+        return tf_fail(err, TF_EINVAL, "--transport \"%s\": unknown for the %s backend "
+                                       "(local, the in-process default, or socket)",
                        o->transport, o->backend);
     return tfx_transport_local_create(s->ranks, &p->transport, err);
+}
+
+/* The control transport heard of a failure in another process: wake this
+ * process's ranks blocked on the data transport too (NCCL). */
+static void remote_abort_hook(void *arg, int rank, const char *msg)
+{
+    tfx_pipeline *p = arg;
+    /* data_ready first: it orders the reads of control_shared and transport
+     * after their writes in create_transport. */
+    if (atomic_load(&p->data_ready) && !p->control_shared)
+        p->transport.ops->abort(p->transport.ctx, rank, msg);
+}
+
+/* Launched mode: connects to the other processes (before anything that can
+ * fail on one process only, so such a failure can be told to the others). */
+static int create_control(tfx_pipeline *p, tf_error *err)
+{
+    const tfx_pipeline_options *o = &p->opts;
+    tfx_socket_options so = {.ranks = p->schedule.ranks,
+                             .processes = p->processes,
+                             .process_rank = p->process,
+                             .rendezvous_dir = o->rendezvous_dir,
+                             .run_id = o->run_id,
+                             .timeout_s = o->timeout_s,
+                             .on_remote_abort = remote_abort_hook,
+                             .on_remote_abort_arg = p};
+    return tfx_transport_socket_create(&so, &p->control, err);
 }
 
 static long message_tag(const tfx_pipeline *p, int kind, int stage, int mb)
@@ -129,6 +208,25 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
     p->opts = *o;
     if (!p->opts.backend)
         p->opts.backend = "cpu";
+    atomic_init(&p->data_ready, 0);
+    p->processes = o->processes > 1 ? o->processes : 1;
+    p->process = p->processes > 1 ? o->process_rank : 0;
+    p->first_local = 0;
+    p->n_local = s->ranks;
+    if (p->processes > 1) {
+        if (p->process < 0 || p->process >= p->processes) {
+            rc = tf_fail(err, TF_EINVAL, "pipeline: process %d of %d", p->process, p->processes);
+            goto fail;
+        }
+        if (s->ranks % p->processes != 0) {
+            rc = tf_fail(err, TF_EINVAL,
+                         "pipeline: %d ranks cannot be split evenly over %d processes",
+                         s->ranks, p->processes);
+            goto fail;
+        }
+        p->n_local = s->ranks / p->processes;
+        p->first_local = p->process * p->n_local;
+    }
     TFX_TRY(tf_schedule_copy(s, &p->schedule) < 0
                 ? tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__)
                 : 0);
@@ -138,14 +236,6 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
             p->split_backward = 1;
     TFX_CALLOC(p->action_ms, s->n_actions);
     TFX_CALLOC(p->action_start_ms, s->n_actions);
-    TFX_CALLOC(p->backends, s->ranks);
-    for (int r = 0; r < s->ranks; r++)
-        TFX_TRY(create_backend(&p->opts, r, &p->backends[r], err));
-#ifdef TF_HAVE_CUDA
-    p->on_gpu = tfx_backend_is_cuda(&p->backends[0]);
-#endif
-    TFX_TRY(create_transport(p, err));
-    TFX_CALLOC(p->stages, s->stages);
     for (int st = 0; st < s->stages; st++) {
         int r = s->stage_rank[st];
         if (r < 0 || r >= s->ranks) {
@@ -153,12 +243,59 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
                          s->ranks);
             goto fail;
         }
+    }
+    if (p->processes > 1) {
+        /* Refuse a transport that cannot work before waiting for peers. */
+        const char *t = o->transport;
+        int cuda = p->opts.backend && strcmp(p->opts.backend, "cuda") == 0;
+        if (t && !cuda && strcmp(t, "socket") != 0) {
+            rc = tf_fail(err, TF_EINVAL,
+                         "--transport %s: %s; with one process per rank (%d processes) the %s "
+                         "backend uses --transport socket",
+                         t, strcmp(t, "local") == 0 ? "in-process only" : "unknown",
+                         p->processes, p->opts.backend);
+            goto fail;
+        }
+        if (t && cuda && strcmp(t, "nccl") != 0) {
+            rc = tf_fail(err, TF_EINVAL,
+                         "--transport %s: %s; with one process per rank (%d processes) use "
+                         "--transport nccl",
+                         t, strcmp(t, "cuda") == 0 ? "copies between ranks of one process only"
+                                                   : "unknown",
+                         p->processes);
+            goto fail;
+        }
+        TFX_TRY(create_control(p, err));
+    }
+    TFX_CALLOC(p->backends, s->ranks);
+    for (int i = 0; i < p->n_local; i++) {
+        int r = p->first_local + i;
+        int device_index = r;
+        if (p->processes > 1)
+            device_index = o->devices && *o->devices
+                               ? i
+                               : (o->local_rank >= 0 ? o->local_rank : p->process) * p->n_local + i;
+        TFX_TRY(create_backend(&p->opts, r, device_index, &p->backends[r], err));
+    }
+#ifdef TF_HAVE_CUDA
+    p->on_gpu = tfx_backend_is_cuda(&p->backends[p->first_local]);
+#endif
+    TFX_TRY(create_transport(p, err));
+    atomic_store(&p->data_ready, 1);
+    TFX_CALLOC(p->stages, s->stages);
+    for (int st = 0; st < s->stages; st++) {
+        int r = s->stage_rank[st];
+        if (!is_local_rank(p, r))
+            continue;
         TFX_TRY(tfx_stage_create(&p->layout, st, p->backends[r], s->microbatches,
                                  p->split_backward, p->opts.seed, &p->stages[st], err));
     }
     *out = p;
     return 0;
 fail:
+    /* The other processes must not wait for this one. */
+    if (p && p->control.ops)
+        p->control.ops->abort(p->control.ctx, p->first_local, err ? err->msg : "set-up failed");
     tfx_pipeline_destroy(p);
     return rc;
 }
@@ -170,7 +307,10 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
     for (int st = 0; p->stages && st < p->schedule.stages; st++)
         tfx_stage_destroy(&p->stages[st]);
     free(p->stages);
-    if (p->transport.ops)
+    /* The control transport first: after it no remote-abort hook runs. */
+    if (p->control.ops)
+        p->control.ops->destroy(p->control.ctx);
+    if (p->transport.ops && !p->control_shared)
         p->transport.ops->destroy(p->transport.ctx);
     for (int r = 0; p->backends && r < p->schedule.ranks; r++)
         if (p->backends[r].ops)
@@ -335,20 +475,23 @@ static void *rank_optimizer_thread(void *arg)
     return NULL;
 }
 
-/* Runs fn on one thread per rank and joins them.  Returns 0 or the error of
- * rank *failed_rank (the first failure when the threads record one). */
-static int run_ranks(tfx_pipeline *p, rank_job *jobs, void *(*fn)(void *),
-                     atomic_int *first_failure, tf_error *err)
+/* Runs fn on one thread per job (jobs[i].rank == jobs[0].rank + i) and
+ * joins them.  Returns 0 or the error of the rank that failed first (when
+ * the threads record one), whose job *cause_job (may be NULL) points to. */
+static int run_ranks(tfx_pipeline *p, rank_job *jobs, int R, void *(*fn)(void *),
+                     atomic_int *first_failure, rank_job **cause_job, tf_error *err)
 {
-    const int R = p->schedule.ranks;
+    if (cause_job)
+        *cause_job = NULL;
     pthread_t *threads = calloc((size_t)R, sizeof *threads);
     if (!threads)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
     int started = 0, rc = 0;
     for (; started < R; started++) {
         if (pthread_create(&threads[started], NULL, fn, &jobs[started]) != 0) {
-            rc = tf_fail(err, TF_ERUNTIME, "could not start the thread of rank %d", started);
-            p->transport.ops->abort(p->transport.ctx, started, err->msg);
+            rc = tf_fail(err, TF_ERUNTIME, "could not start the thread of rank %d",
+                         jobs[started].rank);
+            p->transport.ops->abort(p->transport.ctx, jobs[started].rank, err->msg);
             break;
         }
     }
@@ -358,18 +501,27 @@ static int run_ranks(tfx_pipeline *p, rank_job *jobs, void *(*fn)(void *),
     if (rc < 0)
         return rc;
     int cause = atomic_load(first_failure);
+    cause = cause >= 0 ? cause - jobs[0].rank : -1;
     for (int r = 0; cause < 0 && r < R; r++)
         if (jobs[r].rc < 0)
             cause = r;
-    if (cause >= 0)
-        return tf_fail(err, jobs[cause].rc, "rank %d failed (all ranks stopped): %s", cause,
-                       jobs[cause].err.msg);
+    if (cause >= 0) {
+        if (cause_job)
+            *cause_job = &jobs[cause];
+        return tf_fail(err, jobs[cause].rc, "rank %d failed (all ranks stopped): %s",
+                       jobs[cause].rank, jobs[cause].err.msg);
+    }
     return 0;
 }
+
+static int step_launched(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
+                         tf_error *err);
 
 int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
                       tf_error *err)
 {
+    if (p->processes > 1)
+        return step_launched(p, in, res, err);
     const tf_schedule *s = &p->schedule;
     const int R = s->ranks;
     atomic_int first_failure;
@@ -386,7 +538,7 @@ int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result
     for (int r = 0; r < R; r++)
         jobs[r] = (rank_job){.p = p, .rank = r, .in = in, .t0 = t0,
                              .first_failure = &first_failure};
-    rc = run_ranks(p, jobs, rank_actions_thread, &first_failure, err);
+    rc = run_ranks(p, jobs, R, rank_actions_thread, &first_failure, NULL, err);
     double t1 = tf_now_seconds();
     int dropped = p->transport.ops->reset(p->transport.ctx);
     if (rc == 0 && dropped)
@@ -399,7 +551,7 @@ int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result
         for (int r = 0; r < R; r++)
             jobs[r] = (rank_job){.p = p, .rank = r, .in = in, .t0 = t0,
                                  .first_failure = &first_failure};
-        TFX_TRY(run_ranks(p, jobs, rank_optimizer_thread, &first_failure, err));
+        TFX_TRY(run_ranks(p, jobs, R, rank_optimizer_thread, &first_failure, NULL, err));
         unsigned char *update = malloc((size_t)p->layout.n_tensors);
         if (!update) {
             rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
@@ -428,6 +580,195 @@ fail:
 done:
     free(jobs);
     return rc;
+}
+
+/* ---- launched mode ------------------------------------------------------------ */
+
+/* What a process reports to process 0 after the actions of a step, and what
+ * process 0 sends back merged; followed on the wire by the compute times
+ * and the start offsets of every action (n_actions doubles each; a report
+ * fills the entries of its own ranks' actions). */
+typedef struct step_report {
+    double pipeline_ms;  /* report: this process's; merged: the largest */
+    double loss;         /* mean token loss, from the process of the last stage */
+    int64_t has_loss;
+    int64_t gemms, reductions, skipped;
+} step_report;
+
+static void pack_report(const tfx_pipeline *p, const step_report *r, unsigned char *buf)
+{
+    const size_t n = (size_t)p->schedule.n_actions;
+    memcpy(buf, r, sizeof *r);
+    memcpy(buf + sizeof *r, p->action_ms, n * sizeof(double));
+    memcpy(buf + sizeof *r + n * sizeof(double), p->action_start_ms, n * sizeof(double));
+}
+
+/* Copies the head of a packed report into *r, and the timings of the
+ * actions [a0, a1) into the pipeline's arrays. */
+static void unpack_report(tfx_pipeline *p, const unsigned char *buf, step_report *r, int a0,
+                          int a1)
+{
+    const size_t n = (size_t)p->schedule.n_actions;
+    const unsigned char *ms = buf + sizeof *r, *start = ms + n * sizeof(double);
+    memcpy(r, buf, sizeof *r);
+    if (a1 > a0) {
+        memcpy(p->action_ms + a0, ms + (size_t)a0 * sizeof(double),
+               (size_t)(a1 - a0) * sizeof(double));
+        memcpy(p->action_start_ms + a0, start + (size_t)a0 * sizeof(double),
+               (size_t)(a1 - a0) * sizeof(double));
+    }
+}
+
+/* A launched step failed with rc / err: name the rank that failed first as
+ * the control transport heard of it, make sure every process hears of it,
+ * and keep the error for later steps.  Returns the (possibly restated)
+ * error code. */
+static int launched_failure(tfx_pipeline *p, int rc, tf_error *err)
+{
+    int rank = -1;
+    char msg[512];
+    if (tfx_transport_socket_abort_cause(&p->control, &rank, msg, sizeof msg) == 1 &&
+        !is_local_rank(p, rank))
+        rc = tf_fail(err, TF_ERUNTIME, "rank %d failed (all ranks stopped): %s", rank, msg);
+    else
+        p->control.ops->abort(p->control.ctx, p->first_local, err->msg);
+    p->broken = 1;
+    p->broken_err = *err;
+    return rc;
+}
+
+/* Launched mode: the actions of this process's ranks, the exchange of the
+ * step's figures through process 0, then AdamW (see runtime.h). */
+static int step_launched(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
+                         tf_error *err)
+{
+    const tf_schedule *s = &p->schedule;
+    const tfx_model_layout *l = &p->layout;
+    const int n = s->n_actions, per = p->n_local, lead = p->first_local;
+    const size_t bytes = sizeof(step_report) + 2 * (size_t)n * sizeof(double);
+    const tfx_transport c = p->control;
+    tf_error local_err = {0};
+    atomic_int first_failure;
+    rank_job *jobs = NULL, *cause = NULL;
+    unsigned char *buf = NULL, *other = NULL;
+    int rc = 0;
+    if (!err)
+        err = &local_err;
+    memset(res, 0, sizeof *res);
+    if (p->broken)
+        return tf_fail(err, TF_ERUNTIME, "an earlier step failed: %s", p->broken_err.msg);
+    TFX_CALLOC(jobs, per);
+    TFX_CALLOC(buf, bytes);
+    TFX_CALLOC(other, bytes);
+    for (int st = 0; st < s->stages; st++)
+        memset(&p->stages[st].counts, 0, sizeof p->stages[st].counts);
+
+    const double t0 = tf_now_seconds();
+    atomic_init(&first_failure, -1);
+    for (int i = 0; i < per; i++)
+        jobs[i] = (rank_job){.p = p, .rank = lead + i, .in = in, .t0 = t0,
+                             .first_failure = &first_failure};
+    rc = run_ranks(p, jobs, per, rank_actions_thread, &first_failure, &cause, err);
+    const double t1 = tf_now_seconds();
+    if (rc < 0) {
+        /* Tell every process (a no-op when the transport already knows). */
+        if (cause)
+            c.ops->abort(c.ctx, cause->rank, cause->err.msg);
+        goto failed;
+    }
+
+    /* This process's part of the result, computed as in one process. */
+    step_report mine = {.pipeline_ms = (t1 - t0) * 1e3};
+    const int last_stage = s->stages - 1;
+    if (tfx_pipeline_has_stage(p, last_stage)) {
+        const tfx_stage *last = &p->stages[last_stage];
+        double loss = 0.0;
+        for (int m = 0; m < s->microbatches; m++)
+            loss += last->act[m].loss_sum;
+        mine.loss = loss / ((double)last->tokens * s->microbatches);
+        mine.has_loss = 1;
+    }
+    for (int st = 0; st < s->stages; st++) {
+        mine.gemms += p->stages[st].counts.gemms;
+        mine.reductions += p->stages[st].counts.reductions;
+        mine.skipped += p->stages[st].counts.skipped;
+    }
+    pack_report(p, &mine, buf);
+    if (p->process != 0) {
+        if ((rc = c.ops->send(c.ctx, lead, 0, TAG_REPORT, buf, bytes, err)) < 0 ||
+            (rc = c.ops->recv(c.ctx, lead, 0, TAG_VERDICT, buf, bytes, err)) < 0)
+            goto failed;
+        unpack_report(p, buf, &mine, 0, n);
+    } else {
+        for (int q = 1; q < p->processes; q++) {
+            step_report theirs;
+            if ((rc = c.ops->recv(c.ctx, 0, q * per, TAG_REPORT, other, bytes, err)) < 0)
+                goto failed;
+            unpack_report(p, other, &theirs, s->rank_offset[q * per],
+                          s->rank_offset[(q + 1) * per]);
+            if (theirs.pipeline_ms > mine.pipeline_ms)
+                mine.pipeline_ms = theirs.pipeline_ms;
+            if (theirs.has_loss) {
+                mine.loss = theirs.loss;
+                mine.has_loss = 1;
+            }
+            mine.gemms += theirs.gemms;
+            mine.reductions += theirs.reductions;
+            mine.skipped += theirs.skipped;
+        }
+        pack_report(p, &mine, buf);
+        for (int q = 1; q < p->processes; q++)
+            if ((rc = c.ops->send(c.ctx, 0, q * per, TAG_VERDICT, buf, bytes, err)) < 0)
+                goto failed;
+    }
+    if (!mine.has_loss) {
+        rc = tf_fail(err, TF_ERUNTIME, "pipeline: no process reported the loss of stage %d",
+                     last_stage);
+        goto failed;
+    }
+    res->loss = mine.loss;
+    res->pipeline_ms = mine.pipeline_ms;
+    res->counts.gemms = mine.gemms;
+    res->counts.reductions = mine.reductions;
+    res->counts.skipped = mine.skipped;
+
+    if (in->apply_optimizer) {
+        for (int i = 0; i < per; i++)
+            jobs[i] = (rank_job){.p = p, .rank = lead + i, .in = in, .t0 = t0,
+                                 .first_failure = &first_failure};
+        if ((rc = run_ranks(p, jobs, per, rank_optimizer_thread, &first_failure, NULL, err)) < 0)
+            goto failed;
+        /* Tensors updated over the whole model (the mask is the same
+         * everywhere), as one process counts them. */
+        for (int st = 0; st < s->stages; st++) {
+            int first = l->stage_first_tensor[st], K = l->stage_first_tensor[st + 1] - first;
+            for (int i = 0; i < K; i++) {
+                int update = in->frozen ? 0 : 1;
+                for (int m = 0; in->frozen && m < s->microbatches && !update; m++)
+                    if (!in->frozen[(size_t)m * l->n_tensors + first + i])
+                        update = 1;
+                res->tensors_updated += update;
+            }
+        }
+    }
+    res->step_ms = (tf_now_seconds() - t0) * 1e3;
+    goto done;
+failed:
+    rc = launched_failure(p, rc, err);
+    goto done;
+fail: /* TFX_CALLOC */
+    rc = launched_failure(p, rc, err);
+done:
+    free(jobs);
+    free(buf);
+    free(other);
+    return rc;
+}
+
+void tfx_pipeline_abort(tfx_pipeline *p, const char *msg)
+{
+    if (p && p->processes > 1 && p->control.ops)
+        p->control.ops->abort(p->control.ctx, p->first_local, msg);
 }
 
 const tfx_model_layout *tfx_pipeline_layout(const tfx_pipeline *p)
@@ -467,6 +808,10 @@ static float *tensor_buffer(tfx_pipeline *p, int tensor, tfx_buffer_kind kind,
 
 void tfx_pipeline_read_tensor(tfx_pipeline *p, int tensor, tfx_buffer_kind kind, float *host)
 {
+    if (!tfx_pipeline_has_stage(p, p->layout.tensors[tensor].stage)) {
+        memset(host, 0, p->layout.tensors[tensor].count * sizeof(float));
+        return;
+    }
     tfx_stage *st;
     const float *buf = tensor_buffer(p, tensor, kind, &st);
     st->be.ops->download(st->be.ctx, host, buf,
@@ -476,6 +821,8 @@ void tfx_pipeline_read_tensor(tfx_pipeline *p, int tensor, tfx_buffer_kind kind,
 void tfx_pipeline_write_tensor(tfx_pipeline *p, int tensor, tfx_buffer_kind kind,
                                const float *host)
 {
+    if (!tfx_pipeline_has_stage(p, p->layout.tensors[tensor].stage))
+        return;
     tfx_stage *st;
     float *buf = tensor_buffer(p, tensor, kind, &st);
     st->be.ops->upload(st->be.ctx, buf, host, p->layout.tensors[tensor].count * sizeof(float));
@@ -484,11 +831,14 @@ void tfx_pipeline_write_tensor(tfx_pipeline *p, int tensor, tfx_buffer_kind kind
 long tfx_pipeline_tensor_steps(const tfx_pipeline *p, int tensor)
 {
     const tfx_tensor_info *t = &p->layout.tensors[tensor];
+    if (!tfx_pipeline_has_stage(p, t->stage))
+        return 0;
     return p->stages[t->stage].adam_t[t->index_in_stage];
 }
 
 void tfx_pipeline_set_tensor_steps(tfx_pipeline *p, int tensor, long steps)
 {
     const tfx_tensor_info *t = &p->layout.tensors[tensor];
-    p->stages[t->stage].adam_t[t->index_in_stage] = steps;
+    if (tfx_pipeline_has_stage(p, t->stage))
+        p->stages[t->stage].adam_t[t->index_in_stage] = steps;
 }

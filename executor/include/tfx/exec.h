@@ -10,6 +10,11 @@
  * Prints progress, optionally JSON lines (--log), checkpoints (--checkpoint),
  * and ends with measured vs planned batch time, tokens/s with and without
  * freezing, and the final loss.
+ *
+ * Launched (launch.world_size > 1, one process per rank or per block of
+ * ranks, see runtime.h): every process runs the same job on its own ranks;
+ * process 0 alone prints, writes --log and --profile-out; the others write
+ * nothing (errors are returned as everywhere).  --checkpoint is refused.
  */
 #ifndef TFX_EXEC_H
 #define TFX_EXEC_H
@@ -18,6 +23,7 @@
 #include <stdio.h>
 #include "tf/error.h"
 #include "tfx/freeze_select.h"
+#include "tfx/launch.h"
 #include "tfx/model.h"
 
 typedef struct tfx_exec_options {
@@ -50,6 +56,7 @@ typedef struct tfx_exec_options {
     int progress;               /* -1 auto (bar on a terminal), 0 lines, 1 bar */
     int fail_rank, fail_action; /* testing: inject a failure (-1 none) */
     FILE *out;                  /* where progress and summaries go (stdout if NULL) */
+    tfx_launch_env launch;      /* this process in a launched run (world_size 1: not) */
 } tfx_exec_options;
 
 void tfx_exec_options_default(tfx_exec_options *o);
@@ -72,7 +79,9 @@ int tfx_exec_profile(const tfx_exec_options *o, tf_error *err);
 
 /* Trains as described above; *summary (may be NULL) receives the figures.
  * Bad plans (another schedule, rank count, microbatch size than the options
- * say) are TF_EINVAL naming the field and both values. */
+ * say) are TF_EINVAL naming the field and both values; so is a launch whose
+ * process count does not divide the pipeline's ranks (naming the variable,
+ * e.g. WORLD_SIZE, and --ranks or the plan) and --checkpoint when launched. */
 int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_error *err);
 
 #endif

@@ -13,6 +13,21 @@
  * step reports the failing rank's error.  After all ranks finished cleanly,
  * each rank applies AdamW to the tensors of its stages that were unfrozen in
  * at least one microbatch.
+ *
+ * Launched mode (processes > 1): the run is spread over several processes
+ * started by mpirun, srun or by hand, each driving a contiguous block of
+ * R / processes ranks (R a multiple of processes; normally one rank each).
+ * A process creates backends, stages and threads only for its own ranks.
+ * The processes talk over a socket transport (transport.h): the CPU
+ * backend's tensors go over it, the CUDA backend's over NCCL; in both cases
+ * the socket transport carries the control messages.  After the actions of
+ * a step, every process sends its part of the result (loss if it hosts the
+ * last stage, dW counts, per-action times, its pipeline time) to process 0,
+ * which merges them and sends the merged result back to everyone before
+ * AdamW runs: every process then has the same tfx_step_result and action
+ * times as one process running every rank.  A failure anywhere aborts the
+ * socket transport, which tells every process; in launched mode an error is
+ * final for the pipeline (later steps return it again).
  */
 #ifndef TFX_RUNTIME_H
 #define TFX_RUNTIME_H
@@ -35,17 +50,34 @@ typedef struct tfx_pipeline_options {
     tfx_adamw_config adamw;
     int fail_rank;              /* testing: rank that fails, -1 for none */
     int fail_action;            /* testing: at its fail_action-th action */
+    /* Launched mode (see above); processes 0 or 1 is the single-process
+     * mode, where the fields below are ignored. */
+    int processes;              /* processes of the run */
+    int process_rank;           /* this process, 0 .. processes-1 */
+    int local_rank;             /* cuda: this process's index on its node (LOCAL_RANK);
+                                   its GPUs are local_rank * ranks-per-process + i mod
+                                   the GPU count unless devices lists them (entry i for
+                                   its i-th rank); -1: use process_rank */
+    const char *rendezvous_dir; /* NULL: $TFX_RENDEZVOUS_DIR, else /tmp */
+    const char *run_id;         /* NULL: $TFX_RUN_ID, else the launcher's job id */
+    double timeout_s;           /* receives, sends and the set-up fail after this long
+                                   (<= 0: $TFX_TIMEOUT for the socket transport,
+                                   $TFX_NCCL_TIMEOUT for NCCL; else 600 s) */
 } tfx_pipeline_options;
 
-/* Defaults: cpu backend, seed 1, default AdamW, no injected failure. */
+/* Defaults: cpu backend, seed 1, default AdamW, no injected failure, one
+ * process. */
 void tfx_pipeline_options_default(tfx_pipeline_options *o);
 
 typedef struct tfx_pipeline tfx_pipeline;
 
 /* Creates the pipeline for schedule s (copied) and model c.  Checks that the
  * model splits into s->stages stages and that the order cannot deadlock.
+ * In launched mode it first connects to the other processes (waiting up to
+ * the timeout for them), and a failure after that tells them.
  * Returns 0 with *out (free with tfx_pipeline_destroy), or TF_EINVAL /
- * TF_ECYCLE naming the problem, or TF_ENOMEM. */
+ * TF_ECYCLE naming the problem, TF_EIO / TF_ERUNTIME (launched: rendezvous,
+ * connections), or TF_ENOMEM. */
 int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
                         const tfx_pipeline_options *o, tfx_pipeline **out, tf_error *err);
 void tfx_pipeline_destroy(tfx_pipeline *p);
@@ -68,7 +100,9 @@ typedef struct tfx_step_result {
 
 /* Runs one training step.  Returns 0, or the error of the first rank that
  * failed (its message says which rank and why); after an error the
- * pipeline's gradients are undefined but it may run further steps. */
+ * pipeline's gradients are undefined but it may run further steps (not in
+ * launched mode, where the error is final).  In launched mode every process
+ * must call it for every step; results are those of the whole pipeline. */
 int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
                       tf_error *err);
 
@@ -78,7 +112,10 @@ const tf_schedule *tfx_pipeline_schedule(const tfx_pipeline *p);
 
 /* Per-action timing of the last step (indices of the schedule's actions):
  * compute time in ms (receives excluded) and start offset from the step
- * start.  Pointers stay valid until destroy. */
+ * start.  Pointers stay valid until destroy.  In launched mode every
+ * process has every action's figures; a start offset is relative to the
+ * step start of the process running the action (clocks of different
+ * processes are not compared). */
 const double *tfx_pipeline_action_ms(const tfx_pipeline *p);
 const double *tfx_pipeline_action_start_ms(const tfx_pipeline *p);
 
@@ -86,13 +123,24 @@ typedef enum {
     TFX_BUF_PARAM = 0, TFX_BUF_GRAD = 1, TFX_BUF_ADAM_M = 2, TFX_BUF_ADAM_V = 3
 } tfx_buffer_kind;
 
+/* Whether this process holds stage `stage` (always, but in launched mode). */
+int tfx_pipeline_has_stage(const tfx_pipeline *p, int stage);
+
+/* Launched mode: tells every other process that this one stops because of
+ * msg (their next wait fails with it), e.g. after an error outside the
+ * pipeline.  Does nothing in the single-process mode or when the run was
+ * already aborted. */
+void tfx_pipeline_abort(tfx_pipeline *p, const char *msg);
+
 /* Copies a global tensor's buffer to host memory (count floats) or from it.
- * Not during a step. */
+ * Not during a step.  In launched mode, tensors of stages of other
+ * processes read as zeros and writes to them are ignored. */
 void tfx_pipeline_read_tensor(tfx_pipeline *p, int tensor, tfx_buffer_kind kind,
                               float *host);
 void tfx_pipeline_write_tensor(tfx_pipeline *p, int tensor, tfx_buffer_kind kind,
                                const float *host);
-/* Optimizer steps taken by a tensor (AdamW bias correction), get and set. */
+/* Optimizer steps taken by a tensor (AdamW bias correction), get and set
+ * (0 and ignored for tensors of other processes). */
 long tfx_pipeline_tensor_steps(const tfx_pipeline *p, int tensor);
 void tfx_pipeline_set_tensor_steps(tfx_pipeline *p, int tensor, long steps);
 

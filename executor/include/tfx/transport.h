@@ -10,7 +10,9 @@
  *
  * The in-process transport (threads sharing memory) is the CPU backend's; a
  * NCCL transport implements the same table with device buffers (eager send
- * on a separate stream) and an abort flag checked while polling.
+ * on a separate stream) and an abort flag checked while polling; the socket
+ * transport joins ranks in several processes (host memory, TCP), and in a
+ * launched run also carries the small control messages between processes.
  */
 #ifndef TFX_TRANSPORT_H
 #define TFX_TRANSPORT_H
@@ -46,5 +48,54 @@ typedef struct tfx_transport {
 /* Creates the in-process transport for `ranks` rank threads of one process
  * (messages are copied through host memory).  Returns 0 or TF_ENOMEM. */
 int tfx_transport_local_create(int ranks, tfx_transport *out, tf_error *err);
+
+/* Where the processes of a socket transport are and how they meet. */
+typedef struct tfx_socket_options {
+    int ranks;                  /* pipeline ranks over all processes */
+    int processes;              /* processes (1: every rank here, no socket is opened) */
+    int process_rank;           /* this process, 0 .. processes-1 */
+    /* Ranks are split into contiguous blocks: process q drives ranks
+     * [q R/P, (q+1) R/P); ranks must be a multiple of processes. */
+    const char *rendezvous_dir; /* NULL: $TFX_RENDEZVOUS_DIR, else /tmp (tfx/launch.h) */
+    const char *run_id;         /* NULL: $TFX_RUN_ID, the launcher's job id, "default" */
+    const char *bind_addr;      /* address to listen on (NULL: $TFX_SOCKET_BIND, else
+                                   127.0.0.1; 0.0.0.0 for every interface) */
+    const char *advertise_host; /* how peers reach this process (NULL: $TFX_SOCKET_HOST,
+                                   else the bind address, or the host name when the
+                                   bind address is 0.0.0.0 / ::) */
+    double timeout_s;           /* a receive, a send or the set-up waiting longer fails
+                                   the run (<= 0: $TFX_TIMEOUT, else 600) */
+    /* Called (from a receiver thread, no lock held) when the transport is
+     * aborted from outside this process: a peer's ABORT frame or a
+     * connection that closed without a goodbye.  May be NULL. */
+    void (*on_remote_abort)(void *arg, int rank, const char *msg);
+    void *on_remote_abort_arg;
+} tfx_socket_options;
+
+/* Creates the socket transport.  Each process listens on a TCP port of
+ * bind_addr and publishes "host port" in <dir>/tfx-sock-<run>-<process>.addr
+ * (temporary file + rename); every process connects to every process of
+ * lower rank (a full mesh: every process can tell every other one of a
+ * failure) and each connection starts with a hello / acknowledgement that
+ * checks the run, the process and rank counts.  A send writes a frame
+ * (header and payload) to the peer's socket; a receiver thread per
+ * connection drains frames into a queue, so sends are eager.  Messages
+ * between ranks of this process never touch a socket.  recv waits at most
+ * the timeout.  abort sends an ABORT frame (rank and message) to every peer;
+ * a peer whose connection closes without a goodbye aborts the transport
+ * naming that process.  destroy says goodbye to every peer.
+ * Returns 0; TF_EINVAL for inconsistent options or a peer from another run
+ * shape (naming both); TF_EIO when the rendezvous folder cannot be written
+ * (naming the folder and where it came from, e.g. TFX_RENDEZVOUS_DIR);
+ * TF_ERUNTIME for socket failures or a peer that did not arrive within the
+ * timeout (naming the process and the address tried); TF_ENOMEM. */
+int tfx_transport_socket_create(const tfx_socket_options *o, tfx_transport *out,
+                                tf_error *err);
+
+/* For a socket transport: whether it was aborted, and if so by which rank
+ * and why (msg gets up to size bytes, may be NULL).  Returns 1 when
+ * aborted, 0 when not, -1 when t is not a socket transport. */
+int tfx_transport_socket_abort_cause(const tfx_transport *t, int *rank, char *msg,
+                                     size_t size);
 
 #endif

@@ -1,14 +1,13 @@
-/* launch_env.c - which process of a launched job this is (tfx_cuda.h).
+/* launch_env.c - which process of a launched job this is (tfx/launch.h).
  *
- * mpirun, srun and torchrun each export the process rank and count under
- * their own names; NCCL itself needs no MPI, so reading them is all the
- * multi-process NCCL transport needs besides a shared folder for the
- * ncclUniqueIds.  Plain C, no CUDA: testable on any machine.
+ * Moved here from executor/cuda/ so that the CPU build can run one process
+ * per rank as well: nothing in it needs CUDA.
  */
-#include "tfx_cuda.h"
+#include "tfx/launch.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,8 +69,51 @@ int tfx_launch_env_read(tfx_launch_env *out, tf_error *err)
         out->rank = rank;
         out->world_size = size;
         out->local_rank = rc == 1 ? -1 : local;
-        strncpy(out->source, l->source, sizeof out->source - 1);
+        snprintf(out->source, sizeof out->source, "%s", l->source);
+        snprintf(out->rank_var, sizeof out->rank_var, "%s", l->rank);
+        snprintf(out->size_var, sizeof out->size_var, "%s", l->size);
         return 0;
     }
     return 0;
+}
+
+const char *tfx_launch_rendezvous_dir(const char *dir, const char **from)
+{
+    const char *where = "the option";
+    if (!dir || !*dir) {
+        dir = getenv("TFX_RENDEZVOUS_DIR");
+        where = "TFX_RENDEZVOUS_DIR";
+    }
+    if (!dir || !*dir) {
+        dir = "/tmp";
+        where = "the default";
+    }
+    if (from)
+        *from = where;
+    return dir;
+}
+
+void tfx_launch_run_key(const char *run_id, char *buf, size_t size)
+{
+    const char *id = run_id;
+    if (!id || !*id)
+        id = getenv("TFX_RUN_ID");
+    if (id && *id) {
+        snprintf(buf, size, "%s", id);
+    } else if (getenv("SLURM_JOB_ID")) {
+        snprintf(buf, size, "slurm%s.%s", getenv("SLURM_JOB_ID"),
+                 getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
+    } else if (getenv("PMIX_NAMESPACE")) {
+        snprintf(buf, size, "%s", getenv("PMIX_NAMESPACE"));
+    } else if (getenv("OMPI_MCA_ess_base_jobid")) {
+        snprintf(buf, size, "ompi%s", getenv("OMPI_MCA_ess_base_jobid"));
+    } else if (getenv("TORCHELASTIC_RUN_ID")) {
+        snprintf(buf, size, "%s", getenv("TORCHELASTIC_RUN_ID"));
+    } else {
+        snprintf(buf, size, "default");
+    }
+    /* Keep it a file name. */
+    for (char *p = buf; *p; p++)
+        if (*p == '/' || *p == ' ')
+            *p = '_';
 }

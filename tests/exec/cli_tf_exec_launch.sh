@@ -1,0 +1,324 @@
+#!/usr/bin/env bash
+# Launched mode of tf-exec: one process per rank (or per block of ranks) on
+# loopback, started by hand with RANK / WORLD_SIZE as mpirun or srun would.
+#
+#  1. Per-step losses and dW GEMM counts of process 0 equal those of the same
+#     run in one process (1F1B with 2 and 4 processes, 4 ranks on 2
+#     processes, ZBVZeroBubble with a plan).  Every rank computes exactly the
+#     same float operations whether its peers are threads or processes, the
+#     tensors travel as raw bytes, and the loss is reduced by the same code in
+#     the same order, so the runs are bitwise identical; the check allows
+#     1e-6 relative only so that the last printed digit of "%.6f" can never
+#     make it flaky.  Other processes print nothing.
+#  2. --profile-out in launched mode writes a profile tf-plan accepts, and a
+#     launched run trains with the resulting plan.
+#  3. Failures end every process non-zero with a message naming the cause
+#     within a few seconds: an injected failure, a killed process, a process
+#     that hangs (SIGSTOP, TFX_TIMEOUT=3), a peer that never starts.
+#  4. Bad launch variables and options: clear errors, no signal, no hang.
+# Needs TF_EXEC and TF_PLAN.  Argument: "runs" (1, 2), "failures" (3, 4) or
+# nothing for all (ctest runs the two halves as two tests).
+set -u
+: "${TF_EXEC:?set TF_EXEC to the tf-exec binary}"
+: "${TF_PLAN:?set TF_PLAN to the tf-plan binary}"
+
+work=$(mktemp -d /tmp/tf_exec_launch.XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+    [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+# Never wait long for anything: a hang must fail the test, not stall it.
+export TFX_TIMEOUT=20
+unset RANK WORLD_SIZE LOCAL_RANK OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE \
+    SLURM_PROCID SLURM_NTASKS SLURM_LOCALID TFX_RUN_ID
+
+model=(--layers 4 --hidden 32 --context 16 --microbatch-size 2)
+part=${1:-all}
+
+# launch NAME NPROC ARGS...: starts NPROC processes (RANK=0..NPROC-1) with a
+# fresh rendezvous folder, waits (at most 60 s) and sets $rcs to their exit
+# statuses.  Process r writes $work/NAME.r.out / .err.
+launch() {
+    local name=$1 n=$2
+    shift 2
+    local dir
+    dir=$(mktemp -d "$work/rdv.XXXXXX")
+    local started=()
+    for ((r = n - 1; r >= 0; r--)); do
+        RANK=$r WORLD_SIZE=$n TFX_RENDEZVOUS_DIR=$dir timeout -s KILL 60 "$TF_EXEC" "$@" \
+            >"$work/$name.$r.out" 2>"$work/$name.$r.err" &
+        started[r]=$!
+    done
+    rcs=""
+    for ((r = 0; r < n; r++)); do
+        wait "${started[r]}"
+        rcs="$rcs $?"
+    done
+    rcs=${rcs# }
+}
+
+# same_losses NAME REF LOG: per-step loss within 1e-6 relative, equal dw_gemms.
+same_losses() {
+    local name=$1 ref=$2 log=$3
+    if [ ! -s "$log" ]; then
+        fail "$name: no log written by process 0"
+        return
+    fi
+    local verdict
+    verdict=$(python3 - "$ref" "$log" <<'EOF'
+import json, sys
+ref = [json.loads(l) for l in open(sys.argv[1])]
+got = [json.loads(l) for l in open(sys.argv[2])]
+if len(ref) != len(got):
+    print("%d steps, expected %d" % (len(got), len(ref))); sys.exit()
+for a, b in zip(ref, got):
+    if abs(a["loss"] - b["loss"]) > 1e-6 * abs(a["loss"]):
+        print("step %d: loss %r, single process %r" % (a["step"], b["loss"], a["loss"])); sys.exit()
+    if a["dw_gemms"] != b["dw_gemms"]:
+        print("step %d: dw_gemms %d, single process %d" % (a["step"], b["dw_gemms"], a["dw_gemms"])); sys.exit()
+print("ok")
+EOF
+)
+    if [ "$verdict" = ok ]; then
+        echo "ok: $name: losses and dW GEMM counts equal the single-process run"
+    else
+        fail "$name: $verdict"
+    fi
+}
+
+# quiet NAME N: processes 1..N-1 printed nothing (stdout) and nothing on stderr.
+quiet() {
+    local name=$1 n=$2
+    for ((r = 1; r < n; r++)); do
+        if [ -s "$work/$name.$r.out" ] || [ -s "$work/$name.$r.err" ]; then
+            fail "$name: process $r printed something:"
+            cat "$work/$name.$r.out" "$work/$name.$r.err"
+        fi
+    done
+}
+
+all_zero() { [ "$(echo "$rcs" | tr -d ' 0')" = "" ]; }
+
+train=(--steps 6 --warmup 1 --ramp 2 --freeze-ratio 0.5 --progress lines "${model[@]}")
+if [ "$part" != failures ]; then
+# 1. single process vs launched, 1F1B, 2 and 4 processes, and 4 ranks on 2.
+for ranks in 2 4; do
+    "$TF_EXEC" --schedule 1F1B --ranks "$ranks" --microbatches 4 "${train[@]}" \
+        --log "$work/ref1f1b$ranks.jsonl" >"$work/ref1f1b$ranks.out" 2>&1 ||
+        { fail "single-process 1F1B $ranks ranks"; cat "$work/ref1f1b$ranks.out"; }
+done
+for case in "2 2" "4 4" "4 2"; do
+    set -- $case
+    ranks=$1 n=$2
+    name=1f1b_r${ranks}_p$n
+    t0=$(date +%s.%N)
+    launch "$name" "$n" --schedule 1F1B --ranks "$ranks" --microbatches 4 "${train[@]}" \
+        --log "$work/$name.jsonl"
+    t1=$(date +%s.%N)
+    if all_zero; then
+        same_losses "1F1B, $ranks ranks on $n processes" "$work/ref1f1b$ranks.jsonl" \
+            "$work/$name.jsonl"
+        grep -q "final loss" "$work/$name.0.out" || fail "$name: process 0 printed no summary"
+        quiet "$name" "$n"
+        echo "   ($(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s)"
+    else
+        fail "$name: exit statuses $rcs"
+        cat "$work/$name".*.err
+    fi
+done
+
+# 2. profile in launched mode -> tf-plan -> launched and single-process
+#    training with the plan (ZBVZeroBubble: split backward, V-shaped stages).
+zbv=(--schedule ZBVZeroBubble --ranks 2 --microbatches 4)
+launch zbvprof 2 "${zbv[@]}" "${model[@]}" --profile-steps 2 --profile-out "$work/zbv.json"
+if all_zero && [ -s "$work/zbv.json" ]; then
+    quiet zbvprof 2
+    grep -q '"backward_weight_frozen_ms"' "$work/zbv.json" || fail "launched ZBV profile lacks W times"
+    if "$TF_PLAN" "$work/zbv.json" -o "$work/zbv-plan.json" >"$work/zbvplan.out" 2>&1; then
+        echo "ok: tf-plan accepts the profile measured by 2 processes"
+        plan=(--plan "$work/zbv-plan.json" --steps 6 --warmup 1 --ramp 2 --progress lines
+              "${model[@]}")
+        "$TF_EXEC" "${plan[@]}" --log "$work/refzbv.jsonl" >"$work/refzbv.out" 2>&1 ||
+            { fail "single-process ZBV with the plan"; cat "$work/refzbv.out"; }
+        launch zbv 2 "${plan[@]}" --log "$work/zbv.jsonl"
+        if all_zero; then
+            same_losses "ZBVZeroBubble with a plan, 2 processes" "$work/refzbv.jsonl" \
+                "$work/zbv.jsonl"
+            quiet zbv 2
+        else
+            fail "launched ZBV training: exit statuses $rcs"; cat "$work"/zbv.*.err
+        fi
+    else
+        fail "tf-plan rejects the launched profile"; cat "$work/zbvplan.out"
+    fi
+else
+    fail "launched profiling: exit statuses $rcs"; cat "$work"/zbvprof.*.err
+fi
+# A 1F1B profile from 4 processes is valid too.
+launch prof4 4 --schedule 1F1B --ranks 4 --microbatches 4 "${model[@]}" --profile-steps 2 \
+    --profile-warmup 1 --profile-out "$work/p4.json"
+if all_zero && "$TF_PLAN" "$work/p4.json" -o "$work/p4-plan.json" >"$work/p4plan.out" 2>&1; then
+    echo "ok: 4-process 1F1B profile -> tf-plan"
+else
+    fail "4-process profile -> tf-plan (exit statuses $rcs)"; cat "$work"/prof4.*.err "$work/p4plan.out"
+fi
+
+# The socket transport in one process (no socket opened) gives the same run.
+"$TF_EXEC" --schedule 1F1B --ranks 4 --microbatches 4 "${train[@]}" --transport socket \
+    --log "$work/sock1.jsonl" >"$work/sock1.out" 2>&1 || { fail "--transport socket in one process"; cat "$work/sock1.out"; }
+same_losses "--transport socket in one process" "$work/ref1f1b4.jsonl" "$work/sock1.jsonl"
+fi # runs
+
+if [ "$part" != runs ]; then
+
+# 3. failures.
+# expect_all_fail NAME N NEEDLE MAXSECONDS: every process exited non-zero
+# (not killed by the watchdog), each stderr names NEEDLE.
+expect_all_fail() {
+    local name=$1 n=$2 needle=$3 skip=${4:--1}
+    for ((r = 0; r < n; r++)); do
+        [ "$r" = "$skip" ] && continue
+        local rc
+        rc=$(echo "$rcs" | awk -v i=$((r + 1)) '{print $i}')
+        if [ "$rc" = 0 ]; then
+            fail "$name: process $r exited 0"
+        elif [ "$rc" -ge 128 ]; then
+            fail "$name: process $r was killed (exit $rc): it hung"; cat "$work/$name.$r.err"
+        elif ! grep -qF -- "$needle" "$work/$name.$r.err"; then
+            fail "$name: process $r's error lacks \"$needle\":"; cat "$work/$name.$r.err"
+        fi
+    done
+}
+t0=$(date +%s.%N)
+launch inject 4 --schedule 1F1B --ranks 4 --steps 3 "${model[@]}" --inject-failure 2:3
+t1=$(date +%s.%N)
+expect_all_fail inject 4 "rank 2 failed"
+secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
+awk -v s="$secs" 'BEGIN {exit !(s < 15)}' || fail "injected failure: processes took $secs s to end"
+echo "ok: an injected failure on rank 2 ended all 4 processes with its message ($secs s)"
+
+# A process killed (SIGKILL) in the middle of training, and one that hangs
+# (SIGSTOP: only the timeout can tell).  Process 2 is the victim.
+# victim NAME SIGNAL NEEDLE: starts 4 processes for many steps, waits until
+# process 0 logged a step, sends SIGNAL to process 2, then expects the others
+# to end non-zero with NEEDLE within 15 s (killed after 30 s otherwise).
+victim() {
+    local name=$1 sig=$2 needle=$3 before=$failures
+    local dir
+    dir=$(mktemp -d "$work/rdv.XXXXXX")
+    for ((r = 3; r >= 0; r--)); do
+        rm -f "$work/$name.$r.rc"
+        # The subshell records tf-exec's own pid (to signal it) and its status.
+        (
+            RANK=$r WORLD_SIZE=4 TFX_RENDEZVOUS_DIR=$dir TFX_TIMEOUT=3 "$TF_EXEC" \
+                --schedule 1F1B --ranks 4 --steps 100000 --progress lines "${model[@]}" \
+                >"$work/$name.$r.out" 2>"$work/$name.$r.err" &
+            echo $! >"$work/$name.$r.pid"
+            wait $!
+            echo $? >"$work/$name.$r.rc"
+        ) 2>/dev/null &
+    done
+    local waited=0
+    until grep -q "^step 2/" "$work/$name.0.out" 2>/dev/null || [ $waited -ge 300 ]; do
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    for r in 0 1 2 3; do pids+=("$(cat "$work/$name.$r.pid")"); done
+    local t0 t1
+    t0=$(date +%s.%N)
+    kill -s "$sig" "$(cat "$work/$name.2.pid")"
+    waited=0
+    until [ -e "$work/$name.0.rc" ] && [ -e "$work/$name.1.rc" ] && [ -e "$work/$name.3.rc" ] ||
+        [ $waited -ge 300 ]; do
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    t1=$(date +%s.%N)
+    for r in 0 1 2 3; do kill -9 "$(cat "$work/$name.$r.pid")" 2>/dev/null; done
+    wait
+    rcs=""
+    for r in 0 1 2 3; do rcs="$rcs $(cat "$work/$name.$r.rc" 2>/dev/null || echo 999)"; done
+    rcs=${rcs# }
+    expect_all_fail "$name" 4 "$needle" 2
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
+    awk -v s="$secs" 'BEGIN {exit !(s < 15)}' || fail "$name: the others took $secs s to end"
+    [ "$failures" = "$before" ] &&
+        echo "ok: $name: processes 0, 1, 3 ended with \"$needle\" ($secs s after SIG$sig)"
+}
+victim killed KILL "process 2 (rank 2) closed its connection"
+victim stopped STOP "within 3 s"
+
+# A peer that never starts: the set-up gives up after TFX_TIMEOUT.
+dir=$(mktemp -d "$work/rdv.XXXXXX")
+RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR=$dir TFX_TIMEOUT=2 timeout -s KILL 30 "$TF_EXEC" \
+    --steps 1 "${model[@]}" >"$work/alone.out" 2>"$work/alone.err"
+rc=$?
+if [ $rc -eq 0 ] || [ $rc -ge 128 ]; then
+    fail "a process whose peer never starts: exit $rc"
+elif grep -q "process(es) 1 did not connect to process 0 within 2 s" "$work/alone.err"; then
+    echo "ok: a peer that never starts is reported after TFX_TIMEOUT"
+else
+    fail "missing peer: unexpected message"; cat "$work/alone.err"
+fi
+
+# 4. bad variables and options: a clear error naming the variable or flag.
+# expect_error NAME NEEDLE VAR=VALUE... -- ARGS...
+expect_error() {
+    local name=$1 needle=$2
+    shift 2
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    env "${envs[@]}" timeout -s KILL 30 "$TF_EXEC" "$@" >"$work/$name.out" 2>"$work/$name.err"
+    local rc=$?
+    if [ $rc -eq 0 ]; then
+        fail "$name: exit status 0, expected an error"
+    elif [ $rc -ge 128 ]; then
+        fail "$name: killed by a signal or hung (exit $rc)"; cat "$work/$name.err"
+    elif ! grep -qF -- "$needle" "$work/$name.err"; then
+        fail "$name: stderr lacks \"$needle\":"; cat "$work/$name.err"
+    else
+        echo "ok: $name"
+    fi
+}
+rdv=$(mktemp -d "$work/rdv.XXXXXX")
+one=(--steps 1 "${model[@]}")
+# A plan for 2 ranks, to launch with a process count that does not fit.
+"$TF_EXEC" --schedule 1F1B --ranks 2 "${model[@]}" --profile-warmup 0 --profile-steps 1 \
+    --profile-out "$work/p2.json" >/dev/null 2>&1 &&
+    "$TF_PLAN" "$work/p2.json" -o "$work/p2-plan.json" >/dev/null 2>&1 || fail "making a plan"
+expect_error rank_not_below "RANK=4 is not below WORLD_SIZE=4" RANK=4 WORLD_SIZE=4 -- "${one[@]}"
+expect_error rank_not_number 'RANK="one"' RANK=one WORLD_SIZE=2 -- "${one[@]}"
+expect_error size_missing "RANK is set but WORLD_SIZE is not" RANK=0 -- "${one[@]}"
+expect_error slurm_bad "SLURM_PROCID=5 is not below SLURM_NTASKS=2" SLURM_PROCID=5 SLURM_NTASKS=2 \
+    -- "${one[@]}"
+expect_error size_vs_ranks "WORLD_SIZE=3: 3 processes cannot run the 4 pipeline ranks of --ranks 4" \
+    RANK=0 WORLD_SIZE=3 TFX_RENDEZVOUS_DIR="$rdv" -- --ranks 4 "${one[@]}"
+expect_error size_vs_plan "4 processes cannot run the 2 pipeline ranks of the plan $work/p2-plan.json" \
+    RANK=0 WORLD_SIZE=4 TFX_RENDEZVOUS_DIR="$rdv" -- --plan "$work/p2-plan.json" "${one[@]}"
+expect_error no_rdv_dir "rendezvous folder $work/none (TFX_RENDEZVOUS_DIR)" RANK=0 WORLD_SIZE=2 \
+    TFX_RENDEZVOUS_DIR="$work/none" -- "${one[@]}"
+: >"$work/a-file"
+expect_error rdv_not_dir "rendezvous folder $work/a-file (TFX_RENDEZVOUS_DIR): not a directory" \
+    RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$work/a-file" -- "${one[@]}"
+expect_error bad_timeout 'TFX_TIMEOUT="soon"' RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$rdv" \
+    TFX_TIMEOUT=soon -- "${one[@]}"
+expect_error checkpoint "--checkpoint $work/ck: not supported with one process per rank" \
+    RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$rdv" -- --checkpoint "$work/ck" "${one[@]}"
+expect_error local_transport "--transport local: in-process only" RANK=0 WORLD_SIZE=2 \
+    TFX_RENDEZVOUS_DIR="$rdv" TFX_TIMEOUT=2 -- --transport local "${one[@]}"
+[ -z "$(ls -A "$rdv")" ] || fail "failed runs left files in the rendezvous folder: $(ls "$rdv")"
+fi # failures
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+fi
+echo "all launched-mode tests passed"

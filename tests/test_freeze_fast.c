@@ -129,18 +129,18 @@ static const shape shapes[] = {
 };
 
 /* Least-freeze on every schedule: random and tied times, with and without
- * lag; 4 seeds per case. */
+ * lag; 8 seeds per case. */
 static void least_freeze_matches_lp_solve(void **state)
 {
     (void)state;
     int count = 0;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        for (int seed = 1; seed <= 4; seed++)
+        for (int seed = 1; seed <= 8; seed++)
             for (int variant = 0; variant < 3; variant++)
                 count += compare(shapes[k].name, shapes[k].ranks, shapes[k].spr, shapes[k].mb,
                                  variant == 1 ? 0.3 : 0.0, variant == 2,
                                  TF_OBJECTIVE_LEAST_FREEZE, 1000u * k + 10u * seed + variant);
-    assert_true(count >= 100);
+    assert_true(count >= 250);
 }
 
 /* Spread on the small shapes (its master grows a row per ratio at the
@@ -150,20 +150,31 @@ static void spread_matches_lp_solve(void **state)
     (void)state;
     int count = 0;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        for (int seed = 1; seed <= 2; seed++)
+        for (int seed = 1; seed <= 4; seed++)
             count += compare(shapes[k].name, shapes[k].ranks, shapes[k].spr, shapes[k].mb,
-                             seed == 2 ? 0.3 : 0.0, 0, TF_OBJECTIVE_SPREAD,
+                             seed % 2 == 0 ? 0.3 : 0.0, seed == 3, TF_OBJECTIVE_SPREAD,
                              7000u + 100u * k + seed);
-    assert_true(count >= 20);
+    assert_true(count >= 40);
 }
 
-/* Medium 1F1B instances (a few hundred actions). */
-static void medium_1f1b_matches_lp_solve(void **state)
+/* Medium instances of every schedule (250-1,000 actions), where the
+ * solver re-solves its pricing problem from the previous optimal tree many
+ * times: random, lagged and tied times. */
+static void medium_matches_lp_solve(void **state)
 {
     (void)state;
-    for (int seed = 1; seed <= 3; seed++)
-        compare("1F1B", 8, 1, 16, seed == 3 ? 0.2 : 0.0, 0, TF_OBJECTIVE_LEAST_FREEZE,
-                90000u + seed);
+    static const shape medium[] = {
+        {"GPipe", 8, 1, 16},          {"1F1B", 8, 1, 16},          {"1F1B", 16, 1, 32},
+        {"Interleaved1F1B", 4, 2, 16}, {"InterleavedZeroBubble", 4, 2, 16},
+        {"ZBVZeroBubble", 4, 2, 16},  {"ZBVZeroBubble", 8, 2, 32},
+    };
+    int count = 0;
+    for (size_t k = 0; k < sizeof medium / sizeof medium[0]; k++)
+        for (int variant = 0; variant < 3; variant++)
+            count += compare(medium[k].name, medium[k].ranks, medium[k].spr, medium[k].mb,
+                             variant == 1 ? 0.2 : 0.0, variant == 2, TF_OBJECTIVE_LEAST_FREEZE,
+                             90000u + 10u * k + variant);
+    assert_int_equal(count, 21);
 }
 
 /* Nothing freezable: the unfrozen schedule, no solves. */
@@ -190,7 +201,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(least_freeze_matches_lp_solve),
         cmocka_unit_test(spread_matches_lp_solve),
-        cmocka_unit_test(medium_1f1b_matches_lp_solve),
+        cmocka_unit_test(medium_matches_lp_solve),
         cmocka_unit_test(nothing_freezable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,6 +59,7 @@ typedef struct fast_net {
     int *sink_arc;           /* n: arc end -> T, or -1 */
     int *short_arc;          /* n: a -> b (len min), or -1 */
     int *long_arc;           /* n: b -> a (len -max), or -1 */
+    int bound_arc;           /* T -> O: len -(makespan bound), slack until bounded */
 } fast_net;
 
 static void net_free(fast_net *g)
@@ -128,9 +129,10 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
         g->end_node[u] = j >= 0 ? 2 + n + j : 2 + u;
         g->end_offset[u] = j >= 0 ? 0.0 : max_ms[u];
     }
-    /* Count arcs: kept precedence edges, sources, sinks, two per freezable. */
+    /* Count arcs: kept precedence edges, sources, sinks, two per freezable,
+     * and the makespan bound T -> O. */
     int *indegree = g->in_arc_first; /* counts into [v + 1] first */
-    int arcs = 2 * g->k;
+    int arcs = 2 * g->k + 1;
     for (int u = 0; u < n; u++) {
         int first = d->succ_offset[u], last = d->succ_offset[u + 1];
         if (first == last)
@@ -197,6 +199,16 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
             g->len[a] = 0.0;
             g->in_arc[fill[v]++] = a++;
         }
+    /* No bound yet: a length far below any path, so the arc never binds. */
+    double total = 0.0;
+    for (int u = 0; u < n; u++)
+        total += max_ms[u];
+    for (int e = 0; e < a; e++)
+        total += fabs(g->len[e]);
+    g->bound_arc = a;
+    g->tail[a] = g->node_T;
+    g->head[a] = 0;
+    g->len[a++] = -4.0 * (total + 1.0);
     free(fill);
     return a == arcs ? 0 : TF_EINVAL;
 }
@@ -214,7 +226,7 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
  *   z bound       z <= 1, then z <= its optimum
  * Objectives: t; z; sum_j alpha_j sum r(x_j) / k. */
 typedef struct dw_state {
-    const fast_net *g;
+    fast_net *g;
     const tf_schedule *s;
     const tf_dag *d;
     const double *max_ms;
@@ -225,6 +237,8 @@ typedef struct dw_state {
     double *duration;      /* n: durations at the last priced point */
     double *finish;        /* n: scratch for the warm-start longest path */
     double *cost_r;        /* n: pricing cost per unit of ratio */
+    double *cost_master;   /* n: cost_r at the master's duals */
+    double *dual_centre, *dual_smooth; /* n_caps: smoothing centre, duals priced */
     double *point_r;       /* k: ratios of the last priced point */
     double point_T;
     /* master rows */
@@ -237,6 +251,7 @@ typedef struct dw_state {
     int *spread_of;        /* k: index of the freezable action's spread row, or -1 */
     int *spread_list;      /* k: freezable index of each spread row */
     double T_bound, z_bound; /* scaled; INFINITY when absent */
+    int makespan_fixed;    /* the network's bound arc holds T <= T*: no T row bound */
     /* columns: the points x_j */
     int cols, cols_alloc;
     double *col_r;         /* cols_alloc * k */
@@ -245,8 +260,8 @@ typedef struct dw_state {
     double master_t, master_z, master_objective;
     double nu_sigma[2];    /* pricing cost of T per ms, dual of the convexity row */
     double *dual;          /* rows */
-    int pricings, master_solves;
-    long pivots;
+    int pricings, master_solves, cold_starts;
+    long pivots, dual_pivots;
 } dw_state;
 
 static const double *column_r(const dw_state *w, int j)
@@ -310,10 +325,8 @@ static void warm_start_tree(dw_state *w)
 static int price(dw_state *w, double nu, double *value)
 {
     const fast_net *g = w->g;
-    for (int v = 0; v < g->nodes; v++) {
+    for (int v = 0; v < g->nodes; v++)
         w->demand[v] = 0.0;
-        w->alt_arc[v] = -1;
-    }
     w->demand[g->node_T] += nu;
     w->demand[0] -= nu;
     for (int j = 0; j < g->k; j++) {
@@ -322,8 +335,24 @@ static int price(dw_state *w, double nu, double *value)
         w->demand[g->start_node[u]] += per_ms;
         w->demand[g->end_node[u]] -= per_ms;
     }
-    warm_start_tree(w);
-    int rc = tf_nsx_solve(&w->nsx, w->demand, w->tree_arc, w->alt_arc, 1e-12 * w->scale);
+    /* Only the demands differ from the last pricing, so its optimal tree is
+     * still dual feasible: re-solve from it, and start afresh only if that
+     * fails. */
+    int rc = TF_ESOLVER;
+    if (w->pricings > 0) {
+        double total = 0.0;
+        for (int v = 0; v < g->nodes; v++)
+            total += fabs(w->demand[v]);
+        rc = tf_nsx_resolve(&w->nsx, w->demand, 1e-12 * w->scale, 1e-13 * fmax(1.0, total));
+        w->dual_pivots += w->nsx.dual_pivots;
+    }
+    if (rc) {
+        for (int v = 0; v < g->nodes; v++)
+            w->alt_arc[v] = -1;
+        warm_start_tree(w);
+        rc = tf_nsx_solve(&w->nsx, w->demand, w->tree_arc, w->alt_arc, 1e-12 * w->scale);
+        w->cold_starts++;
+    }
     w->pricings++;
     w->pivots += w->nsx.pivots;
 
@@ -413,7 +442,10 @@ static int solve_master(dw_state *w, int kind)
         b[i] = w->cap_value[i];
     sense[row_conv] = 'E';
     b[row_conv] = 1.0;
-    A(row_T, col_t) = -1.0;
+    /* Once the network bounds T (makespan_fixed), t is unused: its row is
+     * left empty so its dual is 0 and the master cannot wander along t. */
+    const double t_entry = w->makespan_fixed ? 0.0 : 1.0;
+    A(row_T, col_t) = -t_entry;
     if (row_T_bound >= 0) {
         A(row_T_bound, col_t) = 1.0;
         b[row_T_bound] = w->T_bound;
@@ -437,7 +469,7 @@ static int solve_master(dw_state *w, int kind)
         for (int i = 0; i < w->n_caps; i++)
             A(i, col) /= w->cap_count[i];
         A(row_conv, col) = 1.0;
-        A(row_T, col) = w->col_T[j] / w->scale;
+        A(row_T, col) = t_entry * w->col_T[j] / w->scale;
         if (kind == OBJECTIVE_SUM)
             c[col] = w->col_sum[j] / k;
     }
@@ -455,7 +487,8 @@ static int solve_master(dw_state *w, int kind)
     for (int j = 0; j < w->cols; j++)
         w->alpha[j] = x[first_alpha + j];
     /* Pricing costs: minus the duals, per unit of each point's entries. */
-    double nu = -w->dual[row_T] / w->scale;
+    /* With T bounded in the network, the empty T row prices nothing. */
+    double nu = w->makespan_fixed ? 0.0 : -w->dual[row_T] / w->scale;
     for (int i = 0; i < k; i++) {
         int u = g->freezable[i];
         int cap = w->cap_of_stage[w->s->actions[u].stage];
@@ -499,11 +532,57 @@ static int add_violated_spread_rows(dw_state *w, double tol)
     return added;
 }
 
+/* Pricing costs per unit ratio from cap duals y (one per cap row): the
+ * objective's own cost minus y over the stage's count (y <= 0). */
+static void set_cap_costs(dw_state *w, int kind, const double *y)
+{
+    const fast_net *g = w->g;
+    for (int i = 0; i < g->k; i++) {
+        int u = g->freezable[i];
+        int cap = w->cap_of_stage[w->s->actions[u].stage];
+        double cost = kind == OBJECTIVE_SUM ? 1.0 / g->k : 0.0;
+        if (cap >= 0)
+            cost -= y[cap] / w->cap_count[cap];
+        w->cost_r[u] = cost;
+    }
+}
+
+/* Whether the last priced point is (to round-off) a column already in the
+ * master: its exact reduced cost there is non-negative, so a slightly
+ * negative computed value is round-off, and adding it again would loop. */
+static int point_is_column(const dw_state *w)
+{
+    const int k = w->g->k;
+    for (int j = 0; j < w->cols; j++) {
+        if (fabs(w->col_T[j] - w->point_T) > 1e-12 * w->scale)
+            continue;
+        const double *r = column_r(w, j);
+        int same = 1;
+        for (int i = 0; i < k && same; i++)
+            same = fabs(r[i] - w->point_r[i]) <= 1e-12;
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
 /* Column generation for one objective stage until no point of X prices
  * out: returns 0 with the master optimal, or a TF_E* code. */
 static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
 {
     const int max_rounds = 20000;
+    const fast_net *g = w->g;
+    /* Dual smoothing (Wentges): price at a mix of the master's cap duals and
+     * the best Lagrangian duals seen so far (the centre), which damps the
+     * master's jumping duals, so fewer rounds are needed and each pricing
+     * starts closer to the last tree.  Exactness is untouched: a column is
+     * added only if it prices out at the master's own duals, and the stage
+     * ends when no column does, or when the master's value meets the best
+     * Lagrangian bound.  Spread's extra rows are priced plainly. */
+    const int smooth = !w->spread;
+    const double alpha = 0.5;
+    int have_centre = 0;
+    double best_bound = -INFINITY;
     for (int round = 0; round < max_rounds; round++) {
         int rc = solve_master(w, kind);
         if (rc)
@@ -516,15 +595,51 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
                 continue;
         }
         double nu = w->nu_sigma[0], sigma = w->nu_sigma[1];
-        double value;
-        rc = price(w, nu > 0.0 ? nu : 0.0, &value);
-        if (rc)
-            return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
-                           "fast solver: network simplex failed while minimising %s", step);
-        if (nu < 0.0)
-            value += nu * w->point_T;
-        if (value - sigma >= -1e-11 * fmax(1.0, fabs(w->master_objective)))
+        double tol = 1e-11 * fmax(1.0, fabs(w->master_objective));
+        if (w->master_objective - best_bound <= tol)
             return 0;
+        memcpy(w->cost_master, w->cost_r, (size_t)g->n * sizeof *w->cost_r);
+        int smoothed = 0;
+        if (smooth && have_centre) {
+            for (int c = 0; c < w->n_caps; c++)
+                w->dual_smooth[c] = alpha * w->dual_centre[c] + (1.0 - alpha) * w->dual[c];
+            set_cap_costs(w, kind, w->dual_smooth);
+            smoothed = 1;
+        } else if (smooth) {
+            memcpy(w->dual_smooth, w->dual, (size_t)w->n_caps * sizeof *w->dual);
+        }
+        for (;;) {
+            double value;
+            rc = price(w, nu > 0.0 ? nu : 0.0, &value);
+            if (rc)
+                return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
+                               "fast solver: network simplex failed while minimising %s", step);
+            if (smooth && nu >= 0.0) {
+                /* Lagrangian bound at the duals priced: value + sum y_c b_c
+                 * (with nu < 0 the pricing was clipped and bounds nothing). */
+                double bound = value;
+                for (int c = 0; c < w->n_caps; c++)
+                    bound += w->dual_smooth[c] * w->cap_value[c];
+                if (bound > best_bound) {
+                    best_bound = bound;
+                    memcpy(w->dual_centre, w->dual_smooth, (size_t)w->n_caps * sizeof *w->dual);
+                    have_centre = 1;
+                }
+            }
+            /* The point's reduced cost at the master's duals. */
+            double reduced = nu * w->point_T - sigma;
+            for (int j = 0; j < g->k; j++)
+                reduced += w->cost_master[g->freezable[j]] * w->point_r[j];
+            if (reduced < -tol && !(reduced >= -1e3 * tol && point_is_column(w)))
+                break; /* it prices out: add it */
+            if (!smoothed)
+                return 0; /* nothing prices out at the master's duals: optimal */
+            /* Mispricing: the smoothed duals found nothing; price at the
+             * master's own duals this round. */
+            memcpy(w->cost_r, w->cost_master, (size_t)g->n * sizeof *w->cost_r);
+            memcpy(w->dual_smooth, w->dual, (size_t)w->n_caps * sizeof *w->dual);
+            smoothed = 0;
+        }
         if ((rc = add_point_column(w)))
             return tf_fail(err, rc, "out of memory");
     }
@@ -541,6 +656,9 @@ static void dw_free(dw_state *w)
     free(w->duration);
     free(w->finish);
     free(w->cost_r);
+    free(w->cost_master);
+    free(w->dual_centre);
+    free(w->dual_smooth);
     free(w->point_r);
     free(w->cap_stage);
     free(w->cap_count);
@@ -596,6 +714,46 @@ static int master_init(dw_state *w, const double *cap, tf_objective objective)
     return 0;
 }
 
+/* Moves the bound T <= bound_ms from the master into the network (arc
+ * T -> O), for the stages after the first.  A master row bounding T would
+ * let its dual grow without limit (the master is degenerate at T*), and a
+ * huge price on T drowns the pricing's reduced costs in round-off; inside
+ * the network the bound is just another difference constraint.  Columns
+ * slower than the bound leave the master; the first stage's optimal
+ * combination, a point of X that meets the bound and the caps, enters so
+ * the master stays feasible. */
+static int fix_makespan(dw_state *w, double bound_ms)
+{
+    const int k = w->g->k;
+    double T = 0.0;
+    memset(w->point_r, 0, (size_t)k * sizeof *w->point_r);
+    for (int j = 0; j < w->cols; j++) {
+        if (w->alpha[j] == 0.0)
+            continue;
+        T += w->alpha[j] * w->col_T[j];
+        const double *r = column_r(w, j);
+        for (int i = 0; i < k; i++)
+            w->point_r[i] += w->alpha[j] * r[i];
+    }
+    w->point_T = T;
+    int kept = 0;
+    for (int j = 0; j < w->cols; j++) {
+        if (w->col_T[j] > bound_ms)
+            continue;
+        if (kept != j) {
+            memmove(w->col_r + (size_t)kept * (size_t)k, column_r(w, j),
+                    (size_t)k * sizeof *w->col_r);
+            w->col_T[kept] = w->col_T[j];
+            w->col_sum[kept] = w->col_sum[j];
+        }
+        w->alpha[kept++] = 0.0;
+    }
+    w->cols = kept;
+    w->g->len[w->g->bound_arc] = -bound_ms;
+    w->makespan_fixed = 1;
+    return add_point_column(w);
+}
+
 /* One objective stage after the first: bound the previous optimum, then
  * generate columns for the new objective.  The bound is the exact optimum;
  * only if the master's round-off then makes it infeasible is it relaxed, by
@@ -610,8 +768,10 @@ static int next_stage(dw_state *w, int previous_kind, double optimum, int kind,
         double bound = optimum + slacks[t] * fmax(1.0, fabs(optimum));
         if (previous_kind == OBJECTIVE_Z)
             w->z_bound = bound;
+        else if (t == 0 && (rc = fix_makespan(w, bound * w->scale)))
+            return tf_fail(err, rc, "out of memory");
         else
-            w->T_bound = bound;
+            w->g->len[w->g->bound_arc] = -bound * w->scale;
         rc = dw_run(w, kind, step, err);
         if (rc != TF_ESOLVER)
             break;
@@ -652,9 +812,13 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
         w.duration = malloc(nn * sizeof *w.duration);
         w.finish = malloc(nn * sizeof *w.finish);
         w.cost_r = calloc(nn, sizeof *w.cost_r);
+        w.cost_master = calloc(nn, sizeof *w.cost_master);
+        w.dual_centre = calloc((size_t)s->stages + 1, sizeof *w.dual_centre);
+        w.dual_smooth = calloc((size_t)s->stages + 1, sizeof *w.dual_smooth);
         w.point_r = calloc((size_t)net.k + 1, sizeof *w.point_r);
         if (!w.demand || !w.tree_arc || !w.alt_arc || !w.duration || !w.finish || !w.cost_r ||
-            !w.point_r || tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
+            !w.point_r || !w.cost_master || !w.dual_centre || !w.dual_smooth ||
+            tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
             master_init(&w, cap, objective)) {
             rc = tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model");
             goto done;

@@ -40,6 +40,88 @@ static void pivot_on(tableau *tb, int row, int col)
     tb->basis[row] = col;
 }
 
+/* Fills the tableau rows from the original data (A | I | b). */
+static void load_rows(tableau *tb, const double *a, const double *b)
+{
+    const int rows = tb->rows, cols = tb->cols, rhs = tb->width - 1;
+    for (int i = 0; i < rows; i++) {
+        for (int j = 0; j < tb->width; j++)
+            AT(tb, i, j) = 0.0L;
+        for (int j = 0; j < cols; j++)
+            AT(tb, i, j) = a[(size_t)i * (size_t)cols + (size_t)j];
+        AT(tb, i, cols + i) = 1.0L;
+        AT(tb, i, rhs) = b[i];
+    }
+}
+
+/* The objective row c - c_B B^-1 A for the tableau's current basis. */
+static void price_row(tableau *tb, const double *c)
+{
+    const int obj = tb->rows, cols = tb->cols;
+    for (int j = 0; j < tb->width; j++)
+        AT(tb, obj, j) = j < cols ? (real)c[j] : 0.0L;
+    for (int i = 0; i < tb->rows; i++) {
+        int k = tb->basis[i];
+        real ck = k < cols ? (real)c[k] : 0.0L;
+        if (ck != 0.0L)
+            for (int j = 0; j < tb->width; j++)
+                AT(tb, obj, j) -= ck * AT(tb, i, j);
+    }
+}
+
+/* Rebuilds the tableau of the current basis from the original data by
+ * Gauss-Jordan elimination with partial pivoting, discarding the round-off
+ * that hundreds of tableau pivots accumulate (the master's columns are
+ * nearly parallel near the optimum).  Returns 0, or 1 (tableau unchanged)
+ * if the basis is numerically singular or memory runs out. */
+static int refactor(tableau *tb, const double *a, const double *b, const double *c)
+{
+    const int rows = tb->rows, rhs = tb->width - 1;
+    size_t cells = (size_t)(rows + 1) * (size_t)tb->width;
+    tableau fresh = *tb;
+    fresh.t = malloc(cells * sizeof *fresh.t);
+    fresh.basis = malloc(((size_t)rows + 1) * sizeof *fresh.basis);
+    unsigned char *done = calloc((size_t)rows + 1, 1);
+    int rc = !fresh.t || !fresh.basis || !done;
+    if (!rc) {
+        load_rows(&fresh, a, b);
+        for (int k = 0; k < rows && !rc; k++) {
+            int col = tb->basis[k], best = -1;
+            for (int i = 0; i < rows; i++)
+                if (!done[i] && (best < 0 || fabsl(AT(&fresh, i, col)) >
+                                                 fabsl(AT(&fresh, best, col))))
+                    best = i;
+            if (best < 0 || fabsl(AT(&fresh, best, col)) < 1e-12L)
+                rc = 1;
+            else {
+                done[best] = 1;
+                pivot_on(&fresh, best, col);
+            }
+        }
+    }
+    if (!rc) {
+        for (int i = 0; i < rows; i++)
+            if (AT(&fresh, i, rhs) < 0.0L)
+                AT(&fresh, i, rhs) = 0.0L;
+        price_row(&fresh, c);
+        memcpy(tb->t, fresh.t, cells * sizeof *fresh.t);
+        memcpy(tb->basis, fresh.basis, (size_t)rows * sizeof *fresh.basis);
+    }
+    free(fresh.t);
+    free(fresh.basis);
+    free(done);
+    return rc;
+}
+
+/* Whether some column that may enter has reduced cost below -eps. */
+static int improvable(const tableau *tb, real eps)
+{
+    for (int j = 0; j < tb->width - 1; j++)
+        if (!tb->barred[j] && AT(tb, tb->rows, j) < -eps)
+            return 1;
+    return 0;
+}
+
 /* Runs the simplex on the objective row; returns 0 optimal, TF_ESOLVER if
  * unbounded or out of iterations. */
 static int iterate(tableau *tb, real eps)
@@ -176,18 +258,18 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
             }
         }
     }
-    /* Phase 2: the objective row is c - c_B B^-1 A. */
-    for (int j = 0; j < tb.width; j++)
-        AT(&tb, obj, j) = j < cols ? (real)c[j] : 0.0L;
-    for (int i = 0; i < rows; i++) {
-        int k = tb.basis[i];
-        real ck = k < cols ? (real)c[k] : 0.0L;
-        if (ck != 0.0L)
-            for (int j = 0; j < tb.width; j++)
-                AT(&tb, obj, j) -= ck * AT(&tb, i, j);
-    }
+    /* Phase 2: the objective row is c - c_B B^-1 A.  After it, the
+     * tableau is rebuilt from the data for the final basis and the simplex
+     * goes on if the clean reduced costs show it stopped short. */
+    price_row(&tb, c);
     if ((rc = iterate(&tb, eps)))
         goto done;
+    for (int pass = 0; pass < 4; pass++) {
+        if (refactor(&tb, a, b, c) || !improvable(&tb, eps))
+            break;
+        if ((rc = iterate(&tb, eps)))
+            goto done;
+    }
     for (int j = 0; j < cols; j++)
         x[j] = 0.0;
     for (int i = 0; i < rows; i++)

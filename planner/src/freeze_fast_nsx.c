@@ -40,6 +40,32 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->sibling = calloc(n, sizeof *m->sibling);
     m->stack = calloc(n, sizeof *m->stack);
     m->order = calloc(n, sizeof *m->order);
+    m->excess = calloc(n, sizeof *m->excess);
+    m->mark = calloc(n, sizeof *m->mark);
+    m->out_first = calloc(n + 1, sizeof *m->out_first);
+    m->in_first = calloc(n + 1, sizeof *m->in_first);
+    m->out_arc = calloc(a, sizeof *m->out_arc);
+    m->in_arc = calloc(a, sizeof *m->in_arc);
+    if (!m->excess || !m->mark || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc) {
+        tf_nsx_free(m);
+        return TF_ENOMEM;
+    }
+    /* Arcs by tail and by head (CSR), for the dual simplex's ratio test. */
+    for (int e = 0; e < arcs; e++) {
+        m->out_first[tail[e] + 1]++;
+        m->in_first[head[e] + 1]++;
+    }
+    for (int v = 0; v < nodes; v++) {
+        m->out_first[v + 1] += m->out_first[v];
+        m->in_first[v + 1] += m->in_first[v];
+    }
+    for (int e = 0; e < arcs; e++) {
+        m->out_arc[m->out_first[tail[e]] + m->mark[tail[e]]++] = e;
+    }
+    memset(m->mark, 0, n * sizeof *m->mark);
+    for (int e = 0; e < arcs; e++)
+        m->in_arc[m->in_first[head[e]] + m->mark[head[e]]++] = e;
+    memset(m->mark, 0, n * sizeof *m->mark);
     if (!m->flow || !m->pi || !m->parent || !m->pred || !m->up || !m->in_tree || !m->depth ||
         !m->thread || !m->rev_thread || !m->child || !m->sibling || !m->stack || !m->order) {
         tf_nsx_free(m);
@@ -64,6 +90,12 @@ void tf_nsx_free(tf_nsx *m)
     free(m->sibling);
     free(m->stack);
     free(m->order);
+    free(m->excess);
+    free(m->mark);
+    free(m->out_first);
+    free(m->in_first);
+    free(m->out_arc);
+    free(m->in_arc);
     memset(m, 0, sizeof *m);
 }
 
@@ -195,53 +227,40 @@ static int find_entering(tf_nsx *m, double tol, int block)
     return best;
 }
 
-static int pivot(tf_nsx *m, int e)
+/* The node where the tree paths up from i and j meet. */
+static int join_node(const tf_nsx *m, int i, int j)
+{
+    while (i != j) {
+        if (m->depth[i] >= m->depth[j])
+            i = m->parent[i];
+        else
+            j = m->parent[j];
+    }
+    return i;
+}
+
+/* Pushes delta around the cycle that non-tree arc e = (i -> j) closes:
+ * along e, up from j to join, down from join to i. */
+static void push_around_cycle(tf_nsx *m, int e, int join, double delta)
 {
     const int i = m->tail[e], j = m->head[e];
-    int u = i, v = j;
-    while (u != v) {
-        if (m->depth[u] >= m->depth[v])
-            u = m->parent[u];
-        else
-            v = m->parent[v];
-    }
-    const int join = u;
-    /* The cycle runs i -> j along e, up from j to join, down from join to i.
-     * Blocking arcs are tree arcs against that direction.  Cunningham's rule
-     * keeps the tree strongly feasible: the last blocking arc met when
-     * walking the cycle from join (join -> i, e, j -> join). */
-    double delta = INFINITY;
-    int leave = -1, leave_on_i_side = 0;
     for (int w = i; w != join; w = m->parent[w])
-        if (m->up[w] && m->flow[m->pred[w]] < delta) {
-            delta = m->flow[m->pred[w]];
-            leave = w;
-            leave_on_i_side = 1;
-        }
+        m->flow[m->pred[w]] += m->up[w] ? -delta : delta;
     for (int w = j; w != join; w = m->parent[w])
-        if (!m->up[w] && m->flow[m->pred[w]] <= delta) {
-            delta = m->flow[m->pred[w]];
-            leave = w;
-            leave_on_i_side = 0;
-        }
-    if (leave < 0)
-        return TF_ESOLVER; /* no blocking arc: a positive-length cycle */
-    if (delta > 0.0) {
-        for (int w = i; w != join; w = m->parent[w])
-            m->flow[m->pred[w]] += m->up[w] ? -delta : delta;
-        for (int w = j; w != join; w = m->parent[w])
-            m->flow[m->pred[w]] += m->up[w] ? delta : -delta;
-    }
-    m->flow[e] = delta;
+        m->flow[m->pred[w]] += m->up[w] ? delta : -delta;
+    m->flow[e] += delta;
+}
+
+/* Swaps tree arc pred[leave] for e: the subtree under `leave` is re-hung
+ * from x, the end of e inside it (y is e's other end), and its potentials
+ * shift so that e is tight. */
+static void rehang(tf_nsx *m, int e, int leave, int x, int y)
+{
     int leaving_arc = m->pred[leave];
-    m->flow[leaving_arc] = 0.0;
     m->in_tree[leaving_arc] = 0;
     m->in_tree[e] = 1;
-
-    /* Re-hang the subtree under `leave` from x, the end of e inside it. */
-    const int x = leave_on_i_side ? i : j, y = leave_on_i_side ? j : i;
     double rc = reduced_cost(m, e);
-    double shift = x == j ? -rc : rc;
+    double shift = x == m->head[e] ? -rc : rc;
     /* List the old subtree (contiguous in the thread) and unlink it. */
     int top_depth = m->depth[leave], count = 0;
     int w = leave;
@@ -253,7 +272,7 @@ static int pivot(tf_nsx *m, int e)
     m->thread[before] = after;
     m->rev_thread[after] = before;
     /* Reverse the stem x .. leave. */
-    int prev = y, prev_arc = e, prev_up = x == i;
+    int prev = y, prev_arc = e, prev_up = x == m->tail[e];
     for (w = x;;) {
         int old_parent = m->parent[w], old_arc = m->pred[w], old_up = m->up[w];
         m->parent[w] = prev;
@@ -289,15 +308,47 @@ static int pivot(tf_nsx *m, int e)
     }
     m->thread[last] = next;
     m->rev_thread[next] = last;
+}
+
+/* A primal pivot: e enters, the blocking arc chosen by Cunningham's rule
+ * leaves.  Returns 0, or TF_ESOLVER when nothing blocks (unbounded). */
+static int pivot(tf_nsx *m, int e)
+{
+    const int i = m->tail[e], j = m->head[e];
+    const int join = join_node(m, i, j);
+    /* Blocking arcs are tree arcs against the cycle's direction.
+     * Cunningham's rule keeps the tree strongly feasible: the last blocking
+     * arc met when walking the cycle from join (join -> i, e, j -> join). */
+    double delta = INFINITY;
+    int leave = -1, leave_on_i_side = 0;
+    for (int w = i; w != join; w = m->parent[w])
+        if (m->up[w] && m->flow[m->pred[w]] < delta) {
+            delta = m->flow[m->pred[w]];
+            leave = w;
+            leave_on_i_side = 1;
+        }
+    for (int w = j; w != join; w = m->parent[w])
+        if (!m->up[w] && m->flow[m->pred[w]] <= delta) {
+            delta = m->flow[m->pred[w]];
+            leave = w;
+            leave_on_i_side = 0;
+        }
+    if (leave < 0)
+        return TF_ESOLVER; /* no blocking arc: a positive-length cycle */
+    m->flow[e] = 0.0;
+    if (delta > 0.0)
+        push_around_cycle(m, e, join, delta);
+    else
+        m->flow[e] = delta;
+    m->flow[m->pred[leave]] = 0.0;
+    rehang(m, e, leave, leave_on_i_side ? i : j, leave_on_i_side ? j : i);
     return 0;
 }
 
-int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
-                 double tol)
+/* Primal pivots until no non-tree arc has reduced cost below -tol.
+ * Returns 0 or TF_ESOLVER (unbounded, or the pivot guard tripped). */
+static int primal_phase(tf_nsx *m, double tol)
 {
-    int rc = build_tree(m, b, tree_arc, alt_arc);
-    if (rc)
-        return rc;
     int block = (int)sqrt((double)m->arcs);
     if (block < 16)
         block = 16;
@@ -306,8 +357,7 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
     long refresh_every = m->nodes / 8 > 1000 ? m->nodes / 8 : 1000;
     /* Strong feasibility rules out cycling; this cap only guards against a
      * bug turning into an endless loop. */
-    long limit = 200L * m->nodes + 100000L, since_refresh = 0;
-    m->pivots = 0;
+    long limit = m->pivots + 200L * m->nodes + 100000L, since_refresh = 0;
     m->next_arc = 0;
     for (;;) {
         int e = find_entering(m, tol, block);
@@ -318,7 +368,8 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
             if (e < 0)
                 break;
         }
-        if ((rc = pivot(m, e)))
+        int rc = pivot(m, e);
+        if (rc)
             return rc;
         if (++m->pivots > limit)
             return TF_ESOLVER;
@@ -330,3 +381,120 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
     return 0;
 }
 
+int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
+                 double tol)
+{
+    int rc = build_tree(m, b, tree_arc, alt_arc);
+    if (rc)
+        return rc;
+    m->pivots = 0;
+    m->dual_pivots = 0;
+    return primal_phase(m, tol);
+}
+
+/* Tree flows for demands b on the current tree (non-tree arcs carry 0):
+ * the demand of each subtree crosses its tree arc. */
+static void tree_flows(tf_nsx *m, const double *b)
+{
+    int count = 0, v = 0;
+    do {
+        m->order[count++] = v;
+        m->excess[v] = b[v];
+        v = m->thread[v];
+    } while (v != 0 && count < m->nodes);
+    for (int k = count - 1; k > 0; k--) {
+        v = m->order[k];
+        double d = m->excess[v];
+        m->excess[m->parent[v]] += d;
+        m->flow[m->pred[v]] = m->up[v] ? -d : d;
+    }
+}
+
+/* The tree node whose arc carries the most negative flow (below -tol), or
+ * -1 (Dantzig's rule for the dual simplex). */
+static int find_leaving(const tf_nsx *m, double tol)
+{
+    int best = -1;
+    double most = -tol;
+    for (int v = 1; v < m->nodes; v++) {
+        double f = m->flow[m->pred[v]];
+        if (f < most) {
+            most = f;
+            best = v;
+        }
+    }
+    return best;
+}
+
+/* One dual pivot: tree arc pred[v] carries negative flow.  Cutting it
+ * splits off the subtree S under v; the entering arc crosses the cut the
+ * way S's demand needs (into S when the leaving arc points out of it, and
+ * the other way round) and has the least reduced cost, so every reduced
+ * cost stays non-negative after S's potentials shift.  Returns 0 or
+ * TF_ESOLVER when no arc crosses that way (no feasible flow exists). */
+static int dual_pivot(tf_nsx *m, int v)
+{
+    const int into = m->up[v];
+    const int stamp = ++m->stamp;
+    int top_depth = m->depth[v], w = v;
+    do {
+        m->mark[w] = stamp;
+        w = m->thread[w];
+    } while (w != 0 && m->depth[w] > top_depth);
+    int best = -1;
+    double best_rc = INFINITY;
+    w = v;
+    do {
+        int first = into ? m->in_first[w] : m->out_first[w];
+        int last = into ? m->in_first[w + 1] : m->out_first[w + 1];
+        const int *list = into ? m->in_arc : m->out_arc;
+        for (int p = first; p < last; p++) {
+            int e = list[p];
+            int other = into ? m->tail[e] : m->head[e];
+            if (m->in_tree[e] || m->mark[other] == stamp)
+                continue;
+            double rc = reduced_cost(m, e);
+            if (rc < best_rc) {
+                best_rc = rc;
+                best = e;
+            }
+        }
+        w = m->thread[w];
+    } while (w != 0 && m->depth[w] > top_depth);
+    if (best < 0)
+        return TF_ESOLVER;
+    double theta = -m->flow[m->pred[v]];
+    const int i = m->tail[best], j = m->head[best];
+    m->flow[best] = 0.0;
+    push_around_cycle(m, best, join_node(m, i, j), theta);
+    m->flow[m->pred[v]] = 0.0;
+    int x = into ? j : i;
+    rehang(m, best, v, x, into ? i : j);
+    return 0;
+}
+
+int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
+{
+    m->pivots = 0;
+    m->dual_pivots = 0;
+    tree_flows(m, b);
+    refresh_potentials(m);
+    long limit = 4L * m->nodes + 1000L;
+    for (;;) {
+        int v = find_leaving(m, flow_tol);
+        if (v < 0)
+            break;
+        int rc = dual_pivot(m, v);
+        if (rc)
+            return rc;
+        if (++m->dual_pivots > limit)
+            return TF_ESOLVER;
+    }
+    /* Flows within flow_tol of zero are round-off: clear them so the primal
+     * pivots below see a feasible tree. */
+    for (int v = 1; v < m->nodes; v++)
+        if (m->flow[m->pred[v]] < 0.0)
+            m->flow[m->pred[v]] = 0.0;
+    refresh_potentials(m);
+    return primal_phase(m, tol);
+}

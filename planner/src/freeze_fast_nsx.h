@@ -36,8 +36,13 @@ typedef struct tf_nsx {
     unsigned char *in_tree; /* arcs */
     int *depth, *thread, *rev_thread; /* preorder thread (circular) */
     int *child, *sibling, *stack, *order; /* scratch for re-hanging subtrees */
+    double *excess;      /* nodes: scratch for tree flows */
+    int *mark, stamp;    /* nodes: membership of the dual pivot's subtree */
+    int *out_first, *out_arc; /* arcs by tail (CSR) */
+    int *in_first, *in_arc;   /* arcs by head (CSR) */
     int next_arc;        /* where the block search resumes */
-    long pivots;         /* pivots in the last solve */
+    long pivots;         /* primal pivots in the last solve */
+    long dual_pivots;    /* dual pivots in the last resolve */
 } tf_nsx;
 
 /* Allocates the state for a network of `nodes` nodes and `arcs` arcs whose
@@ -55,6 +60,16 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
  * pivot guard trips.  tol: reduced costs above -tol count as optimal. */
 int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
                  double tol);
+
+/* Re-solves for new demands b from the optimal tree of the previous solve
+ * (which must have succeeded).  The tree stays dual feasible when only the
+ * demands change, so dual pivots (a tree arc with flow below -flow_tol
+ * leaves, the cheapest arc across its cut enters) restore primal
+ * feasibility, usually in far fewer pivots than a fresh solve; primal
+ * pivots then clear any reduced cost below -tol left by round-off.  Returns
+ * 0, or TF_ESOLVER when the dual pivots find no feasible flow or exceed
+ * their guard (4 per node): the caller then solves afresh. */
+int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol);
 
 void tf_nsx_free(tf_nsx *m);
 

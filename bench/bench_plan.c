@@ -5,54 +5,16 @@
  *   bench-plan [ACTIONS...]      default: 512 2048 8192
  *
  * Sizes are 1F1B with 8 ranks and ACTIONS / 16 microbatches; stage times
- * vary by stage and microbatch (seeded) so the LP is not degenerate. */
+ * vary by stage and microbatch (seeded, bench_profile.h) so the LP is not
+ * degenerate.  The planner runs with its default solver (auto); to compare
+ * solvers, see bench-solvers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_profile.h"
 #include "tf/plan.h"
 #include "tf/util.h"
-
-static double jitter(unsigned *state)
-{
-    *state = *state * 1664525u + 1013904223u;
-    return (double)(*state >> 8) / (double)(1u << 24);
-}
-
-/* A 1F1B profile with per-action measured times, as tf-exec would write. */
-static int make_profile(int ranks, int microbatches, tf_profile *p, tf_error *err)
-{
-    memset(p, 0, sizeof *p);
-    int rc = tf_schedule_build("1F1B", ranks, 1, microbatches, &p->schedule, err);
-    if (rc)
-        return rc;
-    int n = p->schedule.n_actions;
-    p->stages = calloc((size_t)ranks, sizeof *p->stages);
-    p->max_freeze_ratio = calloc((size_t)ranks, sizeof *p->max_freeze_ratio);
-    p->overrides = calloc((size_t)n, sizeof *p->overrides);
-    if (!p->stages || !p->max_freeze_ratio || !p->overrides)
-        return tf_fail(err, TF_ENOMEM, "out of memory");
-    p->microbatch_tokens = 8192;
-    unsigned seed = 42;
-    for (int s = 0; s < ranks; s++) {
-        p->stages[s].forward_ms = 14 + 2 * jitter(&seed);
-        p->stages[s].backward_ms = 40 + 6 * jitter(&seed);
-        p->stages[s].backward_frozen_ms = 0.45 * p->stages[s].backward_ms;
-        p->max_freeze_ratio[s] = 0.8;
-    }
-    for (int i = 0; i < n; i++) {
-        const tf_action *a = &p->schedule.actions[i];
-        const tf_stage_times *st = &p->stages[a->stage];
-        tf_action_time *o = &p->overrides[p->n_overrides++];
-        o->type = a->type;
-        o->stage = a->stage;
-        o->microbatch = a->microbatch;
-        double base = a->type == TF_ACT_F ? st->forward_ms : st->backward_ms;
-        o->ms = base * (0.95 + 0.1 * jitter(&seed));
-        o->frozen_ms = a->type == TF_ACT_B ? o->ms * (0.4 + 0.1 * jitter(&seed)) : -1;
-    }
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -71,7 +33,7 @@ int main(int argc, char **argv)
         tf_profile p;
         tf_plan plan;
         double started = tf_now_seconds();
-        if (make_profile(ranks, microbatches, &p, &err) ||
+        if (bench_make_profile("1F1B", ranks, 1, microbatches, &p, &err) ||
             tf_plan_from_profile(&p, NULL, &plan, &err)) {
             fprintf(stderr, "bench-plan: %s\n", err.msg);
             return 1;

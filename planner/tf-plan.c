@@ -17,9 +17,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tf-plan PROFILE.json [-o PLAN.json] [options]\n"
             "\n"
-            "Builds the schedule DAG of a profiled pipeline, solves the freeze LP with\n"
-            "lp_solve for the least batch time under the freeze caps, writes the plan and\n"
-            "prints a summary.\n"
+            "Builds the schedule DAG of a profiled pipeline, solves the freeze LP for the\n"
+            "least batch time under the freeze caps, writes the plan and prints a summary.\n"
             "\n"
             "options:\n"
             "  -o, --output FILE          write plan.json here (atomically)\n"
@@ -28,6 +27,9 @@ static void usage(FILE *f)
             "                             largest freeze ratio is smallest\n"
             "  --max-freeze-ratio R       cap on every stage's mean freeze ratio, in [0, 1]\n"
             "                             (default: the profile's, else 0.9)\n"
+            "  --solver NAME              auto (default: chosen by the schedule's size),\n"
+            "                             lp_solve, or fast (the structured exact solver);\n"
+            "                             the plan records the solver that ran\n"
             "  --schedule-csv FILE        run the per-rank order in FILE (PyTorch compute-only\n"
             "                             CSV: one row per rank, cells like 0F3 1B2 2I0 2W0)\n"
             "  --timeline FILE            also draw the plan (format from the extension: .svg\n"
@@ -78,6 +80,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(arg, "--objective") && has_value) {
             if (tf_objective_parse(argv[++i], &options.objective)) {
                 fprintf(stderr, "tf-plan: --objective: unknown objective \"%s\" (least-freeze, spread)\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(arg, "--solver") && has_value) {
+            if (tf_solver_parse(argv[++i], &options.solver)) {
+                fprintf(stderr, "tf-plan: --solver: unknown solver \"%s\" (auto, lp_solve, fast)\n",
                         argv[i]);
                 return EXIT_USAGE;
             }

@@ -202,6 +202,75 @@ static void rejects_bad_plans(void **state)
     tf_plan_free(&plan);
 }
 
+/* --solver: the plan names the solver that ran (and what was asked for),
+ * with lp_solve's version; both solvers give the same plan; old plans
+ * without solver.requested still load. */
+static void solver_choice_is_recorded(void **state)
+{
+    char path[512];
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_load(source_path("traces/examples/1f1b-p4-m8.profile.json", path, sizeof path),
+                        &p, &err))
+        fail_msg("%s", err.msg);
+    tf_plan plans[3];
+    const tf_solver solvers[3] = {TF_SOLVER_LP_SOLVE, TF_SOLVER_FAST, TF_SOLVER_AUTO};
+    for (int k = 0; k < 3; k++) {
+        tf_plan_options o;
+        tf_plan_options_init(&o);
+        assert_int_equal(o.solver, TF_SOLVER_AUTO);
+        o.solver = solvers[k];
+        if (tf_plan_from_profile(&p, &o, &plans[k], &err))
+            fail_msg("%s", err.msg);
+        check_invariants(&plans[k]);
+        assert_string_equal(plans[k].solver_requested, tf_solver_name(solvers[k]));
+    }
+    char version[32];
+    assert_string_equal(plans[0].solver_name, "lp_solve");
+    assert_string_equal(plans[0].solver_version, tf_freeze_solver_version(version, sizeof version));
+    assert_string_equal(plans[1].solver_name, "fast");
+    const char *chosen = tf_solver_name(tf_solver_for_size(p.schedule.n_actions));
+    assert_string_equal(plans[2].solver_name, chosen);
+    double sum[2] = {0, 0};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < plans[k].schedule.n_actions; i++)
+            sum[k] += plans[k].actions[i].freeze_ratio;
+    assert_close(plans[1].batch_ms_planned, plans[0].batch_ms_planned, 1e-9);
+    assert_true(fabs(sum[1] - sum[0]) <= 1e-6);
+
+    /* Round trip keeps the solver fields; a plan without "requested" (written
+     * before --solver existed) loads with it empty. */
+    char *json;
+    assert_int_equal(tf_plan_to_json(&plans[1], &json, &err), 0);
+    tf_plan loaded;
+    if (tf_plan_parse(json, "fast.json", &loaded, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(loaded.solver_name, "fast");
+    assert_string_equal(loaded.solver_requested, "fast");
+    tf_plan_free(&loaded);
+    free(json);
+    assert_int_equal(tf_plan_to_json(&plans[0], &json, &err), 0);
+    char *requested = strstr(json, "\"requested\"");
+    assert_non_null(requested);
+    memcpy(requested, "\"xequested\"", 11); /* an unknown field: ignored */
+    if (tf_plan_parse(json, "old.json", &loaded, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(loaded.solver_name, "lp_solve");
+    assert_string_equal(loaded.solver_version, version);
+    assert_string_equal(loaded.solver_requested, "");
+    tf_plan_free(&loaded);
+    memcpy(requested, "\"requested\"", 11);
+    char *value = strstr(requested + 11, "\"lp_solve\"");
+    assert_non_null(value);
+    memcpy(value, "7         ", 10); /* a number where a string belongs: named */
+    assert_int_equal(tf_plan_parse(json, "bad.json", &loaded, &err), TF_EINVAL);
+    assert_contains(err.msg, "$.solver.requested");
+    free(json);
+    for (int k = 0; k < 3; k++)
+        tf_plan_free(&plans[k]);
+    tf_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +280,7 @@ int main(void)
         cmocka_unit_test(unfrozen_plan_is_the_upper_bound),
         cmocka_unit_test(cyclic_order_is_an_error),
         cmocka_unit_test(rejects_bad_plans),
+        cmocka_unit_test(solver_choice_is_recorded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

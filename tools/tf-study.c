@@ -30,6 +30,7 @@ static void usage(FILE *f)
             "                         DIR, ready for tf-plan and tf-dot\n"
             "  -j, --jobs N           solve N configurations at once (default: all CPUs)\n"
             "  --objective NAME       least-freeze (default) or spread, as in tf-plan\n"
+            "  --solver NAME          auto (default), lp_solve or fast, as in tf-plan\n"
             "  -q, --quiet            no summary and no progress bar\n"
             "  -h, --help             show this help\n"
             "  --version              show the version\n"
@@ -91,6 +92,13 @@ int main(int argc, char **argv)
             if (tf_objective_parse(argv[++i], &options.objective)) {
                 fprintf(stderr,
                         "tf-study: --objective: unknown objective \"%s\" (least-freeze, spread)\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(arg, "--solver") && has_value) {
+            if (tf_solver_parse(argv[++i], &options.solver)) {
+                fprintf(stderr,
+                        "tf-study: --solver: unknown solver \"%s\" (auto, lp_solve, fast)\n",
                         argv[i]);
                 return EXIT_USAGE;
             }

@@ -78,6 +78,7 @@ typedef struct lp_model {
     int n;               /* actions */
     int k;               /* freezable actions */
     int *ratio_column;   /* n: column of r_i, 0 if fixed */
+    long long iteration_limit; /* guard against a cycling simplex (guarded_solve) */
     double *span;        /* n: max - min */
     int col_T, col_z;
 } lp_model;
@@ -207,12 +208,42 @@ static void free_model(lp_model *m)
     memset(m, 0, sizeof *m);
 }
 
+/* lp_solve's abort callback: stops a solve whose simplex has run far past
+ * any normal iteration count.  A healthy solve of this LP takes about 3
+ * iterations per row; lp_solve's default dual simplex can cycle on some
+ * degenerate schedules (Interleaved1F1B, 4 ranks, 64 microbatches) and
+ * would otherwise never return. */
+static int __WINAPI stop_when_cycling(lprec *lp, void *handle)
+{
+    const lp_model *m = handle;
+    return get_total_iter(lp) > m->iteration_limit;
+}
+
+/* solve() with the cycling guard: if the default simplex runs past the
+ * guard, the primal simplex (which does not cycle on those cases) solves
+ * again from the start.  Returns lp_solve's status. */
+static int guarded_solve(lp_model *m, int *solves)
+{
+    int rows = get_Nrows(m->lp), columns = get_Ncolumns(m->lp);
+    m->iteration_limit = 50LL * (rows + columns) + 10000;
+    put_abortfunc(m->lp, stop_when_cycling, m);
+    set_simplextype(m->lp, SIMPLEX_DUAL_PRIMAL);
+    int status = solve(m->lp);
+    (*solves)++;
+    if (status == USERABORT) {
+        default_basis(m->lp);
+        set_simplextype(m->lp, SIMPLEX_PRIMAL_PRIMAL);
+        status = solve(m->lp);
+        (*solves)++;
+    }
+    return status;
+}
+
 /* Solves, and if the optimum is not proven, reports lp_solve's status. */
 static int solve_step(lp_model *m, const char *step, int *solves, tf_freeze_result *out,
                       tf_error *err)
 {
-    int status = solve(m->lp);
-    (*solves)++;
+    int status = guarded_solve(m, solves);
     snprintf(out->status, sizeof out->status, "%s", status_name(status));
     if (status != OPTIMAL)
         return tf_fail(err, TF_ESOLVER, "lp_solve: %s while minimising %s (status %d)",
@@ -228,8 +259,7 @@ static int solve_keeping_optimum(lp_model *m, int column, double optimum, const 
                                  int *solves, tf_freeze_result *out, tf_error *err)
 {
     set_upbo(m->lp, column, optimum);
-    int status = solve(m->lp);
-    (*solves)++;
+    int status = guarded_solve(m, solves);
     if (status == INFEASIBLE || status == NUMFAILURE) {
         set_upbo(m->lp, column, optimum + 1e-9 * fmax(1.0, fabs(optimum)));
         return solve_step(m, step, solves, out, err);
@@ -349,4 +379,43 @@ void tf_freeze_result_free(tf_freeze_result *r)
     free(r->duration);
     free(r->start);
     r->ratio = r->duration = r->start = NULL;
+}
+
+const char *tf_solver_name(tf_solver solver)
+{
+    switch (solver) {
+    case TF_SOLVER_LP_SOLVE: return "lp_solve";
+    case TF_SOLVER_FAST: return "fast";
+    default: return "auto";
+    }
+}
+
+int tf_solver_parse(const char *name, tf_solver *solver)
+{
+    if (strcmp(name, "auto") == 0)
+        *solver = TF_SOLVER_AUTO;
+    else if (strcmp(name, "lp_solve") == 0)
+        *solver = TF_SOLVER_LP_SOLVE;
+    else if (strcmp(name, "fast") == 0)
+        *solver = TF_SOLVER_FAST;
+    else
+        return TF_EINVAL;
+    return 0;
+}
+
+tf_solver tf_solver_for_size(int n_actions)
+{
+    (void)n_actions;
+    return TF_SOLVER_LP_SOLVE;
+}
+
+int tf_freeze_solve_with(tf_solver solver, const tf_schedule *s, const tf_dag *g,
+                         const double *max_ms, const double *min_ms, const double *cap,
+                         tf_objective objective, tf_freeze_result *out, tf_error *err)
+{
+    if (solver == TF_SOLVER_AUTO)
+        solver = tf_solver_for_size(s->n_actions);
+    if (solver == TF_SOLVER_FAST)
+        return tf_freeze_solve_fast(s, g, max_ms, min_ms, cap, objective, out, err);
+    return tf_freeze_solve(s, g, max_ms, min_ms, cap, objective, out, err);
 }

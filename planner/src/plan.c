@@ -13,6 +13,7 @@ void tf_plan_options_init(tf_plan_options *o)
 {
     o->objective = TF_OBJECTIVE_LEAST_FREEZE;
     o->max_freeze_ratio = -1.0;
+    o->solver = TF_SOLVER_AUTO;
 }
 
 static double tokens_per_s(double microbatch_tokens, int microbatches, double batch_ms)
@@ -125,11 +126,20 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
             rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
         goto done;
     }
-    if ((rc = tf_freeze_solve(s, &g, max_ms, min_ms, caps, out->objective, &fr, err)))
+    tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
+    if ((rc = tf_freeze_solve_with(requested, s, &g, max_ms, min_ms, caps, out->objective, &fr,
+                                   err)))
         goto done;
     out->batch_ms_planned = fr.makespan;
     snprintf(out->solver_name, sizeof out->solver_name, "%s", fr.solver);
-    tf_freeze_solver_version(out->solver_version, sizeof out->solver_version);
+    snprintf(out->solver_requested, sizeof out->solver_requested, "%s",
+             tf_solver_name(requested));
+    /* The version is that of the code that solved: lp_solve's library, or
+     * the planner itself for the fast solver, which is part of it. */
+    if (strcmp(fr.solver, "lp_solve") == 0)
+        tf_freeze_solver_version(out->solver_version, sizeof out->solver_version);
+    else
+        snprintf(out->solver_version, sizeof out->solver_version, "%s", TF_VERSION);
     snprintf(out->solver_status, sizeof out->solver_status, "%s", fr.status);
     out->solver_variables = fr.variables;
     out->solver_constraints = fr.constraints;
@@ -210,6 +220,8 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
     cJSON *solver = cJSON_AddObjectToObject(root, "solver");
     cJSON_AddStringToObject(solver, "name", plan->solver_name);
     cJSON_AddStringToObject(solver, "version", plan->solver_version);
+    if (plan->solver_requested[0])
+        cJSON_AddStringToObject(solver, "requested", plan->solver_requested);
     cJSON_AddStringToObject(solver, "status", plan->solver_status);
     cJSON_AddNumberToObject(solver, "variables", plan->solver_variables);
     cJSON_AddNumberToObject(solver, "constraints", plan->solver_constraints);
@@ -404,15 +416,18 @@ static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_er
     tfj_ctx solver_at;
     tfj_child(&ctx, "solver", &solver_at);
     const char *solver_name = "unknown", *solver_version = "", *solver_status = "";
+    const char *solver_requested = "";
     if (cJSON_IsObject(solver) &&
         ((rc = tfj_string(&solver_at, solver, "name", 0, "unknown", &solver_name, err)) ||
          (rc = tfj_string(&solver_at, solver, "version", 0, "", &solver_version, err)) ||
+         (rc = tfj_string(&solver_at, solver, "requested", 0, "", &solver_requested, err)) ||
          (rc = tfj_string(&solver_at, solver, "status", 0, "", &solver_status, err)) ||
          (rc = tfj_number(&solver_at, solver, "seconds", 0, 0, 0, HUGE_VAL,
                           &plan->solver_seconds, err))))
         goto done;
     snprintf(plan->solver_name, sizeof plan->solver_name, "%s", solver_name);
     snprintf(plan->solver_version, sizeof plan->solver_version, "%s", solver_version);
+    snprintf(plan->solver_requested, sizeof plan->solver_requested, "%s", solver_requested);
     snprintf(plan->solver_status, sizeof plan->solver_status, "%s", solver_status);
     if (cJSON_IsObject(solver)) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(solver, "variables");
@@ -527,9 +542,18 @@ void tf_plan_print_summary(const tf_plan *plan, FILE *f)
     for (int st = 0; st < (same ? 1 : s->stages); st++)
         fprintf(f, "%s%.2f", st ? " " : "", plan->max_freeze_ratio[st]);
     fprintf(f, "%s\n", same ? " on every stage" : " per stage");
-    fprintf(f, "solver        %s %s: %s, %d variables, %d constraints, %.3f s\n",
-            plan->solver_name, plan->solver_version, plan->solver_status, plan->solver_variables,
-            plan->solver_constraints, plan->solver_seconds);
+    /* "lp_solve 5.5.2.5 (auto): optimal, ..." - the solver that ran, and
+     * "(auto)" when tf_solver_for_size chose it. */
+    fprintf(f, "solver        %s%s%s%s: %s, ", plan->solver_name,
+            plan->solver_version[0] ? " " : "", plan->solver_version,
+            strcmp(plan->solver_requested, "auto") == 0 ? " (auto)" : "", plan->solver_status);
+    if (strcmp(plan->solver_name, "fast") == 0)
+        fprintf(f, "%d network nodes, %d arcs", plan->solver_variables,
+                plan->solver_constraints);
+    else
+        fprintf(f, "%d variables, %d constraints", plan->solver_variables,
+                plan->solver_constraints);
+    fprintf(f, ", %.3f s\n", plan->solver_seconds);
 }
 
 void tf_plan_free(tf_plan *plan)

@@ -144,6 +144,22 @@ printf '{"model": 1}\n' >"$work/bad.json"
 expect_status 1 "bad study over existing output" "$TF_STUDY" "$work/bad.json" -o "$work/keep.csv"
 cmp -s "$work/r.csv" "$work/keep.csv" || fail "a failed run changed the existing CSV"
 
+# --- --solver is passed through: lp_solve and fast plan every row alike ---
+expect_status 0 "--solver lp_solve" "$TF_STUDY" "$work/good.json" -q -o "$work/lp.csv" --solver lp_solve
+expect_status 0 "--solver fast" "$TF_STUDY" "$work/good.json" -q -o "$work/fast.csv" --solver fast
+# Same rows, same planned batch time (1e-9 relative; the CSV keeps enough digits).
+paste -d, "$work/lp.csv" "$work/fast.csv" | awk -F, '
+    NR == 1 { half = NF / 2; for (i = 1; i <= half; i++) col[$i] = i; next }
+    { p = $col["batch_ms_planned"]; q = $(half + col["batch_ms_planned"]); d = p - q
+      if (d < 0) d = -d
+      if ($1 != $(half + 1) || d > 1e-9 * p) { print "row " NR ": " p " vs " q; bad = 1 } }
+    END { exit bad }' || fail "--solver lp_solve and fast plan differently"
+[ "$(wc -l <"$work/lp.csv")" -eq "$(wc -l <"$work/fast.csv")" ] || fail "--solver: row counts differ"
+printf 'precious' >"$work/keep.csv"
+expect_status 2 "bad --solver" "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --solver bogus
+expect_stderr "bad --solver" '--solver: unknown solver "bogus" (auto, lp_solve, fast)'
+[ "$(cat "$work/keep.csv")" = precious ] || fail "bad --solver: the CSV was replaced"
+
 # --- usage ---------------------------------------------------------------
 expect_status 2 "no arguments" "$TF_STUDY"
 expect_status 2 "bad --jobs" "$TF_STUDY" "$work/good.json" -j 0

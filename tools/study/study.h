@@ -126,24 +126,31 @@ typedef struct tf_study_row {
     double tokens_per_s_unfrozen, tokens_per_s_planned;
     int lp_variables, lp_constraints;
     double solve_seconds;         /* the planner's LP build and solve time */
+    char solver[32];              /* the solver that ran: "lp_solve" or "fast" */
 } tf_study_row;
 
 /* Plans one configuration and fills *row (never fails: a configuration that
  * cannot run is TF_STUDY_SKIPPED, a planner failure TF_STUDY_FAILED, both
- * with row->reason).  Thread-safe: s is only read. */
+ * with row->reason).  Thread-safe: s is only read.  Solver auto. */
 void tf_study_solve(const tf_study *s, const tf_study_config *c, tf_objective objective,
                     tf_study_row *row);
+
+/* tf_study_solve with the freeze-LP solver chosen (tf_plan_options.solver):
+ * row->solver names the one that ran. */
+void tf_study_solve_with(const tf_study *s, const tf_study_config *c, tf_objective objective,
+                         tf_solver solver, tf_study_row *row);
 
 typedef struct tf_study_run_options {
     int threads;                  /* <= 0: one per online CPU */
     tf_objective objective;
+    tf_solver solver;             /* freeze-LP solver per configuration (default auto) */
     /* Called after each configuration, from a worker thread but never from
      * two threads at once (the run holds a lock), with done of total. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
 } tf_study_run_options;
 
-/* Defaults: all CPUs, least-freeze, no progress callback. */
+/* Defaults: all CPUs, least-freeze, solver auto, no progress callback. */
 void tf_study_run_options_init(tf_study_run_options *o);
 
 typedef struct tf_study_result {

@@ -262,6 +262,12 @@ static double bubble_ratio(const tf_plan *plan, int planned)
 void tf_study_solve(const tf_study *s, const tf_study_config *c, tf_objective objective,
                     tf_study_row *row)
 {
+    tf_study_solve_with(s, c, objective, TF_SOLVER_AUTO, row);
+}
+
+void tf_study_solve_with(const tf_study *s, const tf_study_config *c, tf_objective objective,
+                         tf_solver solver, tf_study_row *row)
+{
     memset(row, 0, sizeof *row);
     row->config = *c;
     tf_error err = {0};
@@ -278,6 +284,7 @@ void tf_study_solve(const tf_study *s, const tf_study_config *c, tf_objective ob
     tf_plan_options options;
     tf_plan_options_init(&options);
     options.objective = objective;
+    options.solver = solver;
     tf_plan plan;
     rc = tf_plan_from_profile(&profile, &options, &plan, &err);
     tf_profile_free(&profile);
@@ -299,5 +306,6 @@ void tf_study_solve(const tf_study *s, const tf_study_config *c, tf_objective ob
     row->lp_variables = plan.solver_variables;
     row->lp_constraints = plan.solver_constraints;
     row->solve_seconds = plan.solver_seconds;
+    snprintf(row->solver, sizeof row->solver, "%s", plan.solver_name);
     tf_plan_free(&plan);
 }

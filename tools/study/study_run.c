@@ -29,6 +29,7 @@ void tf_study_run_options_init(tf_study_run_options *o)
     memset(o, 0, sizeof *o);
     o->threads = 0;
     o->objective = TF_OBJECTIVE_LEAST_FREEZE;
+    o->solver = TF_SOLVER_AUTO;
 }
 
 /* Shared state of one run; the lock guards next, done and the callback. */
@@ -54,7 +55,8 @@ static void *worker(void *arg)
         if (k < 0)
             return NULL;
         int i = st->order[k];
-        tf_study_solve(st->study, &st->configs[i], st->options->objective, &st->rows[i]);
+        tf_study_solve_with(st->study, &st->configs[i], st->options->objective,
+                            st->options->solver, &st->rows[i]);
         pthread_mutex_lock(&st->lock);
         st->done++;
         if (st->options->progress)

@@ -71,4 +71,21 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
                          const double *min_ms, const double *cap, tf_objective objective,
                          tf_freeze_result *out, tf_error *err);
 
+/* --- Choosing a solver ------------------------------------------------- */
+
+typedef enum { TF_SOLVER_AUTO = 0, TF_SOLVER_LP_SOLVE = 1, TF_SOLVER_FAST = 2 } tf_solver;
+
+/* "auto" / "lp_solve" / "fast" <-> enum.  parse returns 0 or TF_EINVAL. */
+const char *tf_solver_name(tf_solver solver);
+int tf_solver_parse(const char *name, tf_solver *solver);
+
+/* The solver "auto" uses for a schedule of n_actions actions. */
+tf_solver tf_solver_for_size(int n_actions);
+
+/* Solves with the chosen solver (auto: tf_solver_for_size); same contract as
+ * tf_freeze_solve.  out->solver names the solver that produced the plan. */
+int tf_freeze_solve_with(tf_solver solver, const tf_schedule *s, const tf_dag *g,
+                         const double *max_ms, const double *min_ms, const double *cap,
+                         tf_objective objective, tf_freeze_result *out, tf_error *err);
+
 #endif

@@ -31,8 +31,12 @@ typedef struct tf_plan {
     double tokens_per_s_unfrozen, tokens_per_s_planned; /* 0 if tokens unknown */
     double freeze_ratio_mean;     /* mean over freezable actions */
     double *freeze_ratio_stage;   /* schedule.stages: mean over each stage's freezable actions */
-    char solver_name[32];         /* "lp_solve", or "none" for an unfrozen plan */
-    char solver_version[32];
+    char solver_name[32];         /* solver that produced the plan: "lp_solve" or "fast";
+                                   * "none" for an unfrozen plan */
+    char solver_version[32];      /* lp_solve's version for "lp_solve"; the planner's
+                                   * (TF_VERSION) for "fast"; "" for "none" */
+    char solver_requested[32];    /* the --solver asked for: "auto", "lp_solve" or "fast";
+                                   * "" when unknown (plans written before it existed) */
     char solver_status[32];
     int solver_variables, solver_constraints;
     double solver_seconds;
@@ -42,14 +46,17 @@ typedef struct tf_plan {
 typedef struct tf_plan_options {
     tf_objective objective;
     double max_freeze_ratio;      /* < 0: use the profile's caps */
+    tf_solver solver;             /* TF_SOLVER_AUTO: tf_solver_for_size picks */
 } tf_plan_options;
 
-/* Defaults: least-freeze, caps from the profile. */
+/* Defaults: least-freeze, caps from the profile, solver auto. */
 void tf_plan_options_init(tf_plan_options *o);
 
 /* The planner: builds the DAG of p->schedule, computes the unfrozen and
- * all-frozen bounds, solves the freeze LP and fills *out (tf_plan_free).
- * Returns 0, TF_ECYCLE (deadlocking order), TF_ESOLVER or TF_ENOMEM. */
+ * all-frozen bounds, solves the freeze LP with o->solver (o may be NULL:
+ * the defaults) through tf_freeze_solve_with and fills *out (tf_plan_free);
+ * out->solver_name is the solver that actually ran.  Returns 0, TF_ECYCLE
+ * (deadlocking order), TF_ESOLVER or TF_ENOMEM; *out is zeroed on error. */
 int tf_plan_from_profile(const tf_profile *p, const tf_plan_options *o, tf_plan *out,
                          tf_error *err);
 

@@ -1,0 +1,94 @@
+/* bench_profile.c - synthetic profiles shared by the benchmarks. */
+#include "bench_profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tf/schedule.h"
+
+/* A linear congruential generator: uniform in [0, 1), same on every
+ * platform.  The sequence of draws fixes the profile, so the order of calls
+ * below must not change (bench-plan's published figures depend on it). */
+static double jitter(unsigned *state)
+{
+    *state = *state * 1664525u + 1013904223u;
+    return (double)(*state >> 8) / (double)(1u << 24);
+}
+
+static int is_interleaved(const char *name)
+{
+    return strcmp(name, "Interleaved1F1B") == 0 || strcmp(name, "InterleavedZeroBubble") == 0;
+}
+
+int bench_microbatches_for(const char *schedule, int ranks, int stages_per_rank, int actions,
+                           int *microbatches, tf_error *err)
+{
+    const char *name = tf_schedule_canonical_name(schedule);
+    if (!name)
+        return tf_fail(err, TF_EINVAL, "schedule \"%s\" is not built in (built in: %s)",
+                       schedule, tf_schedule_builtin_names());
+    if (ranks < 1 || stages_per_rank < 1)
+        return tf_fail(err, TF_EINVAL, "%s: ranks = %d and stages_per_rank = %d must be >= 1",
+                       name, ranks, stages_per_rank);
+    long per_microbatch =
+        (long)ranks * stages_per_rank * (tf_schedule_splits_backward(name) ? 3 : 2);
+    long m = actions / per_microbatch;
+    if (is_interleaved(name) && m > ranks)
+        m -= m % ranks;
+    if (m < 1)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: %d actions is fewer than one microbatch (%ld actions on %d ranks x "
+                       "%d stages)",
+                       name, actions, per_microbatch, ranks, stages_per_rank);
+    *microbatches = (int)m;
+    return 0;
+}
+
+int bench_make_profile(const char *schedule, int ranks, int stages_per_rank, int microbatches,
+                       tf_profile *p, tf_error *err)
+{
+    memset(p, 0, sizeof *p);
+    int rc = tf_schedule_build(schedule, ranks, stages_per_rank, microbatches, &p->schedule, err);
+    if (rc)
+        return rc;
+    const int n = p->schedule.n_actions, stages = p->schedule.stages;
+    p->stages = calloc((size_t)stages, sizeof *p->stages);
+    p->max_freeze_ratio = calloc((size_t)stages, sizeof *p->max_freeze_ratio);
+    p->overrides = calloc((size_t)n, sizeof *p->overrides);
+    if (!p->stages || !p->max_freeze_ratio || !p->overrides) {
+        tf_profile_free(p);
+        return tf_fail(err, TF_ENOMEM, "out of memory building a %d-action profile", n);
+    }
+    p->microbatch_tokens = 8192;
+    unsigned seed = 42;
+    for (int s = 0; s < stages; s++) {
+        tf_stage_times *st = &p->stages[s];
+        st->forward_ms = 14 + 2 * jitter(&seed);
+        st->backward_ms = 40 + 6 * jitter(&seed);
+        st->backward_frozen_ms = 0.45 * st->backward_ms;
+        st->backward_input_ms = 0.5 * st->backward_ms;
+        st->backward_weight_ms = 0.5 * st->backward_ms;
+        st->backward_weight_frozen_ms = 0.01 * st->backward_weight_ms;
+        p->max_freeze_ratio[s] = 0.8;
+    }
+    for (int i = 0; i < n; i++) {
+        const tf_action *a = &p->schedule.actions[i];
+        const tf_stage_times *st = &p->stages[a->stage];
+        tf_action_time *o = &p->overrides[p->n_overrides++];
+        o->type = a->type;
+        o->stage = a->stage;
+        o->microbatch = a->microbatch;
+        double base = a->type == TF_ACT_F   ? st->forward_ms
+                      : a->type == TF_ACT_B ? st->backward_ms
+                      : a->type == TF_ACT_I ? st->backward_input_ms
+                                            : st->backward_weight_ms;
+        o->ms = base * (0.95 + 0.1 * jitter(&seed));
+        if (a->type == TF_ACT_B)
+            o->frozen_ms = o->ms * (0.4 + 0.1 * jitter(&seed));
+        else if (a->type == TF_ACT_W)
+            o->frozen_ms = o->ms * (0.01 + 0.04 * jitter(&seed));
+        else
+            o->frozen_ms = -1;
+    }
+    return 0;
+}

@@ -1,0 +1,577 @@
+/* bench-solvers: the freeze-LP solvers side by side, end to end, in one run.
+ *
+ *   bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]
+ *                 [--limit S] [--solvers LIST] [ACTIONS...]
+ *
+ * Default: 1F1B, 8 ranks, the schedule's default stages per rank, sizes
+ * 2048 8192 32768 131072 actions, a limit of 300 s per solve, solvers
+ * lp_solve,fast,clp.  Each size is the jittered per-action profile of
+ * bench_profile.h (the one bench-plan uses), with the microbatch count that
+ * gives about that many actions (bench_microbatches_for; the row shows the
+ * actual count), caps 0.8, objective least-freeze.
+ *
+ * What is timed: everything from the profile in memory to the plan result -
+ * per-action durations, the DAG, the unfrozen and all-frozen bounds, the LP
+ * (built and solved), the ratios, the planned longest path and the critical
+ * actions.  For lp_solve and fast that is tf_plan_from_profile with
+ * tf_plan_options.solver set; for CLP the same steps in bench_clp.c.  Not
+ * timed: generating the profile, reading profile.json and writing plan.json
+ * (JSON I/O is the same for every solver).  `solve_s` is the solver's own
+ * share (LP build and solves, as the plan's solver.seconds reports it).
+ *
+ * Every solve runs in its own fork()ed child, one at a time, which sends its
+ * figures back through a pipe.  A child still running after the limit is
+ * killed (SIGKILL) and its row says "timeout".  Memory: `peak_MiB` is the
+ * child's peak resident set (ru_maxrss from wait4), reported as measured,
+ * nothing subtracted.  Two baselines for the reader to subtract:
+ * `parent_MiB`, the parent's resident set at the fork (statm; it holds the
+ * profile), and `idle_MiB`, the peak of a child forked at the same point that
+ * exits at once.  A child inherits the parent's anonymous pages (heap,
+ * profile) but not its resident file-backed pages (shared libraries), which
+ * it counts only once it touches them, so the child's starting point is
+ * idle_MiB, usually below parent_MiB; peak_MiB - idle_MiB is the solve's own.
+ *
+ * Agreement: `vs_lp_solve` gives each solver's batch time relative to
+ * lp_solve's and the difference of the total freeze (sum of ratios); the
+ * solvers solve the same lexicographic LP, so both should be ~0; beyond
+ * tf-plan's test tolerances (1e-9 relative, 1e-6) the row ends in "DIFFERS".
+ * The last row of each size is the speed-up (lp_solve seconds / solver
+ * seconds).
+ *
+ * CLP (COIN-OR, Debian package coinor-libclp-dev) is built in only when CMake
+ * finds it; otherwise its rows say "not built".  HiGHS is not packaged for
+ * Debian 12 and the build machines have no network, so it cannot be timed
+ * here.
+ *
+ * Exit status: 0 when every solve finished or timed out (timeouts are
+ * measurements), 1 when a solver failed or a child crashed, 2 usage error.
+ * Like bench-plan, it asserts nothing about speed.
+ */
+#define _DEFAULT_SOURCE /* wait4 */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_profile.h"
+#include "tf/freeze.h"
+#include "tf/plan.h"
+#include "tf/schedule.h"
+#include "tf/util.h"
+#ifdef TF_BENCH_HAVE_CLP
+#include "bench_clp.h"
+#endif
+
+enum { EXIT_FAILED = 1, EXIT_USAGE = 2 };
+enum { SOLVER_LP_SOLVE = 0, SOLVER_FAST = 1, SOLVER_CLP = 2, N_SOLVERS = 3 };
+
+/* The name of a SOLVER_* index, as --solvers and the rows spell it. */
+static const char *solver_label(int solver)
+{
+    switch (solver) {
+    case SOLVER_LP_SOLVE: return "lp_solve";
+    case SOLVER_FAST: return "fast";
+    default: return "clp";
+    }
+}
+
+#define MAX_SIZES 64
+
+typedef struct bench_options {
+    char schedule[64];           /* canonical built-in name */
+    int ranks;
+    int stages_per_rank;         /* 0: the schedule's default */
+    double limit;                /* seconds per solve */
+    int use[N_SOLVERS];          /* solvers to run */
+    int sizes[MAX_SIZES];
+    int n_sizes;
+} bench_options;
+
+/* What a child sends back through the pipe (well under PIPE_BUF, so one
+ * write is atomic). */
+typedef struct solve_report {
+    int rc;                      /* 0 or a TF_E* code */
+    double seconds;              /* end to end */
+    double solve_seconds;        /* the solver's own share */
+    double batch_ms, total_freeze;
+    int variables, constraints;
+    char solver[32];             /* the solver that ran, as the plan names it */
+    char msg[512];               /* the error message when rc != 0 */
+} solve_report;
+
+typedef enum { RUN_OK, RUN_FAILED, RUN_TIMEOUT, RUN_CRASHED, RUN_NOT_BUILT } run_outcome;
+
+typedef struct measurement {
+    run_outcome outcome;
+    solve_report report;
+    double peak_mib;             /* child's ru_maxrss */
+    int wait_status;             /* for RUN_CRASHED */
+} measurement;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]\n"
+            "                     [--limit S] [--solvers LIST] [ACTIONS...]\n"
+            "\n"
+            "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
+            "on synthetic profiles of about ACTIONS actions (default 2048 8192 32768 131072),\n"
+            "each solve in a fork()ed child: seconds, peak memory, batch time and total\n"
+            "freeze found, and the speed-up over lp_solve.\n"
+            "\n"
+            "options:\n"
+            "  --schedule NAME        built-in schedule (default 1F1B): %s\n"
+            "  --ranks P              pipeline ranks (default 8)\n"
+            "  --stages-per-rank V    stages per rank (default: the schedule's)\n"
+            "  --limit S              seconds per solve before the child is killed (default 300)\n"
+            "  --solvers LIST         comma-separated subset of lp_solve,fast,clp (default all)\n"
+            "  -h, --help             show this help\n",
+            tf_schedule_builtin_names());
+}
+
+/* Parses an integer in [lo, hi]; returns 0 or -1. */
+static int parse_int(const char *text, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || errno || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_solvers(const char *list, int use[N_SOLVERS])
+{
+    int any = 0;
+    for (int s = 0; s < N_SOLVERS; s++)
+        use[s] = 0;
+    const char *p = list;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (int s = 0; s < N_SOLVERS; s++)
+            if (strlen(solver_label(s)) == len && strncmp(p, solver_label(s), len) == 0)
+                use[s] = found = any = 1;
+        if (!found)
+            return -1;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return any ? 0 : -1;
+}
+
+/* Returns 0, or EXIT_USAGE after printing the error (flag and value). */
+static int parse_args(int argc, char **argv, bench_options *o, int *help)
+{
+    static const int default_sizes[] = {2048, 8192, 32768, 131072};
+    memset(o, 0, sizeof *o);
+    snprintf(o->schedule, sizeof o->schedule, "1F1B");
+    o->ranks = 8;
+    o->limit = 300.0;
+    for (int s = 0; s < N_SOLVERS; s++)
+        o->use[s] = 1;
+    *help = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int has_value = i + 1 < argc;
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            *help = 1;
+            return 0;
+        } else if (!strcmp(arg, "--schedule") && has_value) {
+            const char *name = tf_schedule_canonical_name(argv[++i]);
+            if (!name) {
+                fprintf(stderr, "bench-solvers: --schedule: unknown schedule \"%s\" (%s)\n",
+                        argv[i], tf_schedule_builtin_names());
+                return EXIT_USAGE;
+            }
+            snprintf(o->schedule, sizeof o->schedule, "%s", name);
+        } else if (!strcmp(arg, "--ranks") && has_value) {
+            if (parse_int(argv[++i], 1, 4096, &o->ranks)) {
+                fprintf(stderr, "bench-solvers: --ranks: expected an integer in [1, 4096], "
+                                "got \"%s\"\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(arg, "--stages-per-rank") && has_value) {
+            if (parse_int(argv[++i], 1, 64, &o->stages_per_rank)) {
+                fprintf(stderr, "bench-solvers: --stages-per-rank: expected an integer in "
+                                "[1, 64], got \"%s\"\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(arg, "--limit") && has_value) {
+            char *end;
+            double v = strtod(argv[++i], &end);
+            if (end == argv[i] || *end || !(v > 0.0 && v <= 86400.0)) {
+                fprintf(stderr, "bench-solvers: --limit: expected seconds in (0, 86400], "
+                                "got \"%s\"\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+            o->limit = v;
+        } else if (!strcmp(arg, "--solvers") && has_value) {
+            if (parse_solvers(argv[++i], o->use)) {
+                fprintf(stderr, "bench-solvers: --solvers: expected a comma-separated list of "
+                                "lp_solve, fast, clp, got \"%s\"\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            fprintf(stderr, "bench-solvers: %s: unknown option or missing value (see --help)\n",
+                    arg);
+            return EXIT_USAGE;
+        } else {
+            if (o->n_sizes == MAX_SIZES) {
+                fprintf(stderr, "bench-solvers: at most %d sizes, got \"%s\" too\n", MAX_SIZES,
+                        arg);
+                return EXIT_USAGE;
+            }
+            if (parse_int(arg, 1, 100000000, &o->sizes[o->n_sizes])) {
+                fprintf(stderr, "bench-solvers: ACTIONS: expected an integer in [1, 1e8], "
+                                "got \"%s\"\n",
+                        arg);
+                return EXIT_USAGE;
+            }
+            o->n_sizes++;
+        }
+    }
+    if (o->n_sizes == 0) {
+        o->n_sizes = (int)(sizeof default_sizes / sizeof *default_sizes);
+        memcpy(o->sizes, default_sizes, sizeof default_sizes);
+    }
+    if (o->stages_per_rank == 0)
+        o->stages_per_rank = tf_schedule_default_stages_per_rank(o->schedule);
+    return 0;
+}
+
+/* The parent's resident set now, in MiB: /proc/self/statm, else its peak. */
+static double resident_mib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size, resident;
+    if (f) {
+        int got = fscanf(f, "%ld %ld", &size, &resident);
+        fclose(f);
+        if (got == 2)
+            return (double)resident * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* The peak resident set of a child forked now that exits at once, in MiB:
+ * what every solve's child starts from.  0 if it cannot be measured. */
+static double idle_child_mib(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return 0.0;
+    if (pid == 0)
+        _exit(0);
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    int status;
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+        ;
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* The child's work: one solve, end to end, into *r. */
+static void child_solve(const tf_profile *p, int solver, solve_report *r)
+{
+    memset(r, 0, sizeof *r);
+    tf_error err = {0};
+    double started = tf_now_seconds();
+    if (solver == SOLVER_CLP) {
+#ifdef TF_BENCH_HAVE_CLP
+        bench_clp_result cr;
+        r->rc = bench_clp_plan(p, &cr, &err);
+        r->seconds = tf_now_seconds() - started;
+        if (!r->rc) {
+            r->solve_seconds = cr.solve_seconds;
+            r->batch_ms = cr.batch_ms;
+            r->total_freeze = cr.total_freeze;
+            r->variables = cr.columns;
+            r->constraints = cr.rows;
+            snprintf(r->solver, sizeof r->solver, "clp");
+        }
+#else
+        r->rc = tf_fail(&err, TF_EINVAL, "CLP is not built in");
+#endif
+    } else {
+        tf_plan_options options;
+        tf_plan_options_init(&options);
+        options.solver = solver == SOLVER_FAST ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
+        tf_plan plan;
+        r->rc = tf_plan_from_profile(p, &options, &plan, &err);
+        r->seconds = tf_now_seconds() - started;
+        if (!r->rc) {
+            r->solve_seconds = plan.solver_seconds;
+            r->batch_ms = plan.batch_ms_planned;
+            for (int i = 0; i < plan.schedule.n_actions; i++)
+                r->total_freeze += plan.actions[i].freeze_ratio;
+            r->variables = plan.solver_variables;
+            r->constraints = plan.solver_constraints;
+            snprintf(r->solver, sizeof r->solver, "%s", plan.solver_name);
+            tf_plan_free(&plan);
+        }
+    }
+    if (r->rc)
+        snprintf(r->msg, sizeof r->msg, "%s", err.msg[0] ? err.msg : tf_strerror(r->rc));
+}
+
+/* Reads up to size bytes until EOF; returns the count (-1 on error). */
+static ssize_t read_all(int fd, void *buf, size_t size)
+{
+    size_t got = 0;
+    while (got < size) {
+        ssize_t k = read(fd, (char *)buf + got, size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -1;
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
+}
+
+static int write_all(int fd, const void *buf, size_t size)
+{
+    size_t done = 0;
+    while (done < size) {
+        ssize_t k = write(fd, (const char *)buf + done, size - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        done += (size_t)k;
+    }
+    return 0;
+}
+
+/* Runs one solve in a child with a time limit and fills *m.  Returns 0, or
+ * -1 (with a message on stderr) when the child could not be started. */
+static int measure(const tf_profile *p, int solver, double limit, measurement *m)
+{
+    memset(m, 0, sizeof *m);
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("bench-solvers: pipe");
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("bench-solvers: fork");
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        solve_report r;
+        child_solve(p, solver, &r);
+        _exit(write_all(fds[1], &r, sizeof r) == 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    double deadline = tf_now_seconds() + limit;
+    int timed_out = 0;
+    for (;;) {
+        double left = deadline - tf_now_seconds();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        int ready = poll(&pfd, 1, (int)(left * 1000.0) + 1);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready != 0)
+            break; /* data, EOF or an error: the read below tells */
+    }
+    ssize_t got = 0;
+    if (timed_out)
+        kill(pid, SIGKILL);
+    else
+        got = read_all(fds[0], &m->report, sizeof m->report);
+    close(fds[0]);
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    int status = 0;
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+        ;
+    m->peak_mib = (double)ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
+    m->wait_status = status;
+    if (timed_out)
+        m->outcome = RUN_TIMEOUT;
+    else if (got != (ssize_t)sizeof m->report)
+        m->outcome = RUN_CRASHED;
+    else
+        m->outcome = m->report.rc ? RUN_FAILED : RUN_OK;
+    return 0;
+}
+
+static void print_header(const bench_options *o)
+{
+    char version[32];
+    printf("bench-solvers: %s, %d ranks x %d stage%s per rank, least-freeze, caps 0.8, "
+           "limit %g s per solve\n",
+           o->schedule, o->ranks, o->stages_per_rank, o->stages_per_rank == 1 ? "" : "s",
+           o->limit);
+    printf("solvers: lp_solve %s, fast (planner %s), clp %s\n",
+           tf_freeze_solver_version(version, sizeof version), TF_VERSION,
+#ifdef TF_BENCH_HAVE_CLP
+           bench_clp_version()
+#else
+           "not built"
+#endif
+    );
+    printf("seconds: end to end in a fork()ed child (DAG, bounds, LP, plan; no JSON I/O); "
+           "solve_s: the solver's share\n");
+    printf("peak_MiB: the child's ru_maxrss, as measured; baselines: parent_MiB (parent's RSS "
+           "at fork), idle_MiB (an idle child's peak)\n");
+    printf("vars/cons: LP columns/rows (fast: network nodes/arcs)\n\n");
+    printf("%8s %6s  %-9s %-9s %9s %9s %9s %10s %8s %8s %8s %18s %14s  %s\n", "actions",
+           "micro", "solver", "status", "seconds", "solve_s", "peak_MiB", "parent_MiB",
+           "idle_MiB", "vars", "cons", "batch_ms", "total_freeze", "vs_lp_solve");
+}
+
+static void print_row(int actions, int microbatches, int solver, const measurement *m,
+                      double parent_mib, double idle_mib, const measurement *reference,
+                      double limit)
+{
+    printf("%8d %6d  %-9s ", actions, microbatches, solver_label(solver));
+    switch (m->outcome) {
+    case RUN_NOT_BUILT:
+        printf("not built\n");
+        return;
+    case RUN_TIMEOUT:
+        printf("%-9s %9s %9s %9.1f %10.1f %8.1f   (killed after %g s)\n", "timeout", "-", "-",
+               m->peak_mib, parent_mib, idle_mib, limit);
+        return;
+    case RUN_CRASHED:
+        if (WIFSIGNALED(m->wait_status))
+            printf("%-9s (child killed by signal %d)\n", "crashed", WTERMSIG(m->wait_status));
+        else
+            printf("%-9s (child exited with status %d and no result)\n", "crashed",
+                   WIFEXITED(m->wait_status) ? WEXITSTATUS(m->wait_status) : -1);
+        return;
+    case RUN_FAILED:
+        printf("%-9s %s\n", "failed", m->report.msg);
+        return;
+    case RUN_OK:
+        break;
+    }
+    const solve_report *r = &m->report;
+    printf("%-9s %9.3f %9.3f %9.1f %10.1f %8.1f %8d %8d %18.9f %14.9f  ", "ok", r->seconds,
+           r->solve_seconds, m->peak_mib, parent_mib, idle_mib, r->variables, r->constraints,
+           r->batch_ms, r->total_freeze);
+    if (solver == SOLVER_LP_SOLVE)
+        printf("reference\n");
+    else if (!reference || reference->outcome != RUN_OK)
+        printf("-\n");
+    else {
+        const solve_report *ref = &reference->report;
+        double rel = ref->batch_ms != 0 ? (r->batch_ms - ref->batch_ms) / ref->batch_ms
+                                        : r->batch_ms - ref->batch_ms;
+        double freeze = r->total_freeze - ref->total_freeze;
+        /* tf-plan's tests hold the solvers to these tolerances. */
+        int differs = !(fabs(rel) <= 1e-9 && fabs(freeze) <= 1e-6);
+        printf("batch %+.1e rel, freeze %+.1e%s\n", rel, freeze, differs ? "  DIFFERS" : "");
+    }
+}
+
+/* The last row of a size: each solver's speed-up over lp_solve. */
+static void print_speedups(int actions, int microbatches, const bench_options *o,
+                           const measurement *m)
+{
+    printf("%8d %6d  %-9s", actions, microbatches, "speed-up");
+    int any = 0;
+    for (int s = SOLVER_FAST; s < N_SOLVERS; s++) {
+        if (!o->use[s] || !o->use[SOLVER_LP_SOLVE])
+            continue;
+        const measurement *lp = &m[SOLVER_LP_SOLVE], *x = &m[s];
+        printf("%s%s over lp_solve ", any++ ? ", " : " ", solver_label(s));
+        double x_seconds = x->report.seconds > 0 ? x->report.seconds : 1e-9;
+        if (lp->outcome == RUN_OK && x->outcome == RUN_OK)
+            printf("%.2fx", lp->report.seconds / x_seconds);
+        else if (lp->outcome == RUN_TIMEOUT && x->outcome == RUN_OK)
+            printf("> %.2fx", o->limit / x_seconds);
+        else if (lp->outcome == RUN_OK && x->outcome == RUN_TIMEOUT)
+            printf("< %.2fx", lp->report.seconds / o->limit);
+        else
+            printf("-");
+    }
+    printf("%s\n", any ? "" : " (needs lp_solve and another solver)");
+}
+
+int main(int argc, char **argv)
+{
+    bench_options o;
+    int help;
+    int rc = parse_args(argc, argv, &o, &help);
+    if (rc)
+        return rc;
+    if (help) {
+        usage(stdout);
+        return 0;
+    }
+    print_header(&o);
+    int status = 0;
+    for (int k = 0; k < o.n_sizes; k++) {
+        tf_error err = {0};
+        int microbatches;
+        tf_profile p;
+        if (bench_microbatches_for(o.schedule, o.ranks, o.stages_per_rank, o.sizes[k],
+                                   &microbatches, &err) ||
+            bench_make_profile(o.schedule, o.ranks, o.stages_per_rank, microbatches, &p, &err)) {
+            fprintf(stderr, "bench-solvers: %d actions: %s\n", o.sizes[k], err.msg);
+            status = EXIT_FAILED;
+            continue;
+        }
+        int actions = p.schedule.n_actions;
+        double parent_mib = resident_mib(), idle_mib = idle_child_mib();
+        measurement m[N_SOLVERS];
+        memset(m, 0, sizeof m);
+        for (int s = 0; s < N_SOLVERS; s++) {
+            if (!o.use[s])
+                continue;
+#ifndef TF_BENCH_HAVE_CLP
+            if (s == SOLVER_CLP) {
+                m[s].outcome = RUN_NOT_BUILT;
+                print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib, NULL, o.limit);
+                continue;
+            }
+#endif
+            if (measure(&p, s, o.limit, &m[s])) {
+                tf_profile_free(&p);
+                return EXIT_FAILED;
+            }
+            if (m[s].outcome == RUN_FAILED || m[s].outcome == RUN_CRASHED)
+                status = EXIT_FAILED;
+            print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib,
+                      o.use[SOLVER_LP_SOLVE] ? &m[SOLVER_LP_SOLVE] : NULL, o.limit);
+            fflush(stdout);
+        }
+        print_speedups(actions, microbatches, &o, m);
+        fflush(stdout);
+        tf_profile_free(&p);
+    }
+    return status;
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Smoke test of bench-solvers on a tiny size: exit 0, every solver that is
+# built finishes, lp_solve and fast (and CLP when built) report the same
+# batch time (1e-9 relative) and total freeze (1e-6); the time limit kills a
+# solve and reports "timeout"; bad options are usage errors naming the flag.
+# Run by ctest with TF_BENCH_SOLVERS set.
+set -u
+bench=${TF_BENCH_SOLVERS:?}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+if "$bench" --limit 60 256 > "$work/out" 2> "$work/err"; then ok; else bad "exit status $?"; cat "$work/out" "$work/err"; fi
+# Columns by header name; rows: actions micro solver status ...
+if awk '
+    $1 == "actions" { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    !("solver" in col) || $1 !~ /^[0-9]+$/ { next }
+    $3 == "speed-up" { speedup = 1; next }
+    $3 == "clp" && $4 == "not" { next }
+    $4 != "ok" { print "row not ok: " $0; bad = 1; next }
+    { t[$3] = $col["batch_ms"]; f[$3] = $col["total_freeze"] }
+    END {
+      if (!("lp_solve" in t) || !("fast" in t)) { print "lp_solve or fast row missing"; exit 1 }
+      for (s in t) {
+        dt = t[s] - t["lp_solve"]; if (dt < 0) dt = -dt
+        df = f[s] - f["lp_solve"]; if (df < 0) df = -df
+        if (dt > 1e-9 * t["lp_solve"] || df > 1e-6) { print s " disagrees with lp_solve"; bad = 1 }
+      }
+      if (!speedup) { print "no speed-up row"; bad = 1 }
+      exit bad
+    }' "$work/out"; then ok; else bad "figures"; cat "$work/out"; fi
+grep -q 'speed-up  fast over lp_solve [0-9.]*x' "$work/out" && ok || bad "speed-up of fast"
+
+# A limit far below the solve time: killed, reported, still exit 0.
+if "$bench" --limit 0.001 --solvers lp_solve 2048 > "$work/out" 2>&1 &&
+   grep -Eq '^ +2048 +128 +lp_solve +timeout' "$work/out"; then ok; else bad "timeout"; cat "$work/out"; fi
+
+# Usage errors name the flag and the value.
+usage_error() {
+  local part=$1
+  shift
+  "$bench" "$@" > "$work/out" 2> "$work/err"
+  local rc=$?
+  if [ "$rc" -eq 2 ] && grep -qF -- "$part" "$work/err"; then ok
+  else bad "$*: exit $rc, stderr:"; cat "$work/err"; fi
+}
+usage_error '--schedule: unknown schedule "Zigzag"' --schedule Zigzag 256
+usage_error '--limit: expected seconds' --limit -1 256
+usage_error '--solvers: expected a comma-separated list' --solvers lp_solve,simplex 256
+usage_error '--ranks: expected an integer' --ranks 0 256
+usage_error 'ACTIONS: expected an integer' 2k
+"$bench" --help | grep -q 'usage: bench-solvers' && ok || bad "--help"
+
+echo "bench-solvers smoke: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -35,6 +35,12 @@ if awk '
     }' "$work/out"; then ok; else bad "figures"; cat "$work/out"; fi
 grep -q 'speed-up  fast over lp_solve [0-9.]*x' "$work/out" && ok || bad "speed-up of fast"
 
+# Regression: lp_solve's default dual simplex cycles on this schedule; the
+# guard in freeze.c must stop it and re-solve with the primal simplex.
+if "$bench" --schedule Interleaved1F1B --ranks 4 --solvers lp_solve --limit 150 1024 \
+     > "$work/out" 2>&1 &&
+   grep -Eq '^ +1024 +64 +lp_solve +ok' "$work/out"; then ok; else bad "lp_solve cycling guard"; cat "$work/out"; fi
+
 # A limit far below the solve time: killed, reported, still exit 0.
 if "$bench" --limit 0.001 --solvers lp_solve 2048 > "$work/out" 2>&1 &&
    grep -Eq '^ +2048 +128 +lp_solve +timeout' "$work/out"; then ok; else bad "timeout"; cat "$work/out"; fi

@@ -64,9 +64,10 @@ char *tf_freeze_solver_version(char *buf, size_t size);
  * counts network-simplex (pricing) solves.  Returns 0, TF_ENOMEM, or
  * TF_ESOLVER naming the step that failed; never a partial result.
  *
- * Experimental: exact on every instance tested, faster than lp_solve only
- * around 2,000-4,000 actions, and known not to finish on some 8,192-action
- * schedules (docs/fast-solver.md).  tf-plan does not use it yet. */
+ * Experimental: 9-14x faster than lp_solve at 2,048-8,192 actions and
+ * agreeing with it on the test suite, but one known instance (Interleaved1F1B,
+ * 4 ranks, 64 microbatches) ends 8e-4 above the least total freeze
+ * (docs/fast-solver.md), so tf-plan uses it only with --solver fast. */
 int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *max_ms,
                          const double *min_ms, const double *cap, tf_objective objective,
                          tf_freeze_result *out, tf_error *err);

@@ -221,7 +221,7 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
  *   cap rows      sum_j alpha_j U_s(x_j) / count_s <= cap_s   (capped stages)
  *   convexity     sum_j alpha_j = 1
  *   makespan      sum_j alpha_j T(x_j) / scale - t <= 0
- *   T bound       t <= bound (from the second stage on)
+ *   (T <= T* from the second stage on is the network's arc T -> O, not a row)
  *   spread rows   sum_j alpha_j r_i(x_j) - z <= 0   (added when violated)
  *   z bound       z <= 1, then z <= its optimum
  * Objectives: t; z; sum_j alpha_j sum r(x_j) / k. */
@@ -250,7 +250,7 @@ typedef struct dw_state {
     int n_spread;
     int *spread_of;        /* k: index of the freezable action's spread row, or -1 */
     int *spread_list;      /* k: freezable index of each spread row */
-    double T_bound, z_bound; /* scaled; INFINITY when absent */
+    double z_bound;        /* scaled bound on z (spread) */
     int makespan_fixed;    /* the network's bound arc holds T <= T*: no T row bound */
     /* columns: the points x_j */
     int cols, cols_alloc;
@@ -260,8 +260,7 @@ typedef struct dw_state {
     double master_t, master_z, master_objective;
     double nu_sigma[2];    /* pricing cost of T per ms, dual of the convexity row */
     double *dual;          /* rows */
-    int pricings, master_solves, cold_starts;
-    long pivots, dual_pivots;
+    int pricings, master_solves;
 } dw_state;
 
 static const double *column_r(const dw_state *w, int j)
@@ -344,17 +343,14 @@ static int price(dw_state *w, double nu, double *value)
         for (int v = 0; v < g->nodes; v++)
             total += fabs(w->demand[v]);
         rc = tf_nsx_resolve(&w->nsx, w->demand, 1e-12 * w->scale, 1e-13 * fmax(1.0, total));
-        w->dual_pivots += w->nsx.dual_pivots;
     }
     if (rc) {
         for (int v = 0; v < g->nodes; v++)
             w->alt_arc[v] = -1;
         warm_start_tree(w);
         rc = tf_nsx_solve(&w->nsx, w->demand, w->tree_arc, w->alt_arc, 1e-12 * w->scale);
-        w->cold_starts++;
     }
     w->pricings++;
-    w->pivots += w->nsx.pivots;
 
     if (rc)
         return rc;
@@ -420,7 +416,6 @@ static int solve_master(dw_state *w, int kind)
     const int cols = first_alpha + w->cols;
     const int row_conv = w->n_caps, row_T = row_conv + 1;
     int rows = row_T + 1;
-    const int row_T_bound = isfinite(w->T_bound) ? rows++ : -1;
     const int first_spread = rows;
     rows += w->n_spread;
     const int row_z_bound = w->spread ? rows++ : -1;
@@ -446,10 +441,6 @@ static int solve_master(dw_state *w, int kind)
      * left empty so its dual is 0 and the master cannot wander along t. */
     const double t_entry = w->makespan_fixed ? 0.0 : 1.0;
     A(row_T, col_t) = -t_entry;
-    if (row_T_bound >= 0) {
-        A(row_T_bound, col_t) = 1.0;
-        b[row_T_bound] = w->T_bound;
-    }
     if (w->spread) {
         for (int i = 0; i < w->n_spread; i++)
             A(first_spread + i, col_z) = -1.0;
@@ -700,7 +691,6 @@ static int master_init(dw_state *w, const double *cap, tf_objective objective)
     w->n_caps = rows;
     for (int i = 0; i < rows; i++)
         w->cap_value[i] = cap[w->cap_stage[i]] > 0.0 ? cap[w->cap_stage[i]] : 0.0;
-    w->T_bound = INFINITY;
     w->z_bound = 1.0;
     if (objective == TF_OBJECTIVE_SPREAD) {
         w->spread = 1;

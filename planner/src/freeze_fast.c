@@ -215,22 +215,23 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
 
 /* Dantzig-Wolfe state: the network, its simplex, and the master LP.
  *
- * Master columns: t = T / scale (the makespan, scaled to about 1), z (spread
- * only), then one weight alpha_j per point x_j of X.  Rows, all scaled to
- * entries of about 1:
- *   cap rows      sum_j alpha_j U_s(x_j) / count_s <= cap_s   (capped stages)
+ * Master columns: t = T / scale (the makespan, scaled to about 1), one
+ * weight alpha_j per point x_j of X, and in the stages after the first one
+ * slack per cap row.  Rows, all scaled to entries of about 1:
+ *   cap rows      sum_j alpha_j U_s(x_j) / count_s - slack_s <= cap_s
  *   convexity     sum_j alpha_j = 1
  *   makespan      sum_j alpha_j T(x_j) / scale - t <= 0
- *   (T <= T* from the second stage on is the network's arc T -> O, not a row)
- *   spread rows   sum_j alpha_j r_i(x_j) - z <= 0   (added when violated)
- *   z bound       z <= 1, then z <= its optimum
- * Objectives: t; z; sum_j alpha_j sum r(x_j) / k. */
+ * The bounds that fix earlier stages' optima live in the network: T <= T*
+ * is the arc T -> O, and spread's largest ratio z is the length
+ * max_u - z (max_u - min_u) of every arc a_u -> b_u.
+ * Objectives: t; sum_j alpha_j sum r(x_j) / k. */
 typedef struct dw_state {
     fast_net *g;
     const tf_schedule *s;
     const tf_dag *d;
-    const double *max_ms;
+    const double *max_ms, *min_ms;
     double scale;          /* unfrozen makespan */
+    int fresh_pricing;     /* arc lengths changed: the last tree is stale */
     tf_nsx nsx;
     double *demand;        /* nodes */
     int *tree_arc, *alt_arc; /* nodes: the warm-start tree */
@@ -238,7 +239,8 @@ typedef struct dw_state {
     double *finish;        /* n: scratch for the warm-start longest path */
     double *cost_r;        /* n: pricing cost per unit of ratio */
     double *cost_master;   /* n: cost_r at the master's duals */
-    double *dual_centre, *dual_smooth; /* n_caps: smoothing centre, duals priced */
+    double *dual_centre, *dual_smooth; /* n_caps: smoothing centre, duals priced;
+                                        * after dw_run, dual_centre proves the optimum */
     double *point_r;       /* k: ratios of the last priced point */
     double point_T;
     /* master rows */
@@ -246,18 +248,15 @@ typedef struct dw_state {
     int *cap_stage;        /* n_caps */
     double *cap_count, *cap_value; /* n_caps */
     int *cap_of_stage;     /* stages: index into the cap rows, or -1 */
-    int spread;            /* objective is spread: z and spread rows exist */
-    int n_spread;
-    int *spread_of;        /* k: index of the freezable action's spread row, or -1 */
-    int *spread_list;      /* k: freezable index of each spread row */
-    double z_bound;        /* scaled bound on z (spread) */
     int makespan_fixed;    /* the network's bound arc holds T <= T*: no T row bound */
+    double penalty;        /* cost of the cap rows' slack columns; 0: none */
+    double slack_used;     /* largest slack in the last master solution */
     /* columns: the points x_j */
     int cols, cols_alloc;
     double *col_r;         /* cols_alloc * k */
     double *col_T, *col_sum, *alpha;
     /* master solution */
-    double master_t, master_z, master_objective;
+    double master_t, master_objective;
     double nu_sigma[2];    /* pricing cost of T per ms, dual of the convexity row */
     double *dual;          /* rows */
     int pricings, master_solves;
@@ -338,7 +337,7 @@ static int price(dw_state *w, double nu, double *value)
      * still dual feasible: re-solve from it, and start afresh only if that
      * fails. */
     int rc = TF_ESOLVER;
-    if (w->pricings > 0) {
+    if (w->pricings > 0 && !w->fresh_pricing) {
         double total = 0.0;
         for (int v = 0; v < g->nodes; v++)
             total += fabs(w->demand[v]);
@@ -351,6 +350,7 @@ static int price(dw_state *w, double nu, double *value)
         rc = tf_nsx_solve(&w->nsx, w->demand, w->tree_arc, w->alt_arc, 1e-12 * w->scale);
     }
     w->pricings++;
+    w->fresh_pricing = rc != 0;
 
     if (rc)
         return rc;
@@ -370,7 +370,7 @@ static int price(dw_state *w, double nu, double *value)
     return 0;
 }
 
-enum { OBJECTIVE_T, OBJECTIVE_Z, OBJECTIVE_SUM };
+enum { OBJECTIVE_T, OBJECTIVE_SUM };
 
 /* Stores the last priced point as column j = w->cols. */
 static int add_point_column(dw_state *w)
@@ -412,13 +412,13 @@ static int solve_master(dw_state *w, int kind)
 {
     const fast_net *g = w->g;
     const int k = g->k;
-    const int col_t = 0, col_z = 1, first_alpha = w->spread ? 2 : 1;
-    const int cols = first_alpha + w->cols;
+    const int col_t = 0, first_alpha = 1;
     const int row_conv = w->n_caps, row_T = row_conv + 1;
-    int rows = row_T + 1;
-    const int first_spread = rows;
-    rows += w->n_spread;
-    const int row_z_bound = w->spread ? rows++ : -1;
+    const int rows = row_T + 1;
+    /* Slack on the cap rows once a stage's optimum is bound (dw_run_bounded). */
+    const int n_slack = w->penalty > 0.0 ? w->n_caps : 0;
+    const int first_slack = first_alpha + w->cols;
+    const int cols = first_slack + n_slack;
 
     double *a = calloc((size_t)rows * (size_t)cols, sizeof *a);
     double *b = calloc((size_t)rows, sizeof *b);
@@ -441,12 +441,6 @@ static int solve_master(dw_state *w, int kind)
      * left empty so its dual is 0 and the master cannot wander along t. */
     const double t_entry = w->makespan_fixed ? 0.0 : 1.0;
     A(row_T, col_t) = -t_entry;
-    if (w->spread) {
-        for (int i = 0; i < w->n_spread; i++)
-            A(first_spread + i, col_z) = -1.0;
-        A(row_z_bound, col_z) = 1.0;
-        b[row_z_bound] = w->z_bound;
-    }
     for (int j = 0; j < w->cols; j++) {
         const double *r = w->col_r + (size_t)j * (size_t)k;
         int col = first_alpha + j;
@@ -454,8 +448,6 @@ static int solve_master(dw_state *w, int kind)
             int cap = w->cap_of_stage[w->s->actions[g->freezable[i]].stage];
             if (cap >= 0)
                 A(cap, col) += r[i];
-            if (w->spread && w->spread_of[i] >= 0)
-                A(first_spread + w->spread_of[i], col) = r[i];
         }
         for (int i = 0; i < w->n_caps; i++)
             A(i, col) /= w->cap_count[i];
@@ -464,19 +456,23 @@ static int solve_master(dw_state *w, int kind)
         if (kind == OBJECTIVE_SUM)
             c[col] = w->col_sum[j] / k;
     }
+    for (int i = 0; i < n_slack; i++) {
+        A(i, first_slack + i) = -1.0;
+        c[first_slack + i] = w->penalty;
+    }
     if (kind == OBJECTIVE_T)
         c[col_t] = 1.0;
-    else if (kind == OBJECTIVE_Z)
-        c[col_z] = 1.0;
 #undef A
     rc = tf_master_lp_solve(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective);
     w->master_solves++;
     if (rc)
         goto done;
     w->master_t = x[col_t];
-    w->master_z = w->spread ? x[col_z] : 0.0;
     for (int j = 0; j < w->cols; j++)
         w->alpha[j] = x[first_alpha + j];
+    w->slack_used = 0.0;
+    for (int i = 0; i < n_slack; i++)
+        w->slack_used = fmax(w->slack_used, x[first_slack + i]);
     /* Pricing costs: minus the duals, per unit of each point's entries. */
     /* With T bounded in the network, the empty T row prices nothing. */
     double nu = w->makespan_fixed ? 0.0 : -w->dual[row_T] / w->scale;
@@ -486,8 +482,6 @@ static int solve_master(dw_state *w, int kind)
         double cost = kind == OBJECTIVE_SUM ? 1.0 / k : 0.0;
         if (cap >= 0)
             cost -= w->dual[cap] / w->cap_count[cap];
-        if (w->spread && w->spread_of[i] >= 0)
-            cost -= w->dual[first_spread + w->spread_of[i]];
         w->cost_r[u] = cost;
     }
     w->nu_sigma[0] = nu;
@@ -499,28 +493,6 @@ done:
     free(x);
     free(sense);
     return rc;
-}
-
-/* Adds spread rows for freezable actions whose master ratio exceeds z;
- * returns how many (or TF_ENOMEM). */
-static int add_violated_spread_rows(dw_state *w, double tol)
-{
-    const int k = w->g->k;
-    int added = 0;
-    for (int i = 0; i < k; i++) {
-        if (w->spread_of[i] >= 0)
-            continue;
-        double r = 0.0;
-        for (int j = 0; j < w->cols; j++)
-            if (w->alpha[j] != 0.0)
-                r += w->alpha[j] * column_r(w, j)[i];
-        if (r <= w->master_z + tol)
-            continue;
-        w->spread_of[i] = w->n_spread;
-        w->spread_list[w->n_spread++] = i;
-        added++;
-    }
-    return added;
 }
 
 /* Pricing costs per unit ratio from cap duals y (one per cap row): the
@@ -569,8 +541,7 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
      * starts closer to the last tree.  Exactness is untouched: a column is
      * added only if it prices out at the master's own duals, and the stage
      * ends when no column does, or when the master's value meets the best
-     * Lagrangian bound.  Spread's extra rows are priced plainly. */
-    const int smooth = !w->spread;
+     * Lagrangian bound. */
     const double alpha = 0.5;
     int have_centre = 0;
     double best_bound = -INFINITY;
@@ -580,23 +551,18 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
             return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
                            "fast solver: master LP %s while minimising %s",
                            rc == TF_ENOMEM ? "out of memory" : "not solved (infeasible)", step);
-        if (kind != OBJECTIVE_T && w->spread) {
-            int added = add_violated_spread_rows(w, 1e-10);
-            if (added > 0)
-                continue;
-        }
         double nu = w->nu_sigma[0], sigma = w->nu_sigma[1];
         double tol = 1e-11 * fmax(1.0, fabs(w->master_objective));
         if (w->master_objective - best_bound <= tol)
-            return 0;
+            return 0; /* the centre's Lagrangian bound proves the optimum */
         memcpy(w->cost_master, w->cost_r, (size_t)g->n * sizeof *w->cost_r);
         int smoothed = 0;
-        if (smooth && have_centre) {
+        if (have_centre) {
             for (int c = 0; c < w->n_caps; c++)
                 w->dual_smooth[c] = alpha * w->dual_centre[c] + (1.0 - alpha) * w->dual[c];
             set_cap_costs(w, kind, w->dual_smooth);
             smoothed = 1;
-        } else if (smooth) {
+        } else {
             memcpy(w->dual_smooth, w->dual, (size_t)w->n_caps * sizeof *w->dual);
         }
         for (;;) {
@@ -605,7 +571,7 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
             if (rc)
                 return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
                                "fast solver: network simplex failed while minimising %s", step);
-            if (smooth && nu >= 0.0) {
+            if (nu >= 0.0) {
                 /* Lagrangian bound at the duals priced: value + sum y_c b_c
                  * (with nu < 0 the pricing was clipped and bounds nothing). */
                 double bound = value;
@@ -623,8 +589,11 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
                 reduced += w->cost_master[g->freezable[j]] * w->point_r[j];
             if (reduced < -tol && !(reduced >= -1e3 * tol && point_is_column(w)))
                 break; /* it prices out: add it */
-            if (!smoothed)
-                return 0; /* nothing prices out at the master's duals: optimal */
+            if (!smoothed) {
+                /* Nothing prices out at the master's duals: they prove it. */
+                memcpy(w->dual_centre, w->dual, (size_t)w->n_caps * sizeof *w->dual);
+                return 0;
+            }
             /* Mispricing: the smoothed duals found nothing; price at the
              * master's own duals this round. */
             memcpy(w->cost_r, w->cost_master, (size_t)g->n * sizeof *w->cost_r);
@@ -655,8 +624,6 @@ static void dw_free(dw_state *w)
     free(w->cap_count);
     free(w->cap_value);
     free(w->cap_of_stage);
-    free(w->spread_of);
-    free(w->spread_list);
     free(w->col_r);
     free(w->col_T);
     free(w->col_sum);
@@ -666,7 +633,7 @@ static void dw_free(dw_state *w)
 }
 
 /* The coupling rows: one per stage with freezable actions and a cap below 1. */
-static int master_init(dw_state *w, const double *cap, tf_objective objective)
+static int master_init(dw_state *w, const double *cap)
 {
     const fast_net *g = w->g;
     size_t stages = (size_t)g->stages + 1;
@@ -691,16 +658,6 @@ static int master_init(dw_state *w, const double *cap, tf_objective objective)
     w->n_caps = rows;
     for (int i = 0; i < rows; i++)
         w->cap_value[i] = cap[w->cap_stage[i]] > 0.0 ? cap[w->cap_stage[i]] : 0.0;
-    w->z_bound = 1.0;
-    if (objective == TF_OBJECTIVE_SPREAD) {
-        w->spread = 1;
-        w->spread_of = malloc(((size_t)g->k + 1) * sizeof *w->spread_of);
-        w->spread_list = malloc(((size_t)g->k + 1) * sizeof *w->spread_list);
-        if (!w->spread_of || !w->spread_list)
-            return TF_ENOMEM;
-        for (int i = 0; i < g->k; i++)
-            w->spread_of[i] = -1;
-    }
     return 0;
 }
 
@@ -744,29 +701,112 @@ static int fix_makespan(dw_state *w, double bound_ms)
     return add_point_column(w);
 }
 
-/* One objective stage after the first: bound the previous optimum, then
- * generate columns for the new objective.  The bound is the exact optimum;
- * only if the master's round-off then makes it infeasible is it relaxed, by
- * 1e-12 and at most 1e-9 relative (freeze.c relaxes by 1e-9 at once). */
-static int next_stage(dw_state *w, int previous_kind, double optimum, int kind,
-                      const char *step, tf_error *err)
+/* Column generation for a stage whose predecessor's optimum is bound.  Such
+ * a stage has no interior point (the bound is the least value the caps
+ * allow), so the optimal duals of its cap rows form an unbounded set: any
+ * multiple of the previous stage's certificate can be added to them.  The
+ * master drifts along that ray (its duals reached 1e12 on Interleaved1F1B,
+ * 4 ranks x 64 microbatches) until the pricing's values drown in round-off
+ * and the stage stops at a wrong answer.  Slack on the cap rows at a cost
+ * of `penalty` per unit bounds every cap dual by the penalty; the relaxed
+ * LP's optimum is the true one as soon as the penalty exceeds the smallest
+ * optimal dual, which shows as no slack in the answer, so the penalty grows
+ * until the answer uses none. */
+static int dw_run_bounded(dw_state *w, int kind, const char *step, tf_error *err)
+{
+    for (w->penalty = 1.0; w->penalty <= 1e12; w->penalty *= 16.0) {
+        int rc = dw_run(w, kind, step, err);
+        if (rc)
+            return rc;
+        if (w->slack_used <= 1e-14)
+            return 0;
+    }
+    return tf_fail(err, TF_ESOLVER,
+                   "fast solver: the master still relaxes a cap by %.3g at a penalty of 1e12 "
+                   "while minimising %s",
+                   w->slack_used, step);
+}
+
+/* Minimises the total ratio with the makespan bound at `optimum` (scaled).
+ * The bound is the exact optimum; only if round-off then leaves no feasible
+ * point (the network reports a positive cycle) is it relaxed, by 1e-12 and
+ * at most 1e-9 relative (freeze.c relaxes by 1e-9 at once). */
+static int least_total_ratio(dw_state *w, double optimum, tf_error *err)
 {
     static const double slacks[] = {0.0, 1e-12, 1e-11, 1e-10, 1e-9};
     const int tries = (int)(sizeof slacks / sizeof slacks[0]);
     int rc = 0;
     for (int t = 0; t < tries; t++) {
         double bound = optimum + slacks[t] * fmax(1.0, fabs(optimum));
-        if (previous_kind == OBJECTIVE_Z)
-            w->z_bound = bound;
-        else if (t == 0 && (rc = fix_makespan(w, bound * w->scale)))
+        if (t == 0 && (rc = fix_makespan(w, bound * w->scale)))
             return tf_fail(err, rc, "out of memory");
-        else
-            w->g->len[w->g->bound_arc] = -bound * w->scale;
-        rc = dw_run(w, kind, step, err);
+        w->g->len[w->g->bound_arc] = -bound * w->scale;
+        rc = dw_run_bounded(w, OBJECTIVE_SUM, "the total freeze ratio", err);
         if (rc != TF_ESOLVER)
             break;
     }
     return rc;
+}
+
+/* Bounds every ratio by z: the arc a_u -> b_u gets length max_u - z span_u
+ * (exactly min_u at z = 1).  The next pricing starts afresh, because the old
+ * tree's potentials no longer fit the new lengths. */
+static void set_ratio_bound(dw_state *w, double z)
+{
+    fast_net *g = w->g;
+    for (int j = 0; j < g->k; j++) {
+        int u = g->freezable[j];
+        g->len[g->short_arc[u]] = z >= 1.0 ? w->min_ms[u] : w->max_ms[u] - z * g->span[u];
+    }
+    w->fresh_pricing = 1;
+}
+
+/* Spread's second stage: the least z such that t(z), the least makespan
+ * (scaled) with every ratio at most z, is still the optimum best_t = t(1).
+ * t is convex, piecewise linear and non-increasing in z (an LP's value as a
+ * function of its right-hand side), so Newton's method from z = 0 never
+ * passes the answer and reaches it in finitely many steps.  Each step
+ * solves the makespan stage at z; the slope there is
+ * -sum_u (max_u - min_u) f_u, with f the optimal flow on the arcs
+ * a_u -> b_u when pricing at the duals that proved t(z).  Points with a
+ * ratio above z leave the master, so it restarts from the unfrozen point
+ * (which every z admits); a point kept for one z stays valid for larger z.
+ * On success the network keeps the bound z*. */
+static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_error *err)
+{
+    const fast_net *g = w->g;
+    const char *step = "the largest freeze ratio";
+    w->cols = 0;
+    memset(w->point_r, 0, (size_t)g->k * sizeof *w->point_r);
+    w->point_T = unfrozen_T;
+    int rc = add_point_column(w);
+    if (rc)
+        return tf_fail(err, rc, "out of memory");
+    double z = 0.0;
+    for (int newton = 0; newton < 200; newton++) {
+        set_ratio_bound(w, z);
+        if ((rc = dw_run(w, OBJECTIVE_T, step, err)))
+            return rc;
+        double gap = w->master_t - best_t;
+        if (gap <= 1e-11 * fmax(1.0, best_t) || z >= 1.0)
+            return 0;
+        set_cap_costs(w, OBJECTIVE_T, w->dual_centre);
+        double value;
+        if ((rc = price(w, w->nu_sigma[0], &value)))
+            return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
+                           "fast solver: network simplex failed while minimising %s", step);
+        double slope = 0.0;
+        for (int j = 0; j < g->k; j++) {
+            int u = g->freezable[j];
+            slope -= g->span[u] * w->nsx.flow[g->short_arc[u]];
+        }
+        double next = slope < 0.0 ? z + gap / -slope : 1.0;
+        if (!(next > z))
+            next = nextafter(z, 2.0);
+        z = next < 1.0 ? next : 1.0;
+    }
+    return tf_fail(err, TF_ESOLVER, "fast solver: no convergence after 200 Newton steps "
+                                    "minimising %s", step);
 }
 
 int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *max_ms,
@@ -795,6 +835,7 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
         w.s = s;
         w.d = g;
         w.max_ms = max_ms;
+        w.min_ms = min_ms;
         size_t nodes = (size_t)net.nodes + 1, nn = (size_t)n + 1;
         w.demand = malloc(nodes * sizeof *w.demand);
         w.tree_arc = malloc(nodes * sizeof *w.tree_arc);
@@ -809,17 +850,16 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
         if (!w.demand || !w.tree_arc || !w.alt_arc || !w.duration || !w.finish || !w.cost_r ||
             !w.point_r || !w.cost_master || !w.dual_centre || !w.dual_smooth ||
             tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
-            master_init(&w, cap, objective)) {
+            master_init(&w, cap)) {
             rc = tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model");
             goto done;
         }
         memcpy(w.duration, max_ms, (size_t)n * sizeof *w.duration);
-        w.scale = fmax(1.0, tf_dag_longest_path(g, max_ms, NULL));
-        tf_dag_longest_path(g, max_ms, NULL);
+        const double unfrozen_T = tf_dag_longest_path(g, max_ms, NULL);
+        w.scale = fmax(1.0, unfrozen_T);
         /* The first column: nothing frozen, which meets every cap. */
-        w.point_T = w.scale;
         memset(w.point_r, 0, (size_t)net.k * sizeof *w.point_r);
-        w.point_T = tf_dag_longest_path(g, max_ms, NULL);
+        w.point_T = unfrozen_T;
         if ((rc = add_point_column(&w))) {
             rc = tf_fail(err, rc, "out of memory");
             goto done;
@@ -828,17 +868,13 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
             goto done;
         double best_T = w.master_t;
         if (objective == TF_OBJECTIVE_SPREAD) {
-            if ((rc = next_stage(&w, OBJECTIVE_T, best_T, OBJECTIVE_Z,
-                                 "the largest freeze ratio", err)))
+            /* t(z*) meets best_T within the stages' 1e-11; the bound stays
+             * best_T, which least_total_ratio relaxes only if it must. */
+            if ((rc = min_largest_ratio(&w, best_T, unfrozen_T, err)))
                 goto done;
-            double best_z = w.master_z;
-            if ((rc = next_stage(&w, OBJECTIVE_Z, best_z, OBJECTIVE_SUM,
-                                 "the total freeze ratio", err)))
-                goto done;
-        } else if ((rc = next_stage(&w, OBJECTIVE_T, best_T, OBJECTIVE_SUM,
-                                    "the total freeze ratio", err))) {
-            goto done;
         }
+        if ((rc = least_total_ratio(&w, best_T, err)))
+            goto done;
         /* The plan: the master's convex combination of the points. */
         for (int j = 0; j < w.cols; j++) {
             if (w.alpha[j] == 0.0)

@@ -221,7 +221,8 @@ static int __WINAPI stop_when_cycling(lprec *lp, void *handle)
 
 /* solve() with the cycling guard: if the default simplex runs past the
  * guard, the primal simplex (which does not cycle on those cases) solves
- * again from the start.  Returns lp_solve's status. */
+ * again from the start, with a guard 20 times larger.  Returns lp_solve's
+ * status. */
 static int guarded_solve(lp_model *m, int *solves)
 {
     int rows = get_Nrows(m->lp), columns = get_Ncolumns(m->lp);
@@ -233,6 +234,9 @@ static int guarded_solve(lp_model *m, int *solves)
     if (status == USERABORT) {
         default_basis(m->lp);
         set_simplextype(m->lp, SIMPLEX_PRIMAL_PRIMAL);
+        /* From the slack basis the primal simplex needs many more
+         * iterations (about 250,000 on spread for that schedule). */
+        m->iteration_limit *= 20;
         status = solve(m->lp);
         (*solves)++;
     }

@@ -1,14 +1,16 @@
 /* bench-solvers: the freeze-LP solvers side by side, end to end, in one run.
  *
  *   bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]
- *                 [--limit S] [--solvers LIST] [ACTIONS...]
+ *                 [--objective least-freeze|spread] [--limit S] [--solvers LIST]
+ *                 [ACTIONS...]
  *
  * Default: 1F1B, 8 ranks, the schedule's default stages per rank, sizes
  * 2048 8192 32768 131072 actions, a limit of 300 s per solve, solvers
  * lp_solve,fast,clp.  Each size is the jittered per-action profile of
  * bench_profile.h (the one bench-plan uses), with the microbatch count that
  * gives about that many actions (bench_microbatches_for; the row shows the
- * actual count), caps 0.8, objective least-freeze.
+ * actual count), caps 0.8, objective least-freeze unless --objective says
+ * spread (CLP's rows then say "n/a": bench_clp.c solves least-freeze only).
  *
  * What is timed: everything from the profile in memory to the plan result -
  * per-action durations, the DAG, the unfrozen and all-frozen bounds, the LP
@@ -90,6 +92,7 @@ typedef struct bench_options {
     int ranks;
     int stages_per_rank;         /* 0: the schedule's default */
     double limit;                /* seconds per solve */
+    tf_objective objective;
     int use[N_SOLVERS];          /* solvers to run */
     int sizes[MAX_SIZES];
     int n_sizes;
@@ -107,7 +110,14 @@ typedef struct solve_report {
     char msg[512];               /* the error message when rc != 0 */
 } solve_report;
 
-typedef enum { RUN_OK, RUN_FAILED, RUN_TIMEOUT, RUN_CRASHED, RUN_NOT_BUILT } run_outcome;
+typedef enum {
+    RUN_OK,
+    RUN_FAILED,
+    RUN_TIMEOUT,
+    RUN_CRASHED,
+    RUN_NOT_BUILT,
+    RUN_NOT_APPLICABLE
+} run_outcome;
 
 typedef struct measurement {
     run_outcome outcome;
@@ -120,7 +130,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]\n"
-            "                     [--limit S] [--solvers LIST] [ACTIONS...]\n"
+            "                     [--objective least-freeze|spread] [--limit S]\n"
+            "                     [--solvers LIST] [ACTIONS...]\n"
             "\n"
             "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
             "on synthetic profiles of about ACTIONS actions (default 2048 8192 32768 131072),\n"
@@ -131,6 +142,7 @@ static void usage(FILE *f)
             "  --schedule NAME        built-in schedule (default 1F1B): %s\n"
             "  --ranks P              pipeline ranks (default 8)\n"
             "  --stages-per-rank V    stages per rank (default: the schedule's)\n"
+            "  --objective NAME       least-freeze (default) or spread (not for clp)\n"
             "  --limit S              seconds per solve before the child is killed (default 300)\n"
             "  --solvers LIST         comma-separated subset of lp_solve,fast,clp (default all)\n"
             "  -h, --help             show this help\n",
@@ -175,6 +187,7 @@ static int parse_args(int argc, char **argv, bench_options *o, int *help)
 {
     static const int default_sizes[] = {2048, 8192, 32768, 131072};
     memset(o, 0, sizeof *o);
+    o->objective = TF_OBJECTIVE_LEAST_FREEZE;
     snprintf(o->schedule, sizeof o->schedule, "1F1B");
     o->ranks = 8;
     o->limit = 300.0;
@@ -206,6 +219,13 @@ static int parse_args(int argc, char **argv, bench_options *o, int *help)
             if (parse_int(argv[++i], 1, 64, &o->stages_per_rank)) {
                 fprintf(stderr, "bench-solvers: --stages-per-rank: expected an integer in "
                                 "[1, 64], got \"%s\"\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(arg, "--objective") && has_value) {
+            if (tf_objective_parse(argv[++i], &o->objective)) {
+                fprintf(stderr, "bench-solvers: --objective: expected least-freeze or spread, "
+                                "got \"%s\"\n",
                         argv[i]);
                 return EXIT_USAGE;
             }
@@ -290,7 +310,8 @@ static double idle_child_mib(void)
 }
 
 /* The child's work: one solve, end to end, into *r. */
-static void child_solve(const tf_profile *p, int solver, solve_report *r)
+static void child_solve(const tf_profile *p, int solver, tf_objective objective,
+                        solve_report *r)
 {
     memset(r, 0, sizeof *r);
     tf_error err = {0};
@@ -315,6 +336,7 @@ static void child_solve(const tf_profile *p, int solver, solve_report *r)
         tf_plan_options options;
         tf_plan_options_init(&options);
         options.solver = solver == SOLVER_FAST ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
+        options.objective = objective;
         tf_plan plan;
         r->rc = tf_plan_from_profile(p, &options, &plan, &err);
         r->seconds = tf_now_seconds() - started;
@@ -366,7 +388,8 @@ static int write_all(int fd, const void *buf, size_t size)
 
 /* Runs one solve in a child with a time limit and fills *m.  Returns 0, or
  * -1 (with a message on stderr) when the child could not be started. */
-static int measure(const tf_profile *p, int solver, double limit, measurement *m)
+static int measure(const tf_profile *p, int solver, tf_objective objective, double limit,
+                   measurement *m)
 {
     memset(m, 0, sizeof *m);
     int fds[2];
@@ -386,7 +409,7 @@ static int measure(const tf_profile *p, int solver, double limit, measurement *m
     if (pid == 0) {
         close(fds[0]);
         solve_report r;
-        child_solve(p, solver, &r);
+        child_solve(p, solver, objective, &r);
         _exit(write_all(fds[1], &r, sizeof r) == 0 ? 0 : 1);
     }
     close(fds[1]);
@@ -430,10 +453,10 @@ static int measure(const tf_profile *p, int solver, double limit, measurement *m
 static void print_header(const bench_options *o)
 {
     char version[32];
-    printf("bench-solvers: %s, %d ranks x %d stage%s per rank, least-freeze, caps 0.8, "
+    printf("bench-solvers: %s, %d ranks x %d stage%s per rank, %s, caps 0.8, "
            "limit %g s per solve\n",
            o->schedule, o->ranks, o->stages_per_rank, o->stages_per_rank == 1 ? "" : "s",
-           o->limit);
+           tf_objective_name(o->objective), o->limit);
     printf("solvers: lp_solve %s, fast (planner %s), clp %s\n",
            tf_freeze_solver_version(version, sizeof version), TF_VERSION,
 #ifdef TF_BENCH_HAVE_CLP
@@ -460,6 +483,9 @@ static void print_row(int actions, int microbatches, int solver, const measureme
     switch (m->outcome) {
     case RUN_NOT_BUILT:
         printf("not built\n");
+        return;
+    case RUN_NOT_APPLICABLE:
+        printf("n/a       (least-freeze only)\n");
         return;
     case RUN_TIMEOUT:
         printf("%-9s %9s %9s %9.1f %10.1f %8.1f   (killed after %g s)\n", "timeout", "-", "-",
@@ -552,14 +578,17 @@ int main(int argc, char **argv)
         for (int s = 0; s < N_SOLVERS; s++) {
             if (!o.use[s])
                 continue;
+            if (s == SOLVER_CLP && o.objective != TF_OBJECTIVE_LEAST_FREEZE)
+                m[s].outcome = RUN_NOT_APPLICABLE;
 #ifndef TF_BENCH_HAVE_CLP
-            if (s == SOLVER_CLP) {
+            if (s == SOLVER_CLP)
                 m[s].outcome = RUN_NOT_BUILT;
+#endif
+            if (m[s].outcome != RUN_OK) {
                 print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib, NULL, o.limit);
                 continue;
             }
-#endif
-            if (measure(&p, s, o.limit, &m[s])) {
+            if (measure(&p, s, o.objective, o.limit, &m[s])) {
                 tf_profile_free(&p);
                 return EXIT_FAILED;
             }

@@ -42,11 +42,13 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->order = calloc(n, sizeof *m->order);
     m->excess = calloc(n, sizeof *m->excess);
     m->mark = calloc(n, sizeof *m->mark);
+    m->negative = calloc(a, sizeof *m->negative);
+    m->listed = calloc(a, 1);
     m->out_first = calloc(n + 1, sizeof *m->out_first);
     m->in_first = calloc(n + 1, sizeof *m->in_first);
     m->out_arc = calloc(a, sizeof *m->out_arc);
     m->in_arc = calloc(a, sizeof *m->in_arc);
-    if (!m->excess || !m->mark || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc) {
+    if (!m->excess || !m->mark || !m->negative || !m->listed || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc) {
         tf_nsx_free(m);
         return TF_ENOMEM;
     }
@@ -92,6 +94,8 @@ void tf_nsx_free(tf_nsx *m)
     free(m->order);
     free(m->excess);
     free(m->mark);
+    free(m->negative);
+    free(m->listed);
     free(m->out_first);
     free(m->in_first);
     free(m->out_arc);
@@ -239,15 +243,29 @@ static int join_node(const tf_nsx *m, int i, int j)
     return i;
 }
 
+/* During dual pivots: lists tree arc e if its flow is below -negative_tol
+ * (the candidates for leaving). */
+static void note_flow(tf_nsx *m, int e)
+{
+    if (m->collect_negative && m->flow[e] < -m->negative_tol && !m->listed[e]) {
+        m->listed[e] = 1;
+        m->negative[m->n_negative++] = e;
+    }
+}
+
 /* Pushes delta around the cycle that non-tree arc e = (i -> j) closes:
  * along e, up from j to join, down from join to i. */
 static void push_around_cycle(tf_nsx *m, int e, int join, double delta)
 {
     const int i = m->tail[e], j = m->head[e];
-    for (int w = i; w != join; w = m->parent[w])
+    for (int w = i; w != join; w = m->parent[w]) {
         m->flow[m->pred[w]] += m->up[w] ? -delta : delta;
-    for (int w = j; w != join; w = m->parent[w])
+        note_flow(m, m->pred[w]);
+    }
+    for (int w = j; w != join; w = m->parent[w]) {
         m->flow[m->pred[w]] += m->up[w] ? delta : -delta;
+        note_flow(m, m->pred[w]);
+    }
     m->flow[e] += delta;
 }
 
@@ -410,19 +428,29 @@ static void tree_flows(tf_nsx *m, const double *b)
     }
 }
 
-/* The tree node whose arc carries the most negative flow (below -tol), or
- * -1 (Dantzig's rule for the dual simplex). */
-static int find_leaving(const tf_nsx *m, double tol)
+/* The tree node whose arc carries the most negative flow (below
+ * -negative_tol), or -1 (Dantzig's rule for the dual simplex).  Only listed
+ * arcs can qualify: flows change only around pivot cycles, which list the
+ * arcs they drive negative; arcs that left the tree or recovered drop out. */
+static int find_leaving(tf_nsx *m)
 {
-    int best = -1;
-    double most = -tol;
-    for (int v = 1; v < m->nodes; v++) {
-        double f = m->flow[m->pred[v]];
-        if (f < most) {
-            most = f;
+    int best = -1, kept = 0;
+    double most = -m->negative_tol;
+    for (int k = 0; k < m->n_negative; k++) {
+        int e = m->negative[k];
+        if (!m->in_tree[e] || m->flow[e] >= -m->negative_tol) {
+            m->listed[e] = 0;
+            continue;
+        }
+        m->negative[kept++] = e;
+        int t = m->tail[e];
+        int v = m->parent[t] == m->head[e] && m->pred[t] == e ? t : m->head[e];
+        if (m->flow[e] < most || (m->flow[e] == most && v < best)) {
+            most = m->flow[e];
             best = v;
         }
     }
+    m->n_negative = kept;
     return best;
 }
 
@@ -479,17 +507,28 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
     m->dual_pivots = 0;
     tree_flows(m, b);
     refresh_potentials(m);
+    m->negative_tol = flow_tol;
+    m->collect_negative = 1;
+    for (int v = 1; v < m->nodes; v++)
+        note_flow(m, m->pred[v]);
     long limit = 4L * m->nodes + 1000L;
+    int rc = 0;
     for (;;) {
-        int v = find_leaving(m, flow_tol);
+        int v = find_leaving(m);
         if (v < 0)
             break;
-        int rc = dual_pivot(m, v);
+        rc = dual_pivot(m, v);
+        if (!rc && ++m->dual_pivots > limit)
+            rc = TF_ESOLVER;
         if (rc)
-            return rc;
-        if (++m->dual_pivots > limit)
-            return TF_ESOLVER;
+            break;
     }
+    m->collect_negative = 0;
+    for (int k = 0; k < m->n_negative; k++)
+        m->listed[m->negative[k]] = 0;
+    m->n_negative = 0;
+    if (rc)
+        return rc;
     /* Flows within flow_tol of zero are round-off: clear them so the primal
      * pivots below see a feasible tree. */
     for (int v = 1; v < m->nodes; v++)

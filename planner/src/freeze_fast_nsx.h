@@ -38,6 +38,10 @@ typedef struct tf_nsx {
     int *child, *sibling, *stack, *order; /* scratch for re-hanging subtrees */
     double *excess;      /* nodes: scratch for tree flows */
     int *mark, stamp;    /* nodes: membership of the dual pivot's subtree */
+    int *negative;       /* arcs: tree arcs that may carry negative flow ... */
+    unsigned char *listed; /* arcs: ... and whether each is in that list */
+    int n_negative, collect_negative;
+    double negative_tol;
     int *out_first, *out_arc; /* arcs by tail (CSR) */
     int *in_first, *in_arc;   /* arcs by head (CSR) */
     int next_arc;        /* where the block search resumes */

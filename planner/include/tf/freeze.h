@@ -80,7 +80,9 @@ typedef enum { TF_SOLVER_AUTO = 0, TF_SOLVER_LP_SOLVE = 1, TF_SOLVER_FAST = 2 } 
 const char *tf_solver_name(tf_solver solver);
 int tf_solver_parse(const char *name, tf_solver *solver);
 
-/* The solver "auto" uses for a schedule of n_actions actions. */
+/* The solver "auto" uses for a schedule of n_actions actions: lp_solve
+ * below TF_FAST_SOLVER_MIN_ACTIONS, fast from there on. */
+#define TF_FAST_SOLVER_MIN_ACTIONS 1024
 tf_solver tf_solver_for_size(int n_actions);
 
 /* Solves with the chosen solver (auto: tf_solver_for_size); same contract as

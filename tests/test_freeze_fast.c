@@ -208,6 +208,22 @@ static void nothing_freezable(void **state)
     instance_free(&x);
 }
 
+/* Solves a 1F1B instance of 8 ranks x `microbatches` with --solver auto
+ * and checks that `expected` ran. */
+static void expect_auto_picks(int microbatches, const char *expected)
+{
+    uint64_t seed = 11;
+    instance x;
+    random_instance(&x, "1F1B", 8, 1, microbatches, 0.0, 0, &seed);
+    tf_freeze_result r;
+    assert_int_equal(tf_freeze_solve_with(TF_SOLVER_AUTO, &x.s, &x.g, x.max_ms, x.min_ms, x.cap,
+                                          TF_OBJECTIVE_LEAST_FREEZE, &r, NULL),
+                     0);
+    assert_string_equal(r.solver, expected);
+    tf_freeze_result_free(&r);
+    instance_free(&x);
+}
+
 /* auto: the reference below 1,024 actions, the fast solver from there on,
  * and tf_freeze_solve_with reports the one that ran. */
 static void auto_picks_by_size(void **state)
@@ -217,24 +233,8 @@ static void auto_picks_by_size(void **state)
     assert_int_equal(tf_solver_for_size(1023), TF_SOLVER_LP_SOLVE);
     assert_int_equal(tf_solver_for_size(1024), TF_SOLVER_FAST);
     assert_int_equal(tf_solver_for_size(131072), TF_SOLVER_FAST);
-    uint64_t seed = 11;
-    instance x;
-    random_instance(&x, "1F1B", 8, 1, 64, 0.0, 0, &seed); /* 1,024 actions */
-    assert_int_equal(x.s.n_actions, 1024);
-    tf_freeze_result r;
-    assert_int_equal(tf_freeze_solve_with(TF_SOLVER_AUTO, &x.s, &x.g, x.max_ms, x.min_ms, x.cap,
-                                          TF_OBJECTIVE_LEAST_FREEZE, &r, NULL),
-                     0);
-    assert_string_equal(r.solver, "fast");
-    tf_freeze_result_free(&r);
-    instance_free(&x);
-    random_instance(&x, "1F1B", 8, 1, 63, 0.0, 0, &seed);
-    assert_int_equal(tf_freeze_solve_with(TF_SOLVER_AUTO, &x.s, &x.g, x.max_ms, x.min_ms, x.cap,
-                                          TF_OBJECTIVE_LEAST_FREEZE, &r, NULL),
-                     0);
-    assert_string_equal(r.solver, "lp_solve");
-    tf_freeze_result_free(&r);
-    instance_free(&x);
+    expect_auto_picks(64, "fast");     /* 2 x 8 x 64 = 1,024 actions */
+    expect_auto_picks(63, "lp_solve"); /* 1,008 */
 }
 
 int main(void)

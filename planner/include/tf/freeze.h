@@ -63,11 +63,8 @@ char *tf_freeze_solver_version(char *buf, size_t size);
  * "fast"; variables/constraints count the network's nodes and arcs; solves
  * counts network-simplex (pricing) solves.  Returns 0, TF_ENOMEM, or
  * TF_ESOLVER naming the step that failed; never a partial result.
- *
- * Experimental: 9-14x faster than lp_solve at 2,048-8,192 actions and
- * agreeing with it on the test suite, but one known instance (Interleaved1F1B,
- * 4 ranks, 64 microbatches) ends 8e-4 above the least total freeze
- * (docs/fast-solver.md), so tf-plan uses it only with --solver fast. */
+ * About 11x faster than lp_solve at 2,048 actions and 21x at 8,192
+ * (docs/fast-solver.md); "auto" uses it from TF_FAST_SOLVER_MIN_ACTIONS on. */
 int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *max_ms,
                          const double *min_ms, const double *cap, tf_objective objective,
                          tf_freeze_result *out, tf_error *err);

@@ -800,7 +800,13 @@ static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_e
             int u = g->freezable[j];
             slope -= g->span[u] * w->nsx.flow[g->short_arc[u]];
         }
-        double next = slope < 0.0 ? z + gap / -slope : 1.0;
+        /* t is convex and t(1) < t(z), so an exact slope is negative; a
+         * step of 1 instead could pass z* and return a worse plan. */
+        if (!(slope < 0.0))
+            return tf_fail(err, TF_ESOLVER,
+                           "fast solver: no descent at ratio bound %.17g while minimising %s",
+                           z, step);
+        double next = z + gap / -slope;
         if (!(next > z))
             next = nextafter(z, 2.0);
         z = next < 1.0 ? next : 1.0;

@@ -19,9 +19,10 @@
  * dual of an uncapacitated transshipment problem (the time-cost trade-off of
  * Fulkerson 1961), solved exactly by tf_nsx.
  *
- * The caps (sum r over a stage <= cap * count) and, per objective stage, the
- * bound on the previous optimum are kept in a small master LP over convex
- * weights alpha_j of points x_j of X (Dantzig-Wolfe): minimise
+ * The caps (sum r over a stage <= cap * count) are kept in a small master
+ * LP over convex weights alpha_j of points x_j of X (Dantzig-Wolfe); the
+ * bounds that keep earlier objectives optimal are arcs of the network
+ * (T <= T*, and for spread r_u <= z*, found by Newton's method).  Minimise
  * sum alpha_j obj(x_j) subject to the coupling rows and sum alpha_j = 1.
  * The master's duals price the coupling rows into the network objective; the
  * network simplex returns the most improving point of X; when its reduced

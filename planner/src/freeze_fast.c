@@ -407,6 +407,21 @@ static int add_point_column(dw_state *w)
     return 0;
 }
 
+/* Pricing costs per unit ratio from cap duals y (one per cap row): the
+ * objective's own cost minus y over the stage's count (y <= 0). */
+static void set_cap_costs(dw_state *w, int kind, const double *y)
+{
+    const fast_net *g = w->g;
+    for (int i = 0; i < g->k; i++) {
+        int u = g->freezable[i];
+        int cap = w->cap_of_stage[w->s->actions[u].stage];
+        double cost = kind == OBJECTIVE_SUM ? 1.0 / g->k : 0.0;
+        if (cap >= 0)
+            cost -= y[cap] / w->cap_count[cap];
+        w->cost_r[u] = cost;
+    }
+}
+
 /* Builds and solves the master for objective `kind`; fills alpha, the
  * duals and the optimum.  Returns 0 or TF_ESOLVER / TF_ENOMEM. */
 static int solve_master(dw_state *w, int kind)
@@ -474,18 +489,10 @@ static int solve_master(dw_state *w, int kind)
     w->slack_used = 0.0;
     for (int i = 0; i < n_slack; i++)
         w->slack_used = fmax(w->slack_used, x[first_slack + i]);
-    /* Pricing costs: minus the duals, per unit of each point's entries. */
-    /* With T bounded in the network, the empty T row prices nothing. */
-    double nu = w->makespan_fixed ? 0.0 : -w->dual[row_T] / w->scale;
-    for (int i = 0; i < k; i++) {
-        int u = g->freezable[i];
-        int cap = w->cap_of_stage[w->s->actions[u].stage];
-        double cost = kind == OBJECTIVE_SUM ? 1.0 / k : 0.0;
-        if (cap >= 0)
-            cost -= w->dual[cap] / w->cap_count[cap];
-        w->cost_r[u] = cost;
-    }
-    w->nu_sigma[0] = nu;
+    /* Pricing costs: minus the duals, per unit of each point's entries.
+     * With T bounded in the network, the empty T row prices nothing. */
+    set_cap_costs(w, kind, w->dual);
+    w->nu_sigma[0] = w->makespan_fixed ? 0.0 : -w->dual[row_T] / w->scale;
     w->nu_sigma[1] = w->dual[row_conv];
 done:
     free(a);
@@ -494,21 +501,6 @@ done:
     free(x);
     free(sense);
     return rc;
-}
-
-/* Pricing costs per unit ratio from cap duals y (one per cap row): the
- * objective's own cost minus y over the stage's count (y <= 0). */
-static void set_cap_costs(dw_state *w, int kind, const double *y)
-{
-    const fast_net *g = w->g;
-    for (int i = 0; i < g->k; i++) {
-        int u = g->freezable[i];
-        int cap = w->cap_of_stage[w->s->actions[u].stage];
-        double cost = kind == OBJECTIVE_SUM ? 1.0 / g->k : 0.0;
-        if (cap >= 0)
-            cost -= y[cap] / w->cap_count[cap];
-        w->cost_r[u] = cost;
-    }
 }
 
 /* Whether the last priced point is (to round-off) a column already in the

@@ -3,11 +3,12 @@
  *
  * Arcs are uncapacitated, so a pivot only ever blocks on tree arcs whose
  * flow decreases around the cycle.  The subtree cut off by the leaving arc
- * is re-hung below the entering arc: its nodes are listed from the thread
- * (preorder, contiguous), their parent pointers are reversed along the stem,
- * and a fresh preorder of the subtree is spliced in after its new parent.
- * That costs O(subtree) per pivot, the same order as updating the subtree's
- * potentials, which any network simplex must do.
+ * is re-hung below the entering arc: its nodes are listed once from the
+ * thread (preorder, contiguous), their parent pointers are reversed along
+ * the stem, and the subtree's new preorder, assembled from blocks of that
+ * list, is spliced in after its new parent.  That costs O(subtree) per
+ * pivot, the same order as updating the subtree's potentials, which any
+ * network simplex must do.
  */
 #include "freeze_fast_nsx.h"
 
@@ -42,13 +43,17 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->order = calloc(n, sizeof *m->order);
     m->excess = calloc(n, sizeof *m->excess);
     m->mark = calloc(n, sizeof *m->mark);
+    m->slot = calloc(n, sizeof *m->slot);
     m->negative = calloc(a, sizeof *m->negative);
     m->listed = calloc(a, 1);
     m->out_first = calloc(n + 1, sizeof *m->out_first);
     m->in_first = calloc(n + 1, sizeof *m->in_first);
     m->out_arc = calloc(a, sizeof *m->out_arc);
     m->in_arc = calloc(a, sizeof *m->in_arc);
-    if (!m->excess || !m->mark || !m->negative || !m->listed || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc) {
+    m->out_head = calloc(a, sizeof *m->out_head);
+    m->in_tail = calloc(a, sizeof *m->in_tail);
+    if (!m->excess || !m->mark || !m->slot || !m->negative || !m->listed || !m->out_first ||
+        !m->in_first || !m->out_arc || !m->in_arc || !m->out_head || !m->in_tail) {
         tf_nsx_free(m);
         return TF_ENOMEM;
     }
@@ -68,6 +73,10 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     for (int e = 0; e < arcs; e++)
         m->in_arc[m->in_first[head[e]] + m->mark[head[e]]++] = e;
     memset(m->mark, 0, n * sizeof *m->mark);
+    for (int p = 0; p < arcs; p++) {
+        m->out_head[p] = head[m->out_arc[p]];
+        m->in_tail[p] = tail[m->in_arc[p]];
+    }
     if (!m->flow || !m->pi || !m->parent || !m->pred || !m->up || !m->in_tree || !m->depth ||
         !m->thread || !m->rev_thread || !m->child || !m->sibling || !m->stack || !m->order) {
         tf_nsx_free(m);
@@ -94,29 +103,30 @@ void tf_nsx_free(tf_nsx *m)
     free(m->order);
     free(m->excess);
     free(m->mark);
+    free(m->slot);
     free(m->negative);
     free(m->listed);
     free(m->out_first);
     free(m->in_first);
     free(m->out_arc);
     free(m->in_arc);
+    free(m->out_head);
+    free(m->in_tail);
     memset(m, 0, sizeof *m);
 }
 
 /* Writes a preorder of the subtree under `top` (children from child/sibling)
- * into m->order, setting depth from top's and adding shift to potentials
- * below top.  Returns the number of nodes listed. */
-static int preorder(tf_nsx *m, int top, double shift)
+ * into m->order, setting depth from top's.  Returns the number of nodes
+ * listed. */
+static int preorder(tf_nsx *m, int top)
 {
     int count = 0, sp = 0;
     m->stack[sp++] = top;
     while (sp > 0) {
         int v = m->stack[--sp];
         m->order[count++] = v;
-        if (v != top) {
+        if (v != top)
             m->depth[v] = m->depth[m->parent[v]] + 1;
-            m->pi[v] += shift;
-        }
         for (int c = m->child[v]; c >= 0; c = m->sibling[c])
             m->stack[sp++] = c;
     }
@@ -163,7 +173,7 @@ static int build_tree(tf_nsx *m, const double *b, const int *tree_arc, const int
         m->child[m->parent[v]] = v;
     }
     m->depth[0] = 0;
-    int count = preorder(m, 0, 0.0);
+    int count = preorder(m, 0);
     if (count != n)
         return TF_EINVAL; /* not spanning: the parent pointers have a cycle */
     /* Flows: the demand of each subtree crosses its tree arc, in reverse
@@ -269,29 +279,71 @@ static void push_around_cycle(tf_nsx *m, int e, int join, double delta)
     m->flow[e] += delta;
 }
 
-/* Swaps tree arc pred[leave] for e: the subtree under `leave` is re-hung
- * from x, the end of e inside it (y is e's other end), and its potentials
- * shift so that e is tight. */
-static void rehang(tf_nsx *m, int e, int leave, int x, int y)
+/* Lists the subtree under v (contiguous in the thread, v first) into
+ * m->order, records each node's place in it in m->slot and marks it with a
+ * fresh stamp.  Returns the node count.  This is the only walk along the
+ * thread a pivot makes: the thread is a chain of dependent loads, so the
+ * later passes read the array instead. */
+static int list_subtree(tf_nsx *m, int v)
+{
+    const int stamp = ++m->stamp, top_depth = m->depth[v];
+    int count = 0, w = v;
+    do {
+        m->order[count] = w;
+        m->slot[w] = count++;
+        m->mark[w] = stamp;
+        w = m->thread[w];
+    } while (w != 0 && m->depth[w] > top_depth);
+    return count;
+}
+
+/* Swaps tree arc pred[leave] for e: the subtree under `leave`, listed by
+ * list_subtree (count nodes), is re-hung from x, the end of e inside it (y
+ * is e's other end), and its potentials shift so that e is tight.
+ *
+ * The stem s_0 = x, s_1 = parent(x), ..., s_k = leave reverses.  In the old
+ * preorder each s_i's subtree is a block of the listing that contains
+ * s_{i-1}'s block; the new preorder is s_0's block, then for i = 1..k the
+ * part of s_i's block outside s_{i-1}'s (s_i and its other children), so
+ * no depth-first search of the subtree is needed. */
+static void rehang(tf_nsx *m, int e, int leave, int x, int y, int count)
 {
     int leaving_arc = m->pred[leave];
     m->in_tree[leaving_arc] = 0;
     m->in_tree[e] = 1;
     double rc = reduced_cost(m, e);
     double shift = x == m->head[e] ? -rc : rc;
-    /* List the old subtree (contiguous in the thread) and unlink it. */
-    int top_depth = m->depth[leave], count = 0;
-    int w = leave;
-    do {
-        m->order[count++] = w;
-        w = m->thread[w];
-    } while (w != 0 && m->depth[w] > top_depth);
-    int before = m->rev_thread[leave], after = w;
+    const int *old = m->order;
+    int *fresh = m->stack;
+    /* Unlink the old subtree from the thread. */
+    int before = m->rev_thread[leave], after = m->thread[old[count - 1]];
     m->thread[before] = after;
     m->rev_thread[after] = before;
+    /* Walk the stem upwards, emitting each part of the new preorder.  The
+     * block of s_i ends at the first later node no deeper than s_i (old
+     * depths: they are rewritten below); everything before the end of
+     * s_{i-1}'s block is inside it already. */
+    int filled = 0, inner_begin = -1, inner_end = -1;
+    for (int w = x;;) {
+        const int begin = m->slot[w], top_depth = m->depth[w];
+        int end = inner_end > begin ? inner_end : begin + 1;
+        while (end < count && m->depth[old[end]] > top_depth)
+            end++;
+        if (inner_begin < 0)
+            inner_begin = inner_end = end; /* s_0: the whole block */
+        for (int k = begin; k < inner_begin; k++)
+            fresh[filled++] = old[k];
+        for (int k = inner_end; k < end; k++)
+            fresh[filled++] = old[k];
+        inner_begin = begin;
+        inner_end = end;
+        if (w == leave)
+            break;
+        w = m->parent[w];
+    }
     /* Reverse the stem x .. leave. */
     int prev = y, prev_arc = e, prev_up = x == m->tail[e];
-    for (w = x;;) {
+    for (int w = x;;) {
         int old_parent = m->parent[w], old_arc = m->pred[w], old_up = m->up[w];
         m->parent[w] = prev;
         m->pred[w] = prev_arc;
@@ -303,26 +355,20 @@ static void rehang(tf_nsx *m, int e, int leave, int x, int y)
         prev_up = !old_up;
         w = old_parent;
     }
-    /* Children lists of the subtree under its new parents, then preorder. */
-    for (int k = 0; k < count; k++)
-        m->child[m->order[k]] = -1;
-    for (int k = 0; k < count; k++) {
-        int z = m->order[k];
-        if (z == x)
-            continue;
-        m->sibling[z] = m->child[m->parent[z]];
-        m->child[m->parent[z]] = z;
+    /* Depths from the new parents (each comes earlier in the new preorder)
+     * and the potentials' shift. */
+    for (int k = 0; k < filled; k++) {
+        int z = fresh[k];
+        m->depth[z] = m->depth[m->parent[z]] + 1;
+        m->pi[z] += shift;
     }
-    m->depth[x] = m->depth[y] + 1;
-    m->pi[x] += shift;
-    preorder(m, x, shift);
     /* Splice the new preorder right after y. */
     int next = m->thread[y];
     int last = y;
-    for (int k = 0; k < count; k++) {
-        m->thread[last] = m->order[k];
-        m->rev_thread[m->order[k]] = last;
-        last = m->order[k];
+    for (int k = 0; k < filled; k++) {
+        m->thread[last] = fresh[k];
+        m->rev_thread[fresh[k]] = last;
+        last = fresh[k];
     }
     m->thread[last] = next;
     m->rev_thread[next] = last;
@@ -359,7 +405,8 @@ static int pivot(tf_nsx *m, int e)
     else
         m->flow[e] = delta;
     m->flow[m->pred[leave]] = 0.0;
-    rehang(m, e, leave, leave_on_i_side ? i : j, leave_on_i_side ? j : i);
+    int count = list_subtree(m, leave);
+    rehang(m, e, leave, leave_on_i_side ? i : j, leave_on_i_side ? j : i, count);
     return 0;
 }
 
@@ -463,23 +510,19 @@ static int find_leaving(tf_nsx *m)
 static int dual_pivot(tf_nsx *m, int v)
 {
     const int into = m->up[v];
-    const int stamp = ++m->stamp;
-    int top_depth = m->depth[v], w = v;
-    do {
-        m->mark[w] = stamp;
-        w = m->thread[w];
-    } while (w != 0 && m->depth[w] > top_depth);
+    const int count = list_subtree(m, v), stamp = m->stamp;
+    const int *first = into ? m->in_first : m->out_first;
+    const int *list = into ? m->in_arc : m->out_arc;
+    const int *far_end = into ? m->in_tail : m->out_head; /* by list position */
     int best = -1;
     double best_rc = INFINITY;
-    w = v;
-    do {
-        int first = into ? m->in_first[w] : m->out_first[w];
-        int last = into ? m->in_first[w + 1] : m->out_first[w + 1];
-        const int *list = into ? m->in_arc : m->out_arc;
-        for (int p = first; p < last; p++) {
+    for (int k = 0; k < count; k++) {
+        int w = m->order[k];
+        for (int p = first[w]; p < first[w + 1]; p++) {
+            if (m->mark[far_end[p]] == stamp)
+                continue;
             int e = list[p];
-            int other = into ? m->tail[e] : m->head[e];
-            if (m->in_tree[e] || m->mark[other] == stamp)
+            if (m->in_tree[e])
                 continue;
             double rc = reduced_cost(m, e);
             if (rc < best_rc) {
@@ -487,8 +530,7 @@ static int dual_pivot(tf_nsx *m, int v)
                 best = e;
             }
         }
-        w = m->thread[w];
-    } while (w != 0 && m->depth[w] > top_depth);
+    }
     if (best < 0)
         return TF_ESOLVER;
     double theta = -m->flow[m->pred[v]];
@@ -497,7 +539,7 @@ static int dual_pivot(tf_nsx *m, int v)
     push_around_cycle(m, best, join_node(m, i, j), theta);
     m->flow[m->pred[v]] = 0.0;
     int x = into ? j : i;
-    rehang(m, best, v, x, into ? i : j);
+    rehang(m, best, v, x, into ? i : j, count);
     return 0;
 }
 

@@ -35,7 +35,8 @@ typedef struct tf_nsx {
     unsigned char *up;   /* nodes: pred arc points from the node to its parent */
     unsigned char *in_tree; /* arcs */
     int *depth, *thread, *rev_thread; /* preorder thread (circular) */
-    int *child, *sibling, *stack, *order; /* scratch for re-hanging subtrees */
+    int *child, *sibling, *stack; /* scratch for building the first tree */
+    int *order, *slot;   /* the subtree a pivot re-hangs, and each node's place in it */
     double *excess;      /* nodes: scratch for tree flows */
     int *mark, stamp;    /* nodes: membership of the dual pivot's subtree */
     int *negative;       /* arcs: tree arcs that may carry negative flow ... */
@@ -44,6 +45,7 @@ typedef struct tf_nsx {
     double negative_tol;
     int *out_first, *out_arc; /* arcs by tail (CSR) */
     int *in_first, *in_arc;   /* arcs by head (CSR) */
+    int *out_head, *in_tail;  /* the far end of each arc in those lists */
     int next_arc;        /* where the block search resumes */
     long pivots;         /* primal pivots in the last solve */
     long dual_pivots;    /* dual pivots in the last resolve */

@@ -2,15 +2,16 @@
  *
  *   bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]
  *                 [--objective least-freeze|spread] [--limit S] [--solvers LIST]
- *                 [ACTIONS...]
+ *                 [--highs-dir DIR] [ACTIONS...]
  *
  * Default: 1F1B, 8 ranks, the schedule's default stages per rank, sizes
  * 2048 8192 32768 131072 actions, a limit of 300 s per solve, solvers
- * lp_solve,fast,clp.  Each size is the jittered per-action profile of
+ * lp_solve,fast,clp,highs.  Each size is the jittered per-action profile of
  * bench_profile.h (the one bench-plan uses), with the microbatch count that
  * gives about that many actions (bench_microbatches_for; the row shows the
  * actual count), caps 0.8, objective least-freeze unless --objective says
- * spread (CLP's rows then say "n/a": bench_clp.c solves least-freeze only).
+ * spread (the CLP and HiGHS rows then say "n/a": they solve least-freeze
+ * only).
  *
  * What is timed: everything from the profile in memory to the plan result -
  * per-action durations, the DAG, the unfrozen and all-frozen bounds, the LP
@@ -42,8 +43,12 @@
  *
  * CLP (COIN-OR, Debian package coinor-libclp-dev) is built in only when CMake
  * finds it; otherwise its rows say "not built".  HiGHS is not packaged for
- * Debian 12 and the build machines have no network, so it cannot be timed
- * here.
+ * Debian 12: its rows run the npm package `highs` (HiGHS compiled to
+ * WebAssembly) under node, from --highs-dir (default bench/highs of the
+ * source tree, installed there by `npm ci`), and say "not installed"
+ * without it (bench_highs.h).  The HiGHS child runs node as a grandchild:
+ * ru_maxrss from wait4 covers it (Linux folds a reaped child's peak into
+ * its parent's), and a timeout kills the child's whole process group.
  *
  * Exit status: 0 when every solve finished or timed out (timeouts are
  * measurements), 1 when a solver failed or a child crashed, 2 usage error.
@@ -68,12 +73,13 @@
 #include "tf/plan.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
+#include "bench_highs.h"
 #ifdef TF_BENCH_HAVE_CLP
 #include "bench_clp.h"
 #endif
 
 enum { EXIT_FAILED = 1, EXIT_USAGE = 2 };
-enum { SOLVER_LP_SOLVE = 0, SOLVER_FAST = 1, SOLVER_CLP = 2, N_SOLVERS = 3 };
+enum { SOLVER_LP_SOLVE = 0, SOLVER_FAST = 1, SOLVER_CLP = 2, SOLVER_HIGHS = 3, N_SOLVERS = 4 };
 
 /* The name of a SOLVER_* index, as --solvers and the rows spell it. */
 static const char *solver_label(int solver)
@@ -81,7 +87,8 @@ static const char *solver_label(int solver)
     switch (solver) {
     case SOLVER_LP_SOLVE: return "lp_solve";
     case SOLVER_FAST: return "fast";
-    default: return "clp";
+    case SOLVER_CLP: return "clp";
+    default: return "highs";
     }
 }
 
@@ -94,6 +101,7 @@ typedef struct bench_options {
     double limit;                /* seconds per solve */
     tf_objective objective;
     int use[N_SOLVERS];          /* solvers to run */
+    char highs_dir[4096];        /* bench/highs: solve.mjs and node_modules */
     int sizes[MAX_SIZES];
     int n_sizes;
 } bench_options;
@@ -116,6 +124,7 @@ typedef enum {
     RUN_TIMEOUT,
     RUN_CRASHED,
     RUN_NOT_BUILT,
+    RUN_NOT_INSTALLED,
     RUN_NOT_APPLICABLE
 } run_outcome;
 
@@ -131,7 +140,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]\n"
             "                     [--objective least-freeze|spread] [--limit S]\n"
-            "                     [--solvers LIST] [ACTIONS...]\n"
+            "                     [--solvers LIST] [--highs-dir DIR] [ACTIONS...]\n"
             "\n"
             "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
             "on synthetic profiles of about ACTIONS actions (default 2048 8192 32768 131072),\n"
@@ -142,11 +151,14 @@ static void usage(FILE *f)
             "  --schedule NAME        built-in schedule (default 1F1B): %s\n"
             "  --ranks P              pipeline ranks (default 8)\n"
             "  --stages-per-rank V    stages per rank (default: the schedule's)\n"
-            "  --objective NAME       least-freeze (default) or spread (not for clp)\n"
+            "  --objective NAME       least-freeze (default) or spread (not for clp, highs)\n"
             "  --limit S              seconds per solve before the child is killed (default 300)\n"
-            "  --solvers LIST         comma-separated subset of lp_solve,fast,clp (default all)\n"
+            "  --solvers LIST         comma-separated subset of lp_solve,fast,clp,highs\n"
+            "                         (default all)\n"
+            "  --highs-dir DIR        where solve.mjs and the npm package highs are\n"
+            "                         (default %s)\n"
             "  -h, --help             show this help\n",
-            tf_schedule_builtin_names());
+            tf_schedule_builtin_names(), TF_BENCH_HIGHS_DIR);
 }
 
 /* Parses an integer in [lo, hi]; returns 0 or -1. */
@@ -193,6 +205,7 @@ static int parse_args(int argc, char **argv, bench_options *o, int *help)
     o->limit = 300.0;
     for (int s = 0; s < N_SOLVERS; s++)
         o->use[s] = 1;
+    snprintf(o->highs_dir, sizeof o->highs_dir, "%s", TF_BENCH_HIGHS_DIR);
     *help = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -242,10 +255,16 @@ static int parse_args(int argc, char **argv, bench_options *o, int *help)
         } else if (!strcmp(arg, "--solvers") && has_value) {
             if (parse_solvers(argv[++i], o->use)) {
                 fprintf(stderr, "bench-solvers: --solvers: expected a comma-separated list of "
-                                "lp_solve, fast, clp, got \"%s\"\n",
+                                "lp_solve, fast, clp, highs, got \"%s\"\n",
                         argv[i]);
                 return EXIT_USAGE;
             }
+        } else if (!strcmp(arg, "--highs-dir") && has_value) {
+            if (strlen(argv[++i]) >= sizeof o->highs_dir) {
+                fprintf(stderr, "bench-solvers: --highs-dir: path too long\n");
+                return EXIT_USAGE;
+            }
+            snprintf(o->highs_dir, sizeof o->highs_dir, "%s", argv[i]);
         } else if (arg[0] == '-' && arg[1] != '\0') {
             fprintf(stderr, "bench-solvers: %s: unknown option or missing value (see --help)\n",
                     arg);
@@ -310,13 +329,25 @@ static double idle_child_mib(void)
 }
 
 /* The child's work: one solve, end to end, into *r. */
-static void child_solve(const tf_profile *p, int solver, tf_objective objective,
+static void child_solve(const tf_profile *p, int solver, const bench_options *o,
                         solve_report *r)
 {
     memset(r, 0, sizeof *r);
     tf_error err = {0};
     double started = tf_now_seconds();
-    if (solver == SOLVER_CLP) {
+    if (solver == SOLVER_HIGHS) {
+        bench_highs_result hr;
+        r->rc = bench_highs_plan(p, o->highs_dir, &hr, &err);
+        r->seconds = tf_now_seconds() - started;
+        if (!r->rc) {
+            r->solve_seconds = hr.solve_seconds;
+            r->batch_ms = hr.batch_ms;
+            r->total_freeze = hr.total_freeze;
+            r->variables = hr.columns;
+            r->constraints = hr.rows;
+            snprintf(r->solver, sizeof r->solver, "highs");
+        }
+    } else if (solver == SOLVER_CLP) {
 #ifdef TF_BENCH_HAVE_CLP
         bench_clp_result cr;
         r->rc = bench_clp_plan(p, &cr, &err);
@@ -336,7 +367,7 @@ static void child_solve(const tf_profile *p, int solver, tf_objective objective,
         tf_plan_options options;
         tf_plan_options_init(&options);
         options.solver = solver == SOLVER_FAST ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
-        options.objective = objective;
+        options.objective = o->objective;
         tf_plan plan;
         r->rc = tf_plan_from_profile(p, &options, &plan, &err);
         r->seconds = tf_now_seconds() - started;
@@ -388,9 +419,9 @@ static int write_all(int fd, const void *buf, size_t size)
 
 /* Runs one solve in a child with a time limit and fills *m.  Returns 0, or
  * -1 (with a message on stderr) when the child could not be started. */
-static int measure(const tf_profile *p, int solver, tf_objective objective, double limit,
-                   measurement *m)
+static int measure(const tf_profile *p, int solver, const bench_options *o, measurement *m)
 {
+    const double limit = o->limit;
     memset(m, 0, sizeof *m);
     int fds[2];
     if (pipe(fds) != 0) {
@@ -407,11 +438,13 @@ static int measure(const tf_profile *p, int solver, tf_objective objective, doub
         return -1;
     }
     if (pid == 0) {
+        setpgid(0, 0); /* its own group, so a timeout also kills node (HiGHS) */
         close(fds[0]);
         solve_report r;
-        child_solve(p, solver, objective, &r);
+        child_solve(p, solver, o, &r);
         _exit(write_all(fds[1], &r, sizeof r) == 0 ? 0 : 1);
     }
+    setpgid(pid, pid); /* as the child does: whichever runs first */
     close(fds[1]);
     double deadline = tf_now_seconds() + limit;
     int timed_out = 0;
@@ -430,7 +463,7 @@ static int measure(const tf_profile *p, int solver, tf_objective objective, doub
     }
     ssize_t got = 0;
     if (timed_out)
-        kill(pid, SIGKILL);
+        kill(-pid, SIGKILL);
     else
         got = read_all(fds[0], &m->report, sizeof m->report);
     close(fds[0]);
@@ -450,21 +483,23 @@ static int measure(const tf_profile *p, int solver, tf_objective objective, doub
     return 0;
 }
 
-static void print_header(const bench_options *o)
+static void print_header(const bench_options *o, const char *highs_status)
 {
-    char version[32];
+    char version[32], highs_version[32];
+    bench_highs_version(o->highs_dir, highs_version, sizeof highs_version);
     printf("bench-solvers: %s, %d ranks x %d stage%s per rank, %s, caps 0.8, "
            "limit %g s per solve\n",
            o->schedule, o->ranks, o->stages_per_rank, o->stages_per_rank == 1 ? "" : "s",
            tf_objective_name(o->objective), o->limit);
-    printf("solvers: lp_solve %s, fast (planner %s), clp %s\n",
+    printf("solvers: lp_solve %s, fast (planner %s), clp %s, highs %s%s\n",
            tf_freeze_solver_version(version, sizeof version), TF_VERSION,
 #ifdef TF_BENCH_HAVE_CLP
-           bench_clp_version()
+           bench_clp_version(),
 #else
-           "not built"
+           "not built",
 #endif
-    );
+           highs_status ? highs_status : highs_version,
+           highs_status ? "" : " (npm package highs: HiGHS as WebAssembly, run by node)");
     printf("seconds: end to end in a fork()ed child (DAG, bounds, LP, plan; no JSON I/O); "
            "solve_s: the solver's share\n");
     printf("peak_MiB: the child's ru_maxrss, as measured; baselines: parent_MiB (parent's RSS "
@@ -477,12 +512,16 @@ static void print_header(const bench_options *o)
 
 static void print_row(int actions, int microbatches, int solver, const measurement *m,
                       double parent_mib, double idle_mib, const measurement *reference,
-                      double limit)
+                      const bench_options *o, const char *highs_status)
 {
+    const double limit = o->limit;
     printf("%8d %6d  %-9s ", actions, microbatches, solver_label(solver));
     switch (m->outcome) {
     case RUN_NOT_BUILT:
         printf("not built\n");
+        return;
+    case RUN_NOT_INSTALLED:
+        printf("not installed: %s\n", highs_status);
         return;
     case RUN_NOT_APPLICABLE:
         printf("n/a       (least-freeze only)\n");
@@ -558,7 +597,11 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    print_header(&o);
+    char highs_why[4200];
+    const char *highs_status = NULL;
+    if (o.use[SOLVER_HIGHS] && !bench_highs_available(o.highs_dir, highs_why, sizeof highs_why))
+        highs_status = highs_why;
+    print_header(&o, highs_status);
     int status = 0;
     for (int k = 0; k < o.n_sizes; k++) {
         tf_error err = {0};
@@ -578,24 +621,28 @@ int main(int argc, char **argv)
         for (int s = 0; s < N_SOLVERS; s++) {
             if (!o.use[s])
                 continue;
-            if (s == SOLVER_CLP && o.objective != TF_OBJECTIVE_LEAST_FREEZE)
+            if ((s == SOLVER_CLP || s == SOLVER_HIGHS) &&
+                o.objective != TF_OBJECTIVE_LEAST_FREEZE)
                 m[s].outcome = RUN_NOT_APPLICABLE;
+            else if (s == SOLVER_HIGHS && highs_status)
+                m[s].outcome = RUN_NOT_INSTALLED;
 #ifndef TF_BENCH_HAVE_CLP
             if (s == SOLVER_CLP)
                 m[s].outcome = RUN_NOT_BUILT;
 #endif
             if (m[s].outcome != RUN_OK) {
-                print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib, NULL, o.limit);
+                print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib, NULL, &o,
+                          highs_status);
                 continue;
             }
-            if (measure(&p, s, o.objective, o.limit, &m[s])) {
+            if (measure(&p, s, &o, &m[s])) {
                 tf_profile_free(&p);
                 return EXIT_FAILED;
             }
             if (m[s].outcome == RUN_FAILED || m[s].outcome == RUN_CRASHED)
                 status = EXIT_FAILED;
             print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib,
-                      o.use[SOLVER_LP_SOLVE] ? &m[SOLVER_LP_SOLVE] : NULL, o.limit);
+                      o.use[SOLVER_LP_SOLVE] ? &m[SOLVER_LP_SOLVE] : NULL, &o, highs_status);
             fflush(stdout);
         }
         print_speedups(actions, microbatches, &o, m);

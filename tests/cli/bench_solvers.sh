@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test of bench-solvers on a tiny size: exit 0, every solver that is
-# built finishes, lp_solve and fast (and CLP when built) report the same
-# batch time (1e-9 relative) and total freeze (1e-6); the time limit kills a
-# solve and reports "timeout"; bad options are usage errors naming the flag.
+# there finishes, lp_solve and fast (and CLP and HiGHS when built and
+# installed) report the same batch time (1e-9 relative) and total freeze
+# (1e-6); the time limit kills a solve (and HiGHS's node) and reports
+# "timeout"; a missing HiGHS says so; bad options are usage errors naming
+# the flag.
 # Also the instances where the fast solver once stopped at a wrong answer
 # and lp_solve once cycled or aborted, both objectives.
 # Run by ctest with TF_BENCH_SOLVERS set.
@@ -23,7 +25,7 @@ agree() {
     $1 == "actions" { for (i = 1; i <= NF; i++) col[$i] = i; next }
     !("solver" in col) || $1 !~ /^[0-9]+$/ { next }
     $3 == "speed-up" { speedup = 1; next }
-    $3 == "clp" && ($4 == "not" || $4 == "n/a") { next }
+    ($3 == "clp" || $3 == "highs") && ($4 == "not" || $4 == "n/a") { next }
     $4 != "ok" { print "row not ok: " $0; bad = 1; next }
     { t[$3] = $col["batch_ms"]; f[$3] = $col["total_freeze"] }
     END {
@@ -62,6 +64,21 @@ run "ZBVZeroBubble 2 ranks" --schedule ZBVZeroBubble --ranks 2 1024
 # A limit far below the solve time: killed, reported, still exit 0.
 if "$bench" --limit 0.001 --solvers lp_solve 2048 > "$work/out" 2>&1 &&
    grep -Eq '^ +2048 +128 +lp_solve +timeout' "$work/out"; then ok; else bad "timeout"; cat "$work/out"; fi
+
+# HiGHS missing: its row says why, the others run, exit 0.
+if "$bench" --highs-dir "$work/none" --solvers fast,highs 256 > "$work/out" 2>&1 &&
+   grep -Eq "^ +256 +16 +highs +not installed: no $work/none/solve.mjs" "$work/out"; then ok
+else bad "missing HiGHS"; cat "$work/out"; fi
+
+# HiGHS installed: a timeout kills node with the child (its process group).
+if "$bench" --solvers highs --limit 600 256 > "$work/out" 2>&1 &&
+   ! grep -q 'not installed' "$work/out"; then
+  if "$bench" --limit 0.5 --solvers highs 8192 > "$work/out" 2>&1 &&
+     grep -Eq '^ +8192 +512 +highs +timeout' "$work/out"; then ok; else bad "HiGHS timeout"; cat "$work/out"; fi
+  sleep 1
+  if pgrep -f 'solve.mjs /tmp/tf-bench-highs' > /dev/null; then bad "node still running after the timeout"
+  else ok; fi
+fi
 
 # Usage errors name the flag and the value.
 usage_error() {

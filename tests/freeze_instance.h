@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include "test_util.h"
 #include "tf/dag.h"
 #include "tf/schedule.h"
 
@@ -22,6 +23,58 @@ static inline void instance_free(instance *x)
     free(x->max_ms);
     free(x->min_ms);
     free(x->cap);
+}
+
+/* How random_instance draws.  equal: every action of a type takes the same
+ * time (degenerate ties, and no random draws for the times).  Each action
+ * draws w: below 0.1 it is not freezable, below zero_frozen_below (if above
+ * 0.1) a backward action's frozen time is 0.  A stage's cap draw c below
+ * cap_zero_below gives cap 0, above cap_one_above cap 1, so both ends are
+ * common. */
+typedef struct instance_options {
+    int equal;
+    double zero_frozen_below;
+    double cap_zero_below, cap_one_above;
+} instance_options;
+
+/* A random instance: F in [1,2), B in [2,5) with frozen 10-90% of it, split
+ * backwards I in [1,3), W in [1,3) frozen to 1-50%; a tenth of the actions
+ * get min == max (not freezable); caps in [0, 1].  Draws from *seed. */
+static inline void random_instance(instance *x, const char *name, int ranks, int spr, int mb,
+                                   double p2p, const instance_options *o, uint64_t *seed)
+{
+    memset(x, 0, sizeof *x);
+    assert_int_equal(tf_schedule_build(name, ranks, spr, mb, &x->s, NULL), 0);
+    assert_int_equal(tf_dag_build(&x->s, p2p, &x->g, NULL), 0);
+    int n = x->s.n_actions;
+    x->max_ms = malloc(sizeof(double) * n);
+    x->min_ms = malloc(sizeof(double) * n);
+    x->cap = malloc(sizeof(double) * x->s.stages);
+    for (int i = 0; i < n; i++) {
+        double u = o->equal ? 0.5 : test_random(seed), v = o->equal ? 0.5 : test_random(seed);
+        tf_action_type type = x->s.actions[i].type;
+        switch (type) {
+        case TF_ACT_F: x->max_ms[i] = x->min_ms[i] = 1 + u; break;
+        case TF_ACT_I: x->max_ms[i] = x->min_ms[i] = 1 + 2 * u; break;
+        case TF_ACT_B:
+            x->max_ms[i] = 2 + 3 * u;
+            x->min_ms[i] = x->max_ms[i] * (0.1 + 0.8 * v);
+            break;
+        case TF_ACT_W:
+            x->max_ms[i] = 1 + 2 * u;
+            x->min_ms[i] = x->max_ms[i] * (0.01 + 0.49 * v);
+            break;
+        }
+        double w = test_random(seed);
+        if (w < 0.1)
+            x->min_ms[i] = x->max_ms[i];
+        else if (w < o->zero_frozen_below && (type == TF_ACT_B || type == TF_ACT_W))
+            x->min_ms[i] = 0.0;
+    }
+    for (int st = 0; st < x->s.stages; st++) {
+        double c = test_random(seed);
+        x->cap[st] = c < o->cap_zero_below ? 0.0 : c > o->cap_one_above ? 1.0 : c;
+    }
 }
 
 #endif

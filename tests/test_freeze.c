@@ -16,42 +16,6 @@
 #include "tf/freeze.h"
 #include "tf/schedule.h"
 
-/* A random instance: F in [1,2), B in [2,5) with frozen 10-90% of it,
- * split backwards I in [1,3), W in [1,3) frozen to 1-50%; a tenth of the
- * freezable actions get min == max (not freezable), caps in [0, 1]. */
-static void random_instance(instance *x, const char *name, int ranks, int spr, int mb,
-                            double p2p, uint64_t *seed)
-{
-    memset(x, 0, sizeof *x);
-    assert_int_equal(tf_schedule_build(name, ranks, spr, mb, &x->s, NULL), 0);
-    assert_int_equal(tf_dag_build(&x->s, p2p, &x->g, NULL), 0);
-    int n = x->s.n_actions;
-    x->max_ms = malloc(sizeof(double) * n);
-    x->min_ms = malloc(sizeof(double) * n);
-    x->cap = malloc(sizeof(double) * x->s.stages);
-    for (int i = 0; i < n; i++) {
-        double u = test_random(seed), v = test_random(seed);
-        switch (x->s.actions[i].type) {
-        case TF_ACT_F: x->max_ms[i] = x->min_ms[i] = 1 + u; break;
-        case TF_ACT_I: x->max_ms[i] = x->min_ms[i] = 1 + 2 * u; break;
-        case TF_ACT_B:
-            x->max_ms[i] = 2 + 3 * u;
-            x->min_ms[i] = x->max_ms[i] * (0.1 + 0.8 * v);
-            break;
-        case TF_ACT_W:
-            x->max_ms[i] = 1 + 2 * u;
-            x->min_ms[i] = x->max_ms[i] * (0.01 + 0.49 * v);
-            break;
-        }
-        if (test_random(seed) < 0.1)
-            x->min_ms[i] = x->max_ms[i];
-    }
-    for (int st = 0; st < x->s.stages; st++) {
-        double c = test_random(seed);
-        x->cap[st] = c < 0.1 ? 0.0 : c > 0.9 ? 1.0 : c;
-    }
-}
-
 /* Depth-first enumeration of all source-to-sink paths (ascending node
  * lists), each turned into a row: T + sum d_i r_i >= sum max_i + lags. */
 typedef struct path_lp {
@@ -235,11 +199,14 @@ static void check_plan(const instance *x, const tf_freeze_result *r)
 static void compare_with_paths(const char *name, int ranks, int spr, int mb, uint64_t seed_value,
                                int *checked)
 {
+    /* Random times, no zero-length frozen actions; caps of 0 and 1 common. */
+    const instance_options options = {.zero_frozen_below = 0.0, .cap_zero_below = 0.1,
+                                      .cap_one_above = 0.9};
     uint64_t seed = seed_value;
     for (int variant = 0; variant < 4; variant++) {
         instance x;
         double p2p = variant & 1 ? 0.05 + 0.5 * test_random(&seed) : 0.0;
-        random_instance(&x, name, ranks, spr, mb, p2p, &seed);
+        random_instance(&x, name, ranks, spr, mb, p2p, &options, &seed);
         if (count_paths(&x) > 4000) {
             instance_free(&x);
             continue;

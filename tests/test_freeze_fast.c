@@ -11,43 +11,14 @@
 #include "tf/freeze.h"
 #include "tf/schedule.h"
 
-/* Random times; `equal` makes every action of a type take the same time
- * (degenerate ties); a tenth of the freezable actions are fixed, some
- * frozen durations are 0; caps in [0, 1] with 0 and 1 common. */
-static void random_instance(instance *x, const char *name, int ranks, int spr, int mb,
-                            double p2p, int equal, uint64_t *seed)
+/* Random times as random_instance draws them, `equal` for ties; some frozen
+ * durations are 0; caps of 0 and 1 common. */
+static void fast_instance(instance *x, const char *name, int ranks, int spr, int mb,
+                          double p2p, int equal, uint64_t *seed)
 {
-    memset(x, 0, sizeof *x);
-    assert_int_equal(tf_schedule_build(name, ranks, spr, mb, &x->s, NULL), 0);
-    assert_int_equal(tf_dag_build(&x->s, p2p, &x->g, NULL), 0);
-    int n = x->s.n_actions;
-    x->max_ms = malloc(sizeof(double) * n);
-    x->min_ms = malloc(sizeof(double) * n);
-    x->cap = malloc(sizeof(double) * x->s.stages);
-    for (int i = 0; i < n; i++) {
-        double u = equal ? 0.5 : test_random(seed), v = equal ? 0.5 : test_random(seed);
-        switch (x->s.actions[i].type) {
-        case TF_ACT_F: x->max_ms[i] = x->min_ms[i] = 1 + u; break;
-        case TF_ACT_I: x->max_ms[i] = x->min_ms[i] = 1 + 2 * u; break;
-        case TF_ACT_B:
-            x->max_ms[i] = 2 + 3 * u;
-            x->min_ms[i] = x->max_ms[i] * (0.1 + 0.8 * v);
-            break;
-        case TF_ACT_W:
-            x->max_ms[i] = 1 + 2 * u;
-            x->min_ms[i] = x->max_ms[i] * (0.01 + 0.49 * v);
-            break;
-        }
-        double w = test_random(seed);
-        if (w < 0.1)
-            x->min_ms[i] = x->max_ms[i];
-        else if (w < 0.15 && (x->s.actions[i].type == TF_ACT_B || x->s.actions[i].type == TF_ACT_W))
-            x->min_ms[i] = 0.0;
-    }
-    for (int st = 0; st < x->s.stages; st++) {
-        double c = test_random(seed);
-        x->cap[st] = c < 0.15 ? 0.0 : c > 0.85 ? 1.0 : c;
-    }
+    const instance_options o = {.equal = equal, .zero_frozen_below = 0.15,
+                                .cap_zero_below = 0.15, .cap_one_above = 0.85};
+    random_instance(x, name, ranks, spr, mb, p2p, &o, seed);
 }
 
 static void summarise(const instance *x, const tf_freeze_result *r, double *sum, double *max)
@@ -90,7 +61,7 @@ static int compare(const char *name, int ranks, int spr, int mb, double p2p, int
 {
     uint64_t seed = seed_value;
     instance x;
-    random_instance(&x, name, ranks, spr, mb, p2p, equal, &seed);
+    fast_instance(&x, name, ranks, spr, mb, p2p, equal, &seed);
     tf_freeze_result ref, fast;
     tf_error err = {0};
     assert_int_equal(tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, objective, &ref,
@@ -195,7 +166,7 @@ static void nothing_freezable(void **state)
     (void)state;
     uint64_t seed = 5;
     instance x;
-    random_instance(&x, "1F1B", 2, 1, 4, 0.0, 0, &seed);
+    fast_instance(&x, "1F1B", 2, 1, 4, 0.0, 0, &seed);
     for (int i = 0; i < x.s.n_actions; i++)
         x.min_ms[i] = x.max_ms[i];
     tf_freeze_result r;
@@ -214,7 +185,7 @@ static void expect_auto_picks(int microbatches, const char *expected)
 {
     uint64_t seed = 11;
     instance x;
-    random_instance(&x, "1F1B", 8, 1, microbatches, 0.0, 0, &seed);
+    fast_instance(&x, "1F1B", 8, 1, microbatches, 0.0, 0, &seed);
     tf_freeze_result r;
     assert_int_equal(tf_freeze_solve_with(TF_SOLVER_AUTO, &x.s, &x.g, x.max_ms, x.min_ms, x.cap,
                                           TF_OBJECTIVE_LEAST_FREEZE, &r, NULL),

@@ -214,14 +214,8 @@ static int solve_lp(Clp_Simplex *model, clp_lp *m, int n, double *ratio, tf_erro
                            clp_status_name(status), status);
     }
     const double *x = Clp_primalColumnSolution(model);
-    for (int i = 0; i < n; i++) {
-        double r = m->ratio_column[i] >= 0 ? x[m->ratio_column[i]] : 0.0;
-        if (r < 1e-9)
-            r = 0.0;
-        if (r > 1.0 - 1e-9)
-            r = 1.0;
-        ratio[i] = r;
-    }
+    for (int i = 0; i < n; i++)
+        ratio[i] = m->ratio_column[i] >= 0 ? x[m->ratio_column[i]] : 0.0;
     return 0;
 }
 
@@ -273,11 +267,9 @@ int bench_clp_plan(const tf_profile *p, bench_clp_result *out, tf_error *err)
     if ((rc = solve_lp(model, &m, n, ratio, err)))
         goto done;
     out->solve_seconds = tf_now_seconds() - started;
-    for (int i = 0; i < n; i++) {
-        duration[i] = max_ms[i] - ratio[i] * (max_ms[i] - min_ms[i]);
+    out->batch_ms = tf_freeze_apply_ratios(&g, max_ms, min_ms, ratio, duration, start);
+    for (int i = 0; i < n; i++)
         out->total_freeze += ratio[i];
-    }
-    out->batch_ms = tf_dag_longest_path(&g, duration, start);
     if (tf_dag_critical(&g, duration, critical))
         rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
 done:

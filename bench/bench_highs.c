@@ -254,17 +254,11 @@ int bench_highs_plan(const tf_profile *p, const char *dir, bench_highs_result *o
         rc = tf_fail(err, TF_ESOLVER, "HiGHS: node exited with status %d", status);
         goto done;
     }
-    for (int i = 0; i < n; i++) {
-        double r = ratio_index[i] >= 0 ? ratio_by_index[ratio_index[i]] : 0.0;
-        if (r < 1e-9)
-            r = 0.0;
-        if (r > 1.0 - 1e-9)
-            r = 1.0;
-        ratio[i] = r;
-        duration[i] = max_ms[i] - r * (max_ms[i] - min_ms[i]);
-        out->total_freeze += r;
-    }
-    out->batch_ms = tf_dag_longest_path(&g, duration, start);
+    for (int i = 0; i < n; i++)
+        ratio[i] = ratio_index[i] >= 0 ? ratio_by_index[ratio_index[i]] : 0.0;
+    out->batch_ms = tf_freeze_apply_ratios(&g, max_ms, min_ms, ratio, duration, start);
+    for (int i = 0; i < n; i++)
+        out->total_freeze += ratio[i];
     if (tf_dag_critical(&g, duration, critical))
         rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
 done:

@@ -47,6 +47,21 @@ int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms)
     return (a->type == TF_ACT_B || a->type == TF_ACT_W) && min_ms < max_ms;
 }
 
+double tf_freeze_apply_ratios(const tf_dag *g, const double *max_ms, const double *min_ms,
+                              double *ratio, double *duration, double *start)
+{
+    for (int i = 0; i < g->n; i++) {
+        double r = ratio[i];
+        if (r < 1e-9)
+            r = 0.0;
+        if (r > 1.0 - 1e-9)
+            r = 1.0;
+        ratio[i] = r;
+        duration[i] = max_ms[i] - r * (max_ms[i] - min_ms[i]);
+    }
+    return tf_dag_longest_path(g, duration, start);
+}
+
 char *tf_freeze_solver_version(char *buf, size_t size)
 {
     int major, minor, release, build;
@@ -347,23 +362,13 @@ int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
             goto done;
     }
     get_variables(m.lp, values);
-    for (int i = 0; i < n; i++) {
-        double r = 0.0;
-        if (m.ratio_column[i]) {
-            r = values[m.ratio_column[i] - 1];
-            /* Snap solver round-off so ratios are exactly 0 or 1 at the bounds. */
-            if (r < 1e-9)
-                r = 0.0;
-            if (r > 1.0 - 1e-9)
-                r = 1.0;
-        }
-        out->ratio[i] = r;
-        out->duration[i] = max_ms[i] - r * (max_ms[i] - min_ms[i]);
-    }
+    for (int i = 0; i < n; i++)
+        out->ratio[i] = m.ratio_column[i] ? values[m.ratio_column[i] - 1] : 0.0;
     /* The batch time reported is the longest path under the planned
      * durations, which the LP bounds from above; they agree to solver
      * precision. */
-    out->makespan = tf_dag_longest_path(g, out->duration, out->start);
+    out->makespan =
+        tf_freeze_apply_ratios(g, max_ms, min_ms, out->ratio, out->duration, out->start);
     out->solves = solves;
     snprintf(out->status, sizeof out->status, "optimal");
     snprintf(out->solver, sizeof out->solver, "lp_solve");

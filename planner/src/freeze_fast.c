@@ -886,17 +886,8 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
                 out->ratio[net.freezable[i]] += w.alpha[j] * r[i];
         }
     }
-    for (int i = 0; i < n; i++) {
-        double r = out->ratio[i];
-        /* Snap round-off so ratios are exactly 0 or 1 at the bounds. */
-        if (r < 1e-9)
-            r = 0.0;
-        if (r > 1.0 - 1e-9)
-            r = 1.0;
-        out->ratio[i] = r;
-        out->duration[i] = max_ms[i] - r * (max_ms[i] - min_ms[i]);
-    }
-    out->makespan = tf_dag_longest_path(g, out->duration, out->start);
+    out->makespan =
+        tf_freeze_apply_ratios(g, max_ms, min_ms, out->ratio, out->duration, out->start);
     out->solves = w.pricings;
     snprintf(out->status, sizeof out->status, "optimal");
     snprintf(out->solver, sizeof out->solver, "fast");

@@ -40,6 +40,14 @@ typedef struct tf_freeze_result {
 /* Is action i freezable: type B or W with min_ms[i] < max_ms[i]. */
 int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms);
 
+/* Turns solved ratios (g->n of them) into a plan, as every solver does:
+ * snaps ratio[i] within 1e-9 of 0 or 1 to it (solver round-off), sets
+ * duration[i] = max - ratio (max - min), and returns the longest path under
+ * those durations with the start times in start.  All arrays are the
+ * caller's; NAN if start is NULL and no scratch memory is available. */
+double tf_freeze_apply_ratios(const tf_dag *g, const double *max_ms, const double *min_ms,
+                              double *ratio, double *duration, double *start);
+
 /* Solves the freeze LP for schedule s with DAG g, durations max_ms/min_ms and
  * per-stage caps cap[s->stages] in [0, 1].  Returns 0 with *out filled (free
  * with tf_freeze_result_free), or TF_ESOLVER naming lp_solve's status, or

@@ -1,14 +1,18 @@
 /* freeze_fast_nsx.c - primal network simplex on a spanning tree kept as
- * parent pointers plus a preorder thread (see freeze_fast_nsx.h).
+ * parent pointers plus a preorder thread with subtree sizes and last nodes
+ * (see freeze_fast_nsx.h).
  *
  * Arcs are uncapacitated, so a pivot only ever blocks on tree arcs whose
  * flow decreases around the cycle.  The subtree cut off by the leaving arc
- * is re-hung below the entering arc: its nodes are listed once from the
- * thread (preorder, contiguous), their parent pointers are reversed along
- * the stem, and the subtree's new preorder, assembled from blocks of that
- * list, is spliced in after its new parent.  That costs O(subtree) per
- * pivot, the same order as updating the subtree's potentials, which any
- * network simplex must do.
+ * is re-hung below the entering arc: its parent pointers reverse along the
+ * stem, and its new preorder is put together from pieces of the old one,
+ * which the subtree's last nodes locate without visiting the rest of it.
+ *
+ * What a pivot must visit node by node is one side of the cut: the
+ * potentials of one side shift (only differences matter, so either side
+ * will do), and the dual ratio test scans the arcs leaving one side.  Both
+ * use the smaller side.  The tree is deep here (a schedule's critical path
+ * runs through it), so the subtree below a cut is often most of the tree.
  */
 #include "freeze_fast_nsx.h"
 
@@ -34,7 +38,9 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->pred = calloc(n, sizeof *m->pred);
     m->up = calloc(n, 1);
     m->in_tree = calloc(a, 1);
-    m->depth = calloc(n, sizeof *m->depth);
+    m->size = calloc(n, sizeof *m->size);
+    m->last = calloc(n, sizeof *m->last);
+    m->segment = calloc(2 * n, sizeof *m->segment);
     m->thread = calloc(n, sizeof *m->thread);
     m->rev_thread = calloc(n, sizeof *m->rev_thread);
     m->child = calloc(n, sizeof *m->child);
@@ -43,7 +49,6 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->order = calloc(n, sizeof *m->order);
     m->excess = calloc(n, sizeof *m->excess);
     m->mark = calloc(n, sizeof *m->mark);
-    m->slot = calloc(n, sizeof *m->slot);
     m->negative = calloc(a, sizeof *m->negative);
     m->listed = calloc(a, 1);
     m->out_first = calloc(n + 1, sizeof *m->out_first);
@@ -52,8 +57,9 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->in_arc = calloc(a, sizeof *m->in_arc);
     m->out_head = calloc(a, sizeof *m->out_head);
     m->in_tail = calloc(a, sizeof *m->in_tail);
-    if (!m->excess || !m->mark || !m->slot || !m->negative || !m->listed || !m->out_first ||
-        !m->in_first || !m->out_arc || !m->in_arc || !m->out_head || !m->in_tail) {
+    if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->negative ||
+        !m->listed || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc ||
+        !m->out_head || !m->in_tail) {
         tf_nsx_free(m);
         return TF_ENOMEM;
     }
@@ -77,7 +83,7 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
         m->out_head[p] = head[m->out_arc[p]];
         m->in_tail[p] = tail[m->in_arc[p]];
     }
-    if (!m->flow || !m->pi || !m->parent || !m->pred || !m->up || !m->in_tree || !m->depth ||
+    if (!m->flow || !m->pi || !m->parent || !m->pred || !m->up || !m->in_tree ||
         !m->thread || !m->rev_thread || !m->child || !m->sibling || !m->stack || !m->order) {
         tf_nsx_free(m);
         return TF_ENOMEM;
@@ -94,7 +100,9 @@ void tf_nsx_free(tf_nsx *m)
     free(m->pred);
     free(m->up);
     free(m->in_tree);
-    free(m->depth);
+    free(m->size);
+    free(m->last);
+    free(m->segment);
     free(m->thread);
     free(m->rev_thread);
     free(m->child);
@@ -103,7 +111,6 @@ void tf_nsx_free(tf_nsx *m)
     free(m->order);
     free(m->excess);
     free(m->mark);
-    free(m->slot);
     free(m->negative);
     free(m->listed);
     free(m->out_first);
@@ -115,18 +122,15 @@ void tf_nsx_free(tf_nsx *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Writes a preorder of the subtree under `top` (children from child/sibling)
- * into m->order, setting depth from top's.  Returns the number of nodes
- * listed. */
-static int preorder(tf_nsx *m, int top)
+/* Writes a preorder of the tree (children from child/sibling) into
+ * m->order.  Returns the number of nodes listed. */
+static int preorder(tf_nsx *m)
 {
     int count = 0, sp = 0;
-    m->stack[sp++] = top;
+    m->stack[sp++] = 0;
     while (sp > 0) {
         int v = m->stack[--sp];
         m->order[count++] = v;
-        if (v != top)
-            m->depth[v] = m->depth[m->parent[v]] + 1;
         for (int c = m->child[v]; c >= 0; c = m->sibling[c])
             m->stack[sp++] = c;
     }
@@ -172,8 +176,7 @@ static int build_tree(tf_nsx *m, const double *b, const int *tree_arc, const int
         m->sibling[v] = m->child[m->parent[v]];
         m->child[m->parent[v]] = v;
     }
-    m->depth[0] = 0;
-    int count = preorder(m, 0);
+    int count = preorder(m);
     if (count != n)
         return TF_EINVAL; /* not spanning: the parent pointers have a cycle */
     /* Flows: the demand of each subtree crosses its tree arc, in reverse
@@ -199,12 +202,18 @@ static int build_tree(tf_nsx *m, const double *b, const int *tree_arc, const int
         m->flow[m->pred[v]] = f;
         m->in_tree[m->pred[v]] = 1;
     }
-    /* Thread: the preorder, circular through the root. */
+    /* Thread: the preorder, circular through the root; a subtree is the
+     * block of `size` nodes from its top, ending at `last`. */
     for (int k = 0; k < n; k++) {
         int v = m->order[k], w = m->order[(k + 1) % n];
         m->thread[v] = w;
         m->rev_thread[w] = v;
+        m->size[v] = 1;
     }
+    for (int k = n - 1; k > 0; k--)
+        m->size[m->parent[m->order[k]]] += m->size[m->order[k]];
+    for (int k = 0; k < n; k++)
+        m->last[m->order[k]] = m->order[k + m->size[m->order[k]] - 1];
     refresh_potentials(m);
     return 0;
 }
@@ -241,11 +250,13 @@ static int find_entering(tf_nsx *m, double tol, int block)
     return best;
 }
 
-/* The node where the tree paths up from i and j meet. */
+/* The node where the tree paths up from i and j meet.  A node's subtree is
+ * larger than any of its descendants', so the smaller one is not the meeting
+ * point and moves up. */
 static int join_node(const tf_nsx *m, int i, int j)
 {
     while (i != j) {
-        if (m->depth[i] >= m->depth[j])
+        if (m->size[i] < m->size[j])
             i = m->parent[i];
         else
             j = m->parent[j];
@@ -279,99 +290,128 @@ static void push_around_cycle(tf_nsx *m, int e, int join, double delta)
     m->flow[e] += delta;
 }
 
-/* Lists the subtree under v (contiguous in the thread, v first) into
- * m->order, records each node's place in it in m->slot and marks it with a
- * fresh stamp.  Returns the node count.  This is the only walk along the
- * thread a pivot makes: the thread is a chain of dependent loads, so the
- * later passes read the array instead. */
-static int list_subtree(tf_nsx *m, int v)
+/* Lists the smaller side of the cut above v into m->order and marks its
+ * nodes with a fresh stamp: the subtree under v (the thread block from v to
+ * last[v]) when *inside is set on return, else the rest of the tree (the
+ * thread from after that block round to v).  Returns the node count. */
+static int list_side(tf_nsx *m, int v, int *inside)
 {
-    const int stamp = ++m->stamp, top_depth = m->depth[v];
-    int count = 0, w = v;
-    do {
-        m->order[count] = w;
-        m->slot[w] = count++;
+    const int stamp = ++m->stamp;
+    *inside = m->size[v] <= m->nodes - m->size[v];
+    int w = *inside ? v : m->thread[m->last[v]];
+    const int stop = *inside ? m->thread[m->last[v]] : v;
+    int count = 0;
+    for (; w != stop; w = m->thread[w]) {
+        m->order[count++] = w;
         m->mark[w] = stamp;
-        w = m->thread[w];
-    } while (w != 0 && m->depth[w] > top_depth);
+    }
     return count;
 }
 
-/* Swaps tree arc pred[leave] for e: the subtree under `leave`, listed by
- * list_subtree (count nodes), is re-hung from x, the end of e inside it (y
- * is e's other end), and its potentials shift so that e is tight.
+/* Shifts the potentials of the subtree S cut off by a pivot by `shift`,
+ * through the side list_side listed: S itself, or the rest of the tree by
+ * -shift (only differences of potentials matter; pi_0 = 0 again after the
+ * next refresh_potentials). */
+static void shift_side(tf_nsx *m, int count, int inside, double shift)
+{
+    const double d = inside ? shift : -shift;
+    for (int k = 0; k < count; k++)
+        m->pi[m->order[k]] += d;
+}
+
+/* Points the ancestors of `from` whose subtree ended at `old_last` (a chain
+ * up from `from`) to `new_last`. */
+static void relast_chain(tf_nsx *m, int from, int old_last, int new_last)
+{
+    for (int a = from; a >= 0 && m->last[a] == old_last; a = m->parent[a])
+        m->last[a] = new_last;
+}
+
+/* Swaps tree arc pred[leave] for e: the subtree S under `leave` is re-hung
+ * from x, the end of e inside S (y is e's other end, `join` the node where
+ * the paths from x and y meet).  Potentials are left to the caller.
  *
  * The stem s_0 = x, s_1 = parent(x), ..., s_k = leave reverses.  In the old
- * preorder each s_i's subtree is a block of the listing that contains
- * s_{i-1}'s block; the new preorder is s_0's block, then for i = 1..k the
- * part of s_i's block outside s_{i-1}'s (s_i and its other children), so
- * no depth-first search of the subtree is needed. */
-static void rehang(tf_nsx *m, int e, int leave, int x, int y, int count)
+ * preorder each s_i's subtree is the block [s_i, last[s_i]], which contains
+ * s_{i-1}'s block.  The new preorder of S is s_0's block, then for each i
+ * the part of s_i's block outside s_{i-1}'s: [s_i, before s_{i-1}] and
+ * [after last[s_{i-1}], last[s_i]].  Those pieces are spliced right after y,
+ * so the cost is the stem and the cycle, not the size of S. */
+static void rehang(tf_nsx *m, int e, int leave, int x, int y, int join)
 {
-    int leaving_arc = m->pred[leave];
-    m->in_tree[leaving_arc] = 0;
+    const int moved = m->size[leave], old_last = m->last[leave];
+    const int old_parent = m->parent[leave];
+    m->in_tree[m->pred[leave]] = 0;
     m->in_tree[e] = 1;
-    double rc = reduced_cost(m, e);
-    double shift = x == m->head[e] ? -rc : rc;
-    const int *old = m->order;
-    int *fresh = m->stack;
-    /* Unlink the old subtree from the thread. */
-    int before = m->rev_thread[leave], after = m->thread[old[count - 1]];
+    /* The stem, and the pieces (first, last) of the new preorder, read
+     * from the old thread before anything changes. */
+    int *stem = m->stack, *piece = m->segment;
+    int k = 0, pieces = 0;
+    stem[0] = x;
+    piece[2 * pieces] = x;
+    piece[2 * pieces++ + 1] = m->last[x];
+    while (stem[k] != leave) {
+        int below = stem[k], w = m->parent[below];
+        stem[++k] = w;
+        piece[2 * pieces] = w;
+        piece[2 * pieces++ + 1] = m->rev_thread[below];
+        if (m->last[below] != m->last[w]) {
+            piece[2 * pieces] = m->thread[m->last[below]];
+            piece[2 * pieces++ + 1] = m->last[w];
+        }
+    }
+    const int new_last = piece[2 * pieces - 1];
+    /* Take S out of the thread and out of its old ancestors' blocks. */
+    const int before = m->rev_thread[leave], after = m->thread[old_last];
     m->thread[before] = after;
     m->rev_thread[after] = before;
-    /* Walk the stem upwards, emitting each part of the new preorder.  The
-     * block of s_i ends at the first later node no deeper than s_i (old
-     * depths: they are rewritten below); everything before the end of
-     * s_{i-1}'s block is inside it already. */
-    int filled = 0, inner_begin = -1, inner_end = -1;
-    for (int w = x;;) {
-        const int begin = m->slot[w], top_depth = m->depth[w];
-        int end = inner_end > begin ? inner_end : begin + 1;
-        while (end < count && m->depth[old[end]] > top_depth)
-            end++;
-        if (inner_begin < 0)
-            inner_begin = inner_end = end; /* s_0: the whole block */
-        for (int k = begin; k < inner_begin; k++)
-            fresh[filled++] = old[k];
-        for (int k = inner_end; k < end; k++)
-            fresh[filled++] = old[k];
-        inner_begin = begin;
-        inner_end = end;
-        if (w == leave)
-            break;
-        w = m->parent[w];
+    relast_chain(m, old_parent, old_last, before);
+    for (int a = old_parent; a != join; a = m->parent[a])
+        m->size[a] -= moved;
+    /* Chain the pieces right after y, as y's first child. */
+    const int next = m->thread[y];
+    int tail = y;
+    for (int p = 0; p < pieces; p++) {
+        m->thread[tail] = piece[2 * p];
+        m->rev_thread[piece[2 * p]] = tail;
+        tail = piece[2 * p + 1];
     }
+    m->thread[tail] = next;
+    m->rev_thread[next] = tail;
+    if (m->last[y] == y)
+        relast_chain(m, y, y, new_last);
+    for (int a = y; a != join; a = m->parent[a])
+        m->size[a] += moved;
+    /* The stem's new subtrees: s_i keeps what lay outside s_{i-1}'s block
+     * and gains s_{i+1}'s new subtree; every one ends where S now ends. */
+    int gained = 0;
+    for (int i = k; i > 0; i--) {
+        gained += m->size[stem[i]] - m->size[stem[i - 1]];
+        m->size[stem[i]] = gained;
+    }
+    m->size[x] = moved;
+    for (int i = 0; i <= k; i++)
+        m->last[stem[i]] = new_last;
     /* Reverse the stem x .. leave. */
     int prev = y, prev_arc = e, prev_up = x == m->tail[e];
-    for (int w = x;;) {
-        int old_parent = m->parent[w], old_arc = m->pred[w], old_up = m->up[w];
+    for (int i = 0; i <= k; i++) {
+        int w = stem[i];
+        int old_arc = m->pred[w], old_up = m->up[w];
         m->parent[w] = prev;
         m->pred[w] = prev_arc;
         m->up[w] = (unsigned char)prev_up;
-        if (w == leave)
-            break;
         prev = w;
         prev_arc = old_arc;
         prev_up = !old_up;
-        w = old_parent;
     }
-    /* Depths from the new parents (each comes earlier in the new preorder)
-     * and the potentials' shift. */
-    for (int k = 0; k < filled; k++) {
-        int z = fresh[k];
-        m->depth[z] = m->depth[m->parent[z]] + 1;
-        m->pi[z] += shift;
-    }
-    /* Splice the new preorder right after y. */
-    int next = m->thread[y];
-    int last = y;
-    for (int k = 0; k < filled; k++) {
-        m->thread[last] = fresh[k];
-        m->rev_thread[fresh[k]] = last;
-        last = fresh[k];
-    }
-    m->thread[last] = next;
-    m->rev_thread[next] = last;
+}
+
+/* How much the potentials of the side holding x, an end of e, shift to
+ * make e tight. */
+static double entering_shift(const tf_nsx *m, int e, int x)
+{
+    double rc = reduced_cost(m, e);
+    return x == m->head[e] ? -rc : rc;
 }
 
 /* A primal pivot: e enters, the blocking arc chosen by Cunningham's rule
@@ -405,8 +445,11 @@ static int pivot(tf_nsx *m, int e)
     else
         m->flow[e] = delta;
     m->flow[m->pred[leave]] = 0.0;
-    int count = list_subtree(m, leave);
-    rehang(m, e, leave, leave_on_i_side ? i : j, leave_on_i_side ? j : i, count);
+    const int x = leave_on_i_side ? i : j;
+    int inside;
+    const int count = list_side(m, leave, &inside);
+    shift_side(m, count, inside, entering_shift(m, e, x));
+    rehang(m, e, leave, x, leave_on_i_side ? j : i, join);
     return 0;
 }
 
@@ -510,10 +553,14 @@ static int find_leaving(tf_nsx *m)
 static int dual_pivot(tf_nsx *m, int v)
 {
     const int into = m->up[v];
-    const int count = list_subtree(m, v), stamp = m->stamp;
-    const int *first = into ? m->in_first : m->out_first;
-    const int *list = into ? m->in_arc : m->out_arc;
-    const int *far_end = into ? m->in_tail : m->out_head; /* by list position */
+    int inside;
+    const int count = list_side(m, v, &inside), stamp = m->stamp;
+    /* Arcs into S are the arcs into the listed side's nodes from unmarked
+     * ones when S is listed, and out of them when the rest is. */
+    const int scan_in = inside ? into : !into;
+    const int *first = scan_in ? m->in_first : m->out_first;
+    const int *list = scan_in ? m->in_arc : m->out_arc;
+    const int *far_end = scan_in ? m->in_tail : m->out_head; /* by list position */
     int best = -1;
     double best_rc = INFINITY;
     for (int k = 0; k < count; k++) {
@@ -534,12 +581,13 @@ static int dual_pivot(tf_nsx *m, int v)
     if (best < 0)
         return TF_ESOLVER;
     double theta = -m->flow[m->pred[v]];
-    const int i = m->tail[best], j = m->head[best];
+    const int i = m->tail[best], j = m->head[best], join = join_node(m, i, j);
     m->flow[best] = 0.0;
-    push_around_cycle(m, best, join_node(m, i, j), theta);
+    push_around_cycle(m, best, join, theta);
     m->flow[m->pred[v]] = 0.0;
-    int x = into ? j : i;
-    rehang(m, best, v, x, into ? i : j, count);
+    const int x = into ? j : i;
+    shift_side(m, count, inside, entering_shift(m, best, x));
+    rehang(m, best, v, x, into ? i : j, join);
     return 0;
 }
 

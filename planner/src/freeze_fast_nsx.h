@@ -34,11 +34,14 @@ typedef struct tf_nsx {
     int *pred;           /* nodes: tree arc joining the node to its parent */
     unsigned char *up;   /* nodes: pred arc points from the node to its parent */
     unsigned char *in_tree; /* arcs */
-    int *depth, *thread, *rev_thread; /* preorder thread (circular) */
+    int *thread, *rev_thread; /* preorder thread (circular through the root) */
+    int *size;           /* nodes: nodes in the subtree under each node */
+    int *last;           /* nodes: the last node of that subtree in the thread */
     int *child, *sibling, *stack; /* scratch for building the first tree */
-    int *order, *slot;   /* the subtree a pivot re-hangs, and each node's place in it */
+    int *order;          /* the side of a pivot's cut whose potentials shift */
+    int *segment;        /* 2 * nodes: the thread pieces of a re-hung subtree */
     double *excess;      /* nodes: scratch for tree flows */
-    int *mark, stamp;    /* nodes: membership of the dual pivot's subtree */
+    int *mark, stamp;    /* nodes: membership of the side of the cut a pivot lists */
     int *negative;       /* arcs: tree arcs that may carry negative flow ... */
     unsigned char *listed; /* arcs: ... and whether each is in that list */
     int n_negative, collect_negative;

@@ -70,6 +70,11 @@ char *tf_freeze_solver_version(char *buf, size_t size)
     return buf;
 }
 
+/* Not an lp_solve status: a failed solve left the model with other
+ * dimensions than it was built with (seen after a numerical failure of the
+ * primal retry below), so nothing more can be read from or solved on it. */
+enum { MODEL_DAMAGED = -100 };
+
 static const char *status_name(int status)
 {
     switch (status) {
@@ -83,6 +88,7 @@ static const char *status_name(int status)
     case USERABORT: return "aborted";
     case TIMEOUT: return "timeout";
     case PRESOLVED: return "presolved";
+    case MODEL_DAMAGED: return "numerical failure that changed the model's size";
     default: return "unknown status";
     }
 }
@@ -94,6 +100,7 @@ typedef struct lp_model {
     int k;               /* freezable actions */
     int *ratio_column;   /* n: column of r_i, 0 if fixed */
     long long iteration_limit; /* guard against a cycling simplex (guarded_solve) */
+    int rows, columns;   /* the built model's size, which solves must keep */
     double *span;        /* n: max - min */
     int col_T, col_z;
 } lp_model;
@@ -237,11 +244,10 @@ static int __WINAPI stop_when_cycling(lprec *lp, void *handle)
 /* solve() with the cycling guard: if the default simplex runs past the
  * guard, the primal simplex (which does not cycle on those cases) solves
  * again from the start, with a guard 20 times larger.  Returns lp_solve's
- * status. */
+ * status, or MODEL_DAMAGED if the model's size changed. */
 static int guarded_solve(lp_model *m, int *solves)
 {
-    int rows = get_Nrows(m->lp), columns = get_Ncolumns(m->lp);
-    m->iteration_limit = 50LL * (rows + columns) + 10000;
+    m->iteration_limit = 50LL * (m->rows + m->columns) + 10000;
     put_abortfunc(m->lp, stop_when_cycling, m);
     set_simplextype(m->lp, SIMPLEX_DUAL_PRIMAL);
     int status = solve(m->lp);
@@ -255,6 +261,8 @@ static int guarded_solve(lp_model *m, int *solves)
         status = solve(m->lp);
         (*solves)++;
     }
+    if (get_Nrows(m->lp) != m->rows || get_Ncolumns(m->lp) != m->columns)
+        return MODEL_DAMAGED;
     return status;
 }
 
@@ -323,8 +331,8 @@ int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
         free_model(&m);
         return tf_fail(err, rc, "out of memory building the freeze LP for %d actions", n);
     }
-    out->variables = get_Ncolumns(m.lp);
-    out->constraints = get_Nrows(m.lp);
+    m.rows = out->constraints = get_Nrows(m.lp);
+    m.columns = out->variables = get_Ncolumns(m.lp);
     int solves = 0;
     double *values = malloc(((size_t)out->variables + 1) * sizeof *values);
     out->ratio = calloc((size_t)n + 1, sizeof *out->ratio);

@@ -260,6 +260,8 @@ typedef struct dw_state {
     double master_t, master_objective;
     double nu_sigma[2];    /* pricing cost of T per ms, dual of the convexity row */
     double *dual;          /* rows */
+    int *basis;            /* rows: the last optimal basis, coded by basis_code */
+    int have_basis;        /* 0 once columns are dropped: the next master starts cold */
     int pricings, master_solves;
 } dw_state;
 
@@ -422,8 +424,31 @@ static void set_cap_costs(dw_state *w, int kind, const double *y)
     }
 }
 
-/* Builds and solves the master for objective `kind`; fills alpha, the
- * duals and the optimum.  Returns 0 or TF_ESOLVER / TF_ENOMEM. */
+/* The master's columns shift as points are added (the cap slacks come
+ * after them), so its basis is kept between solves in codes that do not:
+ * t and point j as themselves (0, 1 + j), the slack column of cap row i
+ * as -1 - i, and the slack of row i as -1 - rows - i. */
+static int basis_code(int col, int first_slack, int n_slack, int rows)
+{
+    if (col < first_slack)
+        return col;
+    if (col < first_slack + n_slack)
+        return -1 - (col - first_slack);
+    return -1 - rows - (col - first_slack - n_slack);
+}
+
+static int basis_column(int code, int first_slack, int n_slack, int rows)
+{
+    if (code >= 0)
+        return code < first_slack ? code : -1;
+    if (code >= -rows)
+        return -1 - code < n_slack ? first_slack + (-1 - code) : -1;
+    return first_slack + n_slack + (-1 - rows - code);
+}
+
+/* Builds and solves the master for objective `kind`, starting from the
+ * last master's optimal basis where there is one; fills alpha, the duals
+ * and the optimum.  Returns 0 or TF_ESOLVER / TF_ENOMEM. */
 static int solve_master(dw_state *w, int kind)
 {
     const fast_net *g = w->g;
@@ -444,8 +469,11 @@ static int solve_master(dw_state *w, int kind)
     double *dual = realloc(w->dual, (size_t)rows * sizeof *dual);
     if (dual)
         w->dual = dual;
+    int *basis = realloc(w->basis, (size_t)rows * sizeof *basis);
+    if (basis)
+        w->basis = basis;
     int rc = TF_ENOMEM;
-    if (!a || !b || !c || !x || !sense || !dual)
+    if (!a || !b || !c || !x || !sense || !dual || !basis)
         goto done;
 #define A(i, j) a[(size_t)(i) * (size_t)cols + (size_t)(j)]
     memset(sense, 'L', (size_t)rows);
@@ -479,10 +507,16 @@ static int solve_master(dw_state *w, int kind)
     if (kind == OBJECTIVE_T)
         c[col_t] = 1.0;
 #undef A
-    rc = tf_master_lp_solve(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective);
+    for (int i = 0; i < rows; i++)
+        basis[i] = w->have_basis ? basis_column(basis[i], first_slack, n_slack, rows) : -1;
+    rc = tf_master_lp_solve(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective,
+                            basis);
     w->master_solves++;
+    w->have_basis = !rc;
     if (rc)
         goto done;
+    for (int i = 0; i < rows; i++)
+        basis[i] = basis_code(basis[i], first_slack, n_slack, rows);
     w->master_t = x[col_t];
     for (int j = 0; j < w->cols; j++)
         w->alpha[j] = x[first_alpha + j];
@@ -622,6 +656,7 @@ static void dw_free(dw_state *w)
     free(w->col_sum);
     free(w->alpha);
     free(w->dual);
+    free(w->basis);
     memset(w, 0, sizeof *w);
 }
 
@@ -689,6 +724,7 @@ static int fix_makespan(dw_state *w, double bound_ms)
         w->alpha[kept++] = 0.0;
     }
     w->cols = kept;
+    w->have_basis = 0;
     w->g->len[w->g->bound_arc] = -bound_ms;
     w->makespan_fixed = 1;
     return add_point_column(w);
@@ -778,6 +814,7 @@ static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_e
     const fast_net *g = w->g;
     const char *step = "the largest freeze ratio";
     w->cols = 0;
+    w->have_basis = 0;
     memset(w->point_r, 0, (size_t)g->k * sizeof *w->point_r);
     w->point_T = unfrozen_T;
     int rc = add_point_column(w);

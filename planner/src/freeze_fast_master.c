@@ -72,9 +72,12 @@ static void price_row(tableau *tb, const double *c)
 /* Rebuilds the tableau of the current basis from the original data by
  * Gauss-Jordan elimination with partial pivoting, discarding the round-off
  * that hundreds of tableau pivots accumulate (the master's columns are
- * nearly parallel near the optimum).  Returns 0, or 1 (tableau unchanged)
- * if the basis is numerically singular or memory runs out. */
-static int refactor(tableau *tb, const double *a, const double *b, const double *c)
+ * nearly parallel near the optimum).  Basic values down to -allowed count
+ * as round-off and become 0.  Returns 0, or 1 (tableau unchanged) if the
+ * basis is numerically singular, infeasible beyond that, or memory runs
+ * out. */
+static int refactor(tableau *tb, const double *a, const double *b, const double *c,
+                    real allowed)
 {
     const int rows = tb->rows, rhs = tb->width - 1;
     size_t cells = (size_t)(rows + 1) * (size_t)tb->width;
@@ -99,6 +102,9 @@ static int refactor(tableau *tb, const double *a, const double *b, const double 
             }
         }
     }
+    for (int i = 0; i < rows && !rc; i++)
+        if (AT(&fresh, i, rhs) < -allowed)
+            rc = 1;
     if (!rc) {
         for (int i = 0; i < rows; i++)
             if (AT(&fresh, i, rhs) < 0.0L)
@@ -188,8 +194,21 @@ static int iterate(tableau *tb, real eps)
     return TF_ESOLVER;
 }
 
+/* Whether `basis` (rows entries) names distinct columns of the tableau. */
+static int basis_valid(const tableau *tb, const int *basis)
+{
+    for (int i = 0; i < tb->rows; i++) {
+        if (basis[i] < 0 || basis[i] >= tb->cols + tb->rows)
+            return 0;
+        for (int k = 0; k < i; k++)
+            if (basis[k] == basis[i])
+                return 0;
+    }
+    return 1;
+}
+
 int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, const double *b,
-                       const double *c, double *x, double *y, double *objective)
+                       const double *c, double *x, double *y, double *objective, int *basis)
 {
     tableau tb = {0};
     tb.rows = rows;
@@ -224,7 +243,29 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
             artificials = 1;
     }
     const real eps = 1e-13L;
-    if (artificials) {
+    /* Warm start: the given basis, rebuilt from the data, if it is a
+     * feasible one; phase 2 goes on from there.  Else the slack basis. */
+    int warm = 0;
+    if (basis && basis_valid(&tb, basis)) {
+        memcpy(tb.basis, basis, (size_t)rows * sizeof *tb.basis);
+        warm = !refactor(&tb, a, b, c, 1e-11L * scale);
+        /* An 'E' row's artificial may stay basic only at zero. */
+        for (int i = 0; i < rows && warm; i++)
+            if (tb.basis[i] >= cols && sense[tb.basis[i] - cols] == 'E' &&
+                AT(&tb, i, rhs) > 1e-11L * scale) {
+                warm = 0;
+                load_rows(&tb, a, b);
+                for (int j = 0; j < tb.width; j++)
+                    AT(&tb, obj, j) = 0.0L;
+            }
+        if (!warm)
+            for (int i = 0; i < rows; i++)
+                tb.basis[i] = cols + i; /* the tableau is unchanged */
+    }
+    for (int i = 0; i < rows; i++)
+        if (sense[i] == 'E')
+            tb.barred[cols + i] = warm;
+    if (artificials && !warm) {
         /* Phase 1: minimise the sum of the artificials (the slacks of 'E'
          * rows), written in terms of the non-basic columns. */
         for (int i = 0; i < rows; i++)
@@ -261,11 +302,12 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
     /* Phase 2: the objective row is c - c_B B^-1 A.  After it, the
      * tableau is rebuilt from the data for the final basis and the simplex
      * goes on if the clean reduced costs show it stopped short. */
-    price_row(&tb, c);
+    if (!warm)
+        price_row(&tb, c);
     if ((rc = iterate(&tb, eps)))
         goto done;
     for (int pass = 0; pass < 4; pass++) {
-        if (refactor(&tb, a, b, c) || !improvable(&tb, eps))
+        if (refactor(&tb, a, b, c, INFINITY) || !improvable(&tb, eps))
             break;
         if ((rc = iterate(&tb, eps)))
             goto done;
@@ -279,6 +321,8 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
     for (int i = 0; i < rows; i++)
         y[i] = (double)(-AT(&tb, obj, cols + i));
     *objective = (double)(-AT(&tb, obj, rhs));
+    if (basis)
+        memcpy(basis, tb.basis, (size_t)rows * sizeof *basis);
 
 done:
     free(tb.t);

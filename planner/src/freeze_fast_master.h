@@ -15,8 +15,14 @@
 /* a: rows x cols, row-major.  On success (0) x[cols] is an optimal vertex,
  * y[rows] the duals (d objective / d b_i; <= 0 on 'L' rows) and *objective
  * its value.  Returns TF_ESOLVER if infeasible (beyond round-off), unbounded
- * or out of iterations, TF_EINVAL for a negative b, TF_ENOMEM. */
+ * or out of iterations, TF_EINVAL for a negative b, TF_ENOMEM.
+ *
+ * basis (may be NULL): rows entries, column j < cols or cols + i for row
+ * i's slack (the artificial of an 'E' row).  If it names a feasible basis
+ * on entry, the simplex starts from it (a warm start: the last master's
+ * optimal basis stays feasible when columns are added); otherwise from
+ * the slack basis.  On success it holds the optimal basis. */
 int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, const double *b,
-                       const double *c, double *x, double *y, double *objective);
+                       const double *c, double *x, double *y, double *objective, int *basis);
 
 #endif

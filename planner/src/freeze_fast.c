@@ -523,6 +523,12 @@ static int solve_master(dw_state *w, int kind)
         basis[i] = w->have_basis ? basis_column(basis[i], first_slack, n_slack, rows) : -1;
     rc = tf_master_lp_solve(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective,
                             basis);
+    if (rc == TF_ESOLVER && w->have_basis) {
+        /* Whatever went wrong from the warm start, the cold one decides. */
+        basis[0] = -1;
+        rc = tf_master_lp_solve(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective,
+                                basis);
+    }
     w->master_solves++;
     w->have_basis = !rc;
     if (rc)

@@ -40,6 +40,9 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->in_tree = calloc(a, 1);
     m->size = calloc(n, sizeof *m->size);
     m->last = calloc(n, sizeof *m->last);
+    /* A re-hang has a piece per stem node plus one per stem node with a
+     * child after the stem's next block, each with a node of its own
+     * outside the stem: at most `nodes` pieces of two ints. */
     m->segment = calloc(2 * n, sizeof *m->segment);
     m->thread = calloc(n, sizeof *m->thread);
     m->rev_thread = calloc(n, sizeof *m->rev_thread);
@@ -555,8 +558,9 @@ static int dual_pivot(tf_nsx *m, int v)
     const int into = m->up[v];
     int inside;
     const int count = list_side(m, v, &inside), stamp = m->stamp;
-    /* Arcs into S are the arcs into the listed side's nodes from unmarked
-     * ones when S is listed, and out of them when the rest is. */
+    /* The entering arc crosses into S when `into` is set, else out of it:
+     * with S listed, an arc into (out of) a listed node from (to) an
+     * unmarked one; with the rest listed, one out of (into) a listed node. */
     const int scan_in = inside ? into : !into;
     const int *first = scan_in ? m->in_first : m->out_first;
     const int *list = scan_in ? m->in_arc : m->out_arc;

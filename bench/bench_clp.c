@@ -224,33 +224,18 @@ const char *bench_clp_version(void)
     return Clp_Version();
 }
 
-int bench_clp_plan(const tf_profile *p, bench_clp_result *out, tf_error *err)
+int bench_clp_plan(const tf_profile *p, bench_lp_result *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
-    const tf_schedule *s = &p->schedule;
-    const int n = s->n_actions;
-    double *max_ms = malloc(((size_t)n + 1) * sizeof *max_ms);
-    double *min_ms = malloc(((size_t)n + 1) * sizeof *min_ms);
-    double *ratio = calloc((size_t)n + 1, sizeof *ratio);
-    double *duration = malloc(((size_t)n + 1) * sizeof *duration);
-    double *start = malloc(((size_t)n + 1) * sizeof *start);
-    unsigned char *critical = malloc((size_t)n + 1);
-    tf_dag g = {0};
+    bench_lp_plan w;
+    int rc = bench_lp_begin(p, &w, err);
+    if (rc)
+        return rc;
+    const int n = w.n;
     clp_lp m = {0};
     Clp_Simplex *model = NULL;
-    int rc = 0;
-    if (!max_ms || !min_ms || !ratio || !duration || !start || !critical) {
-        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
-        goto done;
-    }
-    tf_profile_durations(p, max_ms, min_ms);
-    if ((rc = tf_dag_build(s, p->p2p_ms, &g, err)))
-        goto done;
-    /* The bounds tf_plan_from_profile reports, so the work matches. */
-    (void)tf_dag_longest_path(&g, min_ms, start);
-    (void)tf_dag_longest_path(&g, max_ms, start);
     double started = tf_now_seconds();
-    if ((rc = build_lp(s, &g, max_ms, min_ms, p->max_freeze_ratio, &m))) {
+    if ((rc = build_lp(w.s, &w.g, w.max_ms, w.min_ms, p->max_freeze_ratio, &m))) {
         rc = tf_fail(err, rc, "out of memory building the freeze LP for %d actions", n);
         goto done;
     }
@@ -264,24 +249,14 @@ int bench_clp_plan(const tf_profile *p, bench_clp_result *out, tf_error *err)
     Clp_setLogLevel(model, 0);
     Clp_loadProblem(model, m.columns, m.rows, m.start, m.index, m.value, m.col_lower,
                     m.col_upper, m.obj, m.row_lower, m.row_upper);
-    if ((rc = solve_lp(model, &m, n, ratio, err)))
+    if ((rc = solve_lp(model, &m, n, w.ratio, err)))
         goto done;
     out->solve_seconds = tf_now_seconds() - started;
-    out->batch_ms = tf_freeze_apply_ratios(&g, max_ms, min_ms, ratio, duration, start);
-    for (int i = 0; i < n; i++)
-        out->total_freeze += ratio[i];
-    if (tf_dag_critical(&g, duration, critical))
-        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
+    rc = bench_lp_finish(&w, out, err);
 done:
     if (model)
         Clp_deleteModel(model);
     free_lp(&m);
-    tf_dag_free(&g);
-    free(max_ms);
-    free(min_ms);
-    free(ratio);
-    free(duration);
-    free(start);
-    free(critical);
+    bench_lp_free(&w);
     return rc;
 }

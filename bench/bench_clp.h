@@ -19,15 +19,7 @@
 #ifndef TF_BENCH_CLP_H
 #define TF_BENCH_CLP_H
 
-#include "tf/error.h"
-#include "tf/profile.h"
-
-typedef struct bench_clp_result {
-    double batch_ms;       /* longest path of the planned durations */
-    double total_freeze;   /* sum of the freeze ratios */
-    double solve_seconds;  /* building the LP and the two CLP solves */
-    int rows, columns;     /* LP size */
-} bench_clp_result;
+#include "bench_lp.h"
 
 /* CLP's version as the library reports it, e.g. "1.17.6" (static). */
 const char *bench_clp_version(void);
@@ -36,7 +28,8 @@ const char *bench_clp_version(void);
  * DAG, unfrozen and all-frozen bounds, LP, ratios, planned longest path and
  * critical actions), caps from the profile, least-freeze.  Returns 0 with *out
  * filled, TF_ECYCLE (from tf_dag_build), TF_ESOLVER naming CLP's status and
- * the step, or TF_ENOMEM. */
-int bench_clp_plan(const tf_profile *p, bench_clp_result *out, tf_error *err);
+ * the step, or TF_ENOMEM.  out->solve_seconds covers building the LP and
+ * both CLP solves. */
+int bench_clp_plan(const tf_profile *p, bench_lp_result *out, tf_error *err);
 
 #endif

@@ -193,39 +193,28 @@ static int parse_output(const char *text, int k, double *ratio_by_index, double 
     return 0;
 }
 
-int bench_highs_plan(const tf_profile *p, const char *dir, bench_highs_result *out,
+int bench_highs_plan(const tf_profile *p, const char *dir, bench_lp_result *out,
                      tf_error *err)
 {
     memset(out, 0, sizeof *out);
-    const tf_schedule *s = &p->schedule;
-    const int n = s->n_actions;
-    double *max_ms = malloc(((size_t)n + 1) * sizeof *max_ms);
-    double *min_ms = malloc(((size_t)n + 1) * sizeof *min_ms);
-    double *ratio = calloc((size_t)n + 1, sizeof *ratio);
+    bench_lp_plan w;
+    int rc = bench_lp_begin(p, &w, err);
+    if (rc)
+        return rc;
+    const int n = w.n;
     double *ratio_by_index = calloc((size_t)n + 1, sizeof *ratio_by_index);
     int *ratio_index = malloc(((size_t)n + 1) * sizeof *ratio_index);
-    double *duration = malloc(((size_t)n + 1) * sizeof *duration);
-    double *start = malloc(((size_t)n + 1) * sizeof *start);
-    unsigned char *critical = malloc((size_t)n + 1);
     char path[] = "/tmp/tf-bench-highs-XXXXXX";
     char *output = NULL;
     int fd = -1;
-    tf_dag g = {0};
-    int rc = 0;
-    if (!max_ms || !min_ms || !ratio || !ratio_by_index || !ratio_index || !duration ||
-        !start || !critical) {
+    if (!ratio_by_index || !ratio_index) {
         rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
         goto done;
     }
-    tf_profile_durations(p, max_ms, min_ms);
-    if ((rc = tf_dag_build(s, p->p2p_ms, &g, err)))
-        goto done;
-    /* The bounds tf_plan_from_profile reports, so the work matches. */
-    (void)tf_dag_longest_path(&g, min_ms, start);
-    (void)tf_dag_longest_path(&g, max_ms, start);
     int k = 0;
     for (int i = 0; i < n; i++)
-        ratio_index[i] = tf_freeze_is_freezable(&s->actions[i], max_ms[i], min_ms[i]) ? k++ : -1;
+        ratio_index[i] =
+            tf_freeze_is_freezable(&w.s->actions[i], w.max_ms[i], w.min_ms[i]) ? k++ : -1;
     fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
@@ -233,7 +222,7 @@ int bench_highs_plan(const tf_profile *p, const char *dir, bench_highs_result *o
         goto done;
     }
     fd = -1; /* f owns it */
-    int wrote = write_lp(f, s, &g, max_ms, min_ms, p->max_freeze_ratio, ratio_index, k,
+    int wrote = write_lp(f, w.s, &w.g, w.max_ms, w.min_ms, p->max_freeze_ratio, ratio_index, k,
                          &out->rows);
     if (fclose(f) != 0 || wrote) {
         rc = tf_fail(err, TF_EIO, "cannot write %s", path);
@@ -255,25 +244,15 @@ int bench_highs_plan(const tf_profile *p, const char *dir, bench_highs_result *o
         goto done;
     }
     for (int i = 0; i < n; i++)
-        ratio[i] = ratio_index[i] >= 0 ? ratio_by_index[ratio_index[i]] : 0.0;
-    out->batch_ms = tf_freeze_apply_ratios(&g, max_ms, min_ms, ratio, duration, start);
-    for (int i = 0; i < n; i++)
-        out->total_freeze += ratio[i];
-    if (tf_dag_critical(&g, duration, critical))
-        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
+        w.ratio[i] = ratio_index[i] >= 0 ? ratio_by_index[ratio_index[i]] : 0.0;
+    rc = bench_lp_finish(&w, out, err);
 done:
     if (fd >= 0)
         close(fd);
     unlink(path);
     free(output);
-    tf_dag_free(&g);
-    free(max_ms);
-    free(min_ms);
-    free(ratio);
     free(ratio_by_index);
     free(ratio_index);
-    free(duration);
-    free(start);
-    free(critical);
+    bench_lp_free(&w);
     return rc;
 }

@@ -18,15 +18,7 @@
 
 #include <stddef.h>
 
-#include "tf/error.h"
-#include "tf/profile.h"
-
-typedef struct bench_highs_result {
-    double batch_ms;       /* longest path of the planned durations */
-    double total_freeze;   /* sum of the freeze ratios */
-    double solve_seconds;  /* HiGHS's run time over both stages */
-    int rows, columns;     /* LP size */
-} bench_highs_result;
+#include "bench_lp.h"
 
 /* Whether DIR holds solve.mjs and an installed `highs` package and `node`
  * runs.  Returns 1, or 0 with the reason in why (size bytes). */
@@ -41,7 +33,7 @@ void bench_highs_version(const char *dir, char *version, size_t size);
  * from the profile, least-freeze.  Returns 0 with *out filled, TF_ECYCLE
  * (from tf_dag_build), TF_EIO when the LP file cannot be written or node
  * cannot be run, TF_ESOLVER with solve.mjs's message, or TF_ENOMEM. */
-int bench_highs_plan(const tf_profile *p, const char *dir, bench_highs_result *out,
+int bench_highs_plan(const tf_profile *p, const char *dir, bench_lp_result *out,
                      tf_error *err);
 
 #endif

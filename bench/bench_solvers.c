@@ -335,34 +335,26 @@ static void child_solve(const tf_profile *p, int solver, const bench_options *o,
     memset(r, 0, sizeof *r);
     tf_error err = {0};
     double started = tf_now_seconds();
-    if (solver == SOLVER_HIGHS) {
-        bench_highs_result hr;
-        r->rc = bench_highs_plan(p, o->highs_dir, &hr, &err);
-        r->seconds = tf_now_seconds() - started;
-        if (!r->rc) {
-            r->solve_seconds = hr.solve_seconds;
-            r->batch_ms = hr.batch_ms;
-            r->total_freeze = hr.total_freeze;
-            r->variables = hr.columns;
-            r->constraints = hr.rows;
-            snprintf(r->solver, sizeof r->solver, "highs");
-        }
-    } else if (solver == SOLVER_CLP) {
+    if (solver == SOLVER_HIGHS || solver == SOLVER_CLP) {
+        bench_lp_result lr;
+        if (solver == SOLVER_HIGHS)
+            r->rc = bench_highs_plan(p, o->highs_dir, &lr, &err);
 #ifdef TF_BENCH_HAVE_CLP
-        bench_clp_result cr;
-        r->rc = bench_clp_plan(p, &cr, &err);
+        else
+            r->rc = bench_clp_plan(p, &lr, &err);
+#else
+        else
+            r->rc = tf_fail(&err, TF_EINVAL, "CLP is not built in");
+#endif
         r->seconds = tf_now_seconds() - started;
         if (!r->rc) {
-            r->solve_seconds = cr.solve_seconds;
-            r->batch_ms = cr.batch_ms;
-            r->total_freeze = cr.total_freeze;
-            r->variables = cr.columns;
-            r->constraints = cr.rows;
-            snprintf(r->solver, sizeof r->solver, "clp");
+            r->solve_seconds = lr.solve_seconds;
+            r->batch_ms = lr.batch_ms;
+            r->total_freeze = lr.total_freeze;
+            r->variables = lr.columns;
+            r->constraints = lr.rows;
+            snprintf(r->solver, sizeof r->solver, "%s", solver == SOLVER_HIGHS ? "highs" : "clp");
         }
-#else
-        r->rc = tf_fail(&err, TF_EINVAL, "CLP is not built in");
-#endif
     } else {
         tf_plan_options options;
         tf_plan_options_init(&options);

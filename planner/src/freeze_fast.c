@@ -406,21 +406,19 @@ static int add_point_column(dw_state *w)
     double *r = w->col_r + (size_t)j * (size_t)k;
     memcpy(r, w->point_r, (size_t)k * sizeof *r);
     w->col_T[j] = w->point_T;
-    double total = 0.0;
-    for (int i = 0; i < k; i++)
-        total += r[i];
-    w->col_sum[j] = total;
     w->alpha[j] = 0.0;
-    /* The column's cap-row entries, kept so that each master is built in
-     * O(columns x rows) rather than O(columns x actions). */
-    double *caps = w->col_cap + (size_t)j * (size_t)w->n_caps;
+    /* The column's total and its cap-row entries, kept so that each master
+     * is built in O(columns x rows) rather than O(columns x actions). */
+    double total = 0.0, *caps = w->col_cap + (size_t)j * (size_t)w->n_caps;
     for (int c = 0; c < w->n_caps; c++)
         caps[c] = 0.0;
     for (int i = 0; i < k; i++) {
+        total += r[i];
         int cap = w->cap_of_stage[w->s->actions[w->g->freezable[i]].stage];
         if (cap >= 0)
             caps[cap] += r[i];
     }
+    w->col_sum[j] = total;
     for (int c = 0; c < w->n_caps; c++)
         caps[c] /= w->cap_count[c];
     return 0;

@@ -71,8 +71,9 @@ char *tf_freeze_solver_version(char *buf, size_t size);
  * "fast"; variables/constraints count the network's nodes and arcs; solves
  * counts network-simplex (pricing) solves.  Returns 0, TF_ENOMEM, or
  * TF_ESOLVER naming the step that failed; never a partial result.
- * About 11x faster than lp_solve at 2,048 actions and 21x at 8,192
- * (docs/fast-solver.md); "auto" uses it from TF_FAST_SOLVER_MIN_ACTIONS on. */
+ * The same optimum, tens of times faster than lp_solve from 2,048 actions
+ * on (measured in docs/fast-solver.md); "auto" uses it from
+ * TF_FAST_SOLVER_MIN_ACTIONS on. */
 int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *max_ms,
                          const double *min_ms, const double *cap, tf_objective objective,
                          tf_freeze_result *out, tf_error *err);

@@ -60,9 +60,11 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->in_arc = calloc(a, sizeof *m->in_arc);
     m->out_head = calloc(a, sizeof *m->out_head);
     m->in_tail = calloc(a, sizeof *m->in_tail);
+    m->out_len = calloc(a, sizeof *m->out_len);
+    m->in_len = calloc(a, sizeof *m->in_len);
     if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->negative ||
         !m->listed || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc ||
-        !m->out_head || !m->in_tail) {
+        !m->out_head || !m->in_tail || !m->out_len || !m->in_len) {
         tf_nsx_free(m);
         return TF_ENOMEM;
     }
@@ -122,6 +124,8 @@ void tf_nsx_free(tf_nsx *m)
     free(m->in_arc);
     free(m->out_head);
     free(m->in_tail);
+    free(m->out_len);
+    free(m->in_len);
     memset(m, 0, sizeof *m);
 }
 
@@ -565,25 +569,31 @@ static int dual_pivot(tf_nsx *m, int v)
     const int *first = scan_in ? m->in_first : m->out_first;
     const int *list = scan_in ? m->in_arc : m->out_arc;
     const int *far_end = scan_in ? m->in_tail : m->out_head; /* by list position */
-    int best = -1;
+    /* Only one tree arc crosses the cut, the leaving one, and it crosses
+     * the other way, so every arc found here is a non-tree arc.  Its
+     * reduced cost is taken relative to the listed end w (sign +1 when w is
+     * the head), from lengths stored by list position. */
+    const double *len_at = scan_in ? m->in_len : m->out_len;
+    const double sign = scan_in ? 1.0 : -1.0;
+    int best_p = -1;
     double best_rc = INFINITY;
     for (int k = 0; k < count; k++) {
-        int w = m->order[k];
+        const int w = m->order[k];
+        const double pi_w = m->pi[w];
         for (int p = first[w]; p < first[w + 1]; p++) {
-            if (m->mark[far_end[p]] == stamp)
+            const int far = far_end[p];
+            if (m->mark[far] == stamp)
                 continue;
-            int e = list[p];
-            if (m->in_tree[e])
-                continue;
-            double rc = reduced_cost(m, e);
+            double rc = sign * (pi_w - m->pi[far]) - len_at[p];
             if (rc < best_rc) {
                 best_rc = rc;
-                best = e;
+                best_p = p;
             }
         }
     }
-    if (best < 0)
+    if (best_p < 0)
         return TF_ESOLVER;
+    const int best = list[best_p];
     double theta = -m->flow[m->pred[v]];
     const int i = m->tail[best], j = m->head[best], join = join_node(m, i, j);
     m->flow[best] = 0.0;
@@ -599,6 +609,11 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
 {
     m->pivots = 0;
     m->dual_pivots = 0;
+    /* The caller may have changed lengths since the last solve. */
+    for (int p = 0; p < m->arcs; p++) {
+        m->out_len[p] = m->len[m->out_arc[p]];
+        m->in_len[p] = m->len[m->in_arc[p]];
+    }
     tree_flows(m, b);
     refresh_potentials(m);
     m->negative_tol = flow_tol;

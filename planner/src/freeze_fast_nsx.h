@@ -49,6 +49,7 @@ typedef struct tf_nsx {
     int *out_first, *out_arc; /* arcs by tail (CSR) */
     int *in_first, *in_arc;   /* arcs by head (CSR) */
     int *out_head, *in_tail;  /* the far end of each arc in those lists */
+    double *out_len, *in_len; /* and its length (refreshed by each resolve) */
     int next_arc;        /* where the block search resumes */
     long pivots;         /* primal pivots in the last solve */
     long dual_pivots;    /* dual pivots in the last resolve */

@@ -52,8 +52,10 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->order = calloc(n, sizeof *m->order);
     m->excess = calloc(n, sizeof *m->excess);
     m->mark = calloc(n, sizeof *m->mark);
-    m->negative = calloc(a, sizeof *m->negative);
-    m->listed = calloc(a, 1);
+    for (m->leaves = 1; m->leaves < nodes; m->leaves *= 2)
+        ;
+    m->shortfall = malloc((size_t)m->leaves * sizeof *m->shortfall);
+    m->worst = malloc(2 * (size_t)m->leaves * sizeof *m->worst);
     m->out_first = calloc(n + 1, sizeof *m->out_first);
     m->in_first = calloc(n + 1, sizeof *m->in_first);
     m->out_arc = calloc(a, sizeof *m->out_arc);
@@ -62,8 +64,8 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->in_tail = calloc(a, sizeof *m->in_tail);
     m->out_len = calloc(a, sizeof *m->out_len);
     m->in_len = calloc(a, sizeof *m->in_len);
-    if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->negative ||
-        !m->listed || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc ||
+    if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->shortfall ||
+        !m->worst || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc ||
         !m->out_head || !m->in_tail || !m->out_len || !m->in_len) {
         tf_nsx_free(m);
         return TF_ENOMEM;
@@ -116,8 +118,8 @@ void tf_nsx_free(tf_nsx *m)
     free(m->order);
     free(m->excess);
     free(m->mark);
-    free(m->negative);
-    free(m->listed);
+    free(m->shortfall);
+    free(m->worst);
     free(m->out_first);
     free(m->in_first);
     free(m->out_arc);
@@ -271,13 +273,41 @@ static int join_node(const tf_nsx *m, int i, int j)
     return i;
 }
 
-/* During dual pivots: lists tree arc e if its flow is below -negative_tol
- * (the candidates for leaving). */
-static void note_flow(tf_nsx *m, int e)
+/* During dual pivots, after the flow on v's tree arc changed (or the arc
+ * itself): updates v's shortfall (its flow if below -negative_tol, else
+ * infinity) and the tournament above it, whose every entry holds the node
+ * of least shortfall below it, the lower-numbered one on ties. */
+static void note_node(tf_nsx *m, int v)
 {
-    if (m->collect_negative && m->flow[e] < -m->negative_tol && !m->listed[e]) {
-        m->listed[e] = 1;
-        m->negative[m->n_negative++] = e;
+    if (!m->dual_phase)
+        return;
+    const double f = m->flow[m->pred[v]];
+    m->shortfall[v] = f < -m->negative_tol ? f : INFINITY;
+    const double *key = m->shortfall;
+    for (int i = (m->leaves + v) / 2; i >= 1; i /= 2) {
+        int left = m->worst[2 * i], right = m->worst[2 * i + 1];
+        int won = key[right] < key[left] ? right : left;
+        if (won == m->worst[i] && won != v)
+            break; /* nothing above changes */
+        m->worst[i] = won;
+    }
+}
+
+/* Sets every node's shortfall from the tree flows and builds the
+ * tournament bottom-up. */
+static void build_tournament(tf_nsx *m)
+{
+    const int leaves = m->leaves;
+    m->shortfall[0] = INFINITY; /* the root has no tree arc */
+    for (int v = 1; v < leaves; v++) {
+        double f = v < m->nodes ? m->flow[m->pred[v]] : INFINITY;
+        m->shortfall[v] = f < -m->negative_tol ? f : INFINITY;
+    }
+    for (int v = 0; v < leaves; v++)
+        m->worst[leaves + v] = v;
+    for (int i = leaves - 1; i >= 1; i--) {
+        int left = m->worst[2 * i], right = m->worst[2 * i + 1];
+        m->worst[i] = m->shortfall[right] < m->shortfall[left] ? right : left;
     }
 }
 
@@ -288,13 +318,13 @@ static void push_around_cycle(tf_nsx *m, int e, int join, double delta)
     const int i = m->tail[e], j = m->head[e];
     for (int w = i; w != join; w = m->parent[w]) {
         m->flow[m->pred[w]] += m->up[w] ? -delta : delta;
-        note_flow(m, m->pred[w]);
+        note_node(m, w);
     }
     for (int w = j; w != join; w = m->parent[w]) {
         m->flow[m->pred[w]] += m->up[w] ? delta : -delta;
-        note_flow(m, m->pred[w]);
+        note_node(m, w);
     }
-    m->flow[e] += delta;
+    m->flow[e] += delta; /* e's node is noted once e is in the tree */
 }
 
 /* Lists the smaller side of the cut above v into m->order and marks its
@@ -407,6 +437,7 @@ static void rehang(tf_nsx *m, int e, int leave, int x, int y, int join)
         m->parent[w] = prev;
         m->pred[w] = prev_arc;
         m->up[w] = (unsigned char)prev_up;
+        note_node(m, w); /* its tree arc is another one now */
         prev = w;
         prev_arc = old_arc;
         prev_up = !old_up;
@@ -526,29 +557,12 @@ static void tree_flows(tf_nsx *m, const double *b)
 }
 
 /* The tree node whose arc carries the most negative flow (below
- * -negative_tol), or -1 (Dantzig's rule for the dual simplex).  Only listed
- * arcs can qualify: flows change only around pivot cycles, which list the
- * arcs they drive negative; arcs that left the tree or recovered drop out. */
-static int find_leaving(tf_nsx *m)
+ * -negative_tol), the lowest-numbered on ties, or -1: Dantzig's rule for
+ * the dual simplex, read off the tournament's top. */
+static int find_leaving(const tf_nsx *m)
 {
-    int best = -1, kept = 0;
-    double most = -m->negative_tol;
-    for (int k = 0; k < m->n_negative; k++) {
-        int e = m->negative[k];
-        if (!m->in_tree[e] || m->flow[e] >= -m->negative_tol) {
-            m->listed[e] = 0;
-            continue;
-        }
-        m->negative[kept++] = e;
-        int t = m->tail[e];
-        int v = m->parent[t] == m->head[e] && m->pred[t] == e ? t : m->head[e];
-        if (m->flow[e] < most || (m->flow[e] == most && v < best)) {
-            most = m->flow[e];
-            best = v;
-        }
-    }
-    m->n_negative = kept;
-    return best;
+    int v = m->worst[1];
+    return m->shortfall[v] < INFINITY ? v : -1;
 }
 
 /* One dual pivot: tree arc pred[v] carries negative flow.  Cutting it
@@ -617,9 +631,8 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
     tree_flows(m, b);
     refresh_potentials(m);
     m->negative_tol = flow_tol;
-    m->collect_negative = 1;
-    for (int v = 1; v < m->nodes; v++)
-        note_flow(m, m->pred[v]);
+    m->dual_phase = 1;
+    build_tournament(m);
     long limit = 4L * m->nodes + 1000L;
     int rc = 0;
     for (;;) {
@@ -632,10 +645,7 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
         if (rc)
             break;
     }
-    m->collect_negative = 0;
-    for (int k = 0; k < m->n_negative; k++)
-        m->listed[m->negative[k]] = 0;
-    m->n_negative = 0;
+    m->dual_phase = 0;
     if (rc)
         return rc;
     /* Flows within flow_tol of zero are round-off: clear them so the primal

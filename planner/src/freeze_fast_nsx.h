@@ -42,9 +42,12 @@ typedef struct tf_nsx {
     int *segment;        /* 2 * nodes: the thread pieces of a re-hung subtree */
     double *excess;      /* nodes: scratch for tree flows */
     int *mark, stamp;    /* nodes: membership of the side of the cut a pivot lists */
-    int *negative;       /* arcs: tree arcs that may carry negative flow ... */
-    unsigned char *listed; /* arcs: ... and whether each is in that list */
-    int n_negative, collect_negative;
+    /* The dual pivots' choice of leaving arc: a tournament over the nodes
+     * (leaves >= nodes, a power of two) keyed by each one's shortfall, the
+     * flow on its tree arc when below -negative_tol, else infinity. */
+    int leaves, dual_phase;
+    double *shortfall;   /* leaves */
+    int *worst;          /* 2 * leaves: worst[i] the least-keyed node below i */
     double negative_tol;
     int *out_first, *out_arc; /* arcs by tail (CSR) */
     int *in_first, *in_arc;   /* arcs by head (CSR) */

@@ -22,6 +22,70 @@
 
 #include "tf/error.h"
 
+/* Fills adj with the arcs listed by node_of[e] (their other end far_of[e]),
+ * all as non-tree arcs.  Returns 0 or TF_ENOMEM (adj then holds what was
+ * allocated, for adjacency_free). */
+static int adjacency_init(tf_nsx_adjacency *adj, int nodes, int arcs, const int *node_of,
+                          const int *far_of)
+{
+    size_t n = (size_t)nodes + 1, a = (size_t)arcs + 1;
+    adj->first = calloc(n, sizeof *adj->first);
+    adj->split = calloc(n, sizeof *adj->split);
+    adj->arc = calloc(a, sizeof *adj->arc);
+    adj->far = calloc(a, sizeof *adj->far);
+    adj->len = calloc(a, sizeof *adj->len);
+    adj->at = calloc(a, sizeof *adj->at);
+    if (!adj->first || !adj->split || !adj->arc || !adj->far || !adj->len || !adj->at)
+        return TF_ENOMEM;
+    for (int e = 0; e < arcs; e++)
+        adj->first[node_of[e] + 1]++;
+    for (int v = 0; v < nodes; v++)
+        adj->first[v + 1] += adj->first[v];
+    for (int v = 0; v < nodes; v++)
+        adj->split[v] = adj->first[v];
+    for (int e = 0; e < arcs; e++) {
+        int p = adj->split[node_of[e]]++;
+        adj->arc[p] = e;
+        adj->far[p] = far_of[e];
+        adj->at[e] = p;
+    }
+    return 0;
+}
+
+static void adjacency_free(tf_nsx_adjacency *adj)
+{
+    free(adj->first);
+    free(adj->split);
+    free(adj->arc);
+    free(adj->far);
+    free(adj->len);
+    free(adj->at);
+}
+
+/* Swaps the list entries at positions p and q. */
+static void adjacency_swap(tf_nsx_adjacency *adj, int p, int q)
+{
+    int e = adj->arc[p], f = adj->arc[q], far = adj->far[p];
+    double len = adj->len[p];
+    adj->arc[p] = f;
+    adj->far[p] = adj->far[q];
+    adj->len[p] = adj->len[q];
+    adj->at[f] = p;
+    adj->arc[q] = e;
+    adj->far[q] = far;
+    adj->len[q] = len;
+    adj->at[e] = q;
+}
+
+/* Moves arc e, listed under v, to v's tree part (to_tree) or out of it. */
+static void adjacency_move(tf_nsx_adjacency *adj, int v, int e, int to_tree)
+{
+    if (to_tree)
+        adjacency_swap(adj, adj->at[e], --adj->split[v]);
+    else
+        adjacency_swap(adj, adj->at[e], adj->split[v]++);
+}
+
 int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head,
                 const double *len)
 {
@@ -56,39 +120,11 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
         ;
     m->shortfall = malloc((size_t)m->leaves * sizeof *m->shortfall);
     m->worst = malloc(2 * (size_t)m->leaves * sizeof *m->worst);
-    m->out_first = calloc(n + 1, sizeof *m->out_first);
-    m->in_first = calloc(n + 1, sizeof *m->in_first);
-    m->out_arc = calloc(a, sizeof *m->out_arc);
-    m->in_arc = calloc(a, sizeof *m->in_arc);
-    m->out_head = calloc(a, sizeof *m->out_head);
-    m->in_tail = calloc(a, sizeof *m->in_tail);
-    m->out_len = calloc(a, sizeof *m->out_len);
-    m->in_len = calloc(a, sizeof *m->in_len);
     if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->shortfall ||
-        !m->worst || !m->out_first || !m->in_first || !m->out_arc || !m->in_arc ||
-        !m->out_head || !m->in_tail || !m->out_len || !m->in_len) {
+        !m->worst || adjacency_init(&m->out, nodes, arcs, tail, head) ||
+        adjacency_init(&m->in, nodes, arcs, head, tail)) {
         tf_nsx_free(m);
         return TF_ENOMEM;
-    }
-    /* Arcs by tail and by head (CSR), for the dual simplex's ratio test. */
-    for (int e = 0; e < arcs; e++) {
-        m->out_first[tail[e] + 1]++;
-        m->in_first[head[e] + 1]++;
-    }
-    for (int v = 0; v < nodes; v++) {
-        m->out_first[v + 1] += m->out_first[v];
-        m->in_first[v + 1] += m->in_first[v];
-    }
-    for (int e = 0; e < arcs; e++) {
-        m->out_arc[m->out_first[tail[e]] + m->mark[tail[e]]++] = e;
-    }
-    memset(m->mark, 0, n * sizeof *m->mark);
-    for (int e = 0; e < arcs; e++)
-        m->in_arc[m->in_first[head[e]] + m->mark[head[e]]++] = e;
-    memset(m->mark, 0, n * sizeof *m->mark);
-    for (int p = 0; p < arcs; p++) {
-        m->out_head[p] = head[m->out_arc[p]];
-        m->in_tail[p] = tail[m->in_arc[p]];
     }
     if (!m->flow || !m->pi || !m->parent || !m->pred || !m->up || !m->in_tree ||
         !m->thread || !m->rev_thread || !m->child || !m->sibling || !m->stack || !m->order) {
@@ -120,15 +156,19 @@ void tf_nsx_free(tf_nsx *m)
     free(m->mark);
     free(m->shortfall);
     free(m->worst);
-    free(m->out_first);
-    free(m->in_first);
-    free(m->out_arc);
-    free(m->in_arc);
-    free(m->out_head);
-    free(m->in_tail);
-    free(m->out_len);
-    free(m->in_len);
+    adjacency_free(&m->out);
+    adjacency_free(&m->in);
     memset(m, 0, sizeof *m);
+}
+
+/* Puts arc e into the tree or takes it out, keeping the lists' split. */
+static void set_in_tree(tf_nsx *m, int e, int in)
+{
+    if (m->in_tree[e] == in)
+        return;
+    m->in_tree[e] = (unsigned char)in;
+    adjacency_move(&m->out, m->tail[e], e, in);
+    adjacency_move(&m->in, m->head[e], e, in);
 }
 
 /* Writes a preorder of the tree (children from child/sibling) into
@@ -167,7 +207,7 @@ static int build_tree(tf_nsx *m, const double *b, const int *tree_arc, const int
     const int n = m->nodes;
     for (int e = 0; e < m->arcs; e++) {
         m->flow[e] = 0.0;
-        m->in_tree[e] = 0;
+        set_in_tree(m, e, 0);
     }
     for (int v = 0; v < n; v++) {
         m->child[v] = -1;
@@ -209,7 +249,7 @@ static int build_tree(tf_nsx *m, const double *b, const int *tree_arc, const int
         if (f < 0.0)
             return TF_EINVAL;
         m->flow[m->pred[v]] = f;
-        m->in_tree[m->pred[v]] = 1;
+        set_in_tree(m, m->pred[v], 1);
     }
     /* Thread: the preorder, circular through the root; a subtree is the
      * block of `size` nodes from its top, ending at `last`. */
@@ -378,8 +418,8 @@ static void rehang(tf_nsx *m, int e, int leave, int x, int y, int join)
 {
     const int moved = m->size[leave], old_last = m->last[leave];
     const int old_parent = m->parent[leave];
-    m->in_tree[m->pred[leave]] = 0;
-    m->in_tree[e] = 1;
+    set_in_tree(m, m->pred[leave], 0);
+    set_in_tree(m, e, 1);
     /* The stem, and the pieces (first, last) of the new preorder, read
      * from the old thread before anything changes. */
     int *stem = m->stack, *piece = m->segment;
@@ -580,25 +620,23 @@ static int dual_pivot(tf_nsx *m, int v)
      * with S listed, an arc into (out of) a listed node from (to) an
      * unmarked one; with the rest listed, one out of (into) a listed node. */
     const int scan_in = inside ? into : !into;
-    const int *first = scan_in ? m->in_first : m->out_first;
-    const int *list = scan_in ? m->in_arc : m->out_arc;
-    const int *far_end = scan_in ? m->in_tail : m->out_head; /* by list position */
-    /* Only one tree arc crosses the cut, the leaving one, and it crosses
-     * the other way, so every arc found here is a non-tree arc.  Its
-     * reduced cost is taken relative to the listed end w (sign +1 when w is
-     * the head), from lengths stored by list position. */
-    const double *len_at = scan_in ? m->in_len : m->out_len;
+    const tf_nsx_adjacency *adj = scan_in ? &m->in : &m->out;
+    /* Only non-tree arcs can enter, and the tree arcs, about half of each
+     * list, are all inside one side but for the leaving arc, so the scan
+     * skips them.  Most of the rest are inside too: few arcs cross a cut.
+     * The reduced cost is taken relative to the listed end w (sign +1 when
+     * w is the head). */
     const double sign = scan_in ? 1.0 : -1.0;
     int best_p = -1;
     double best_rc = INFINITY;
     for (int k = 0; k < count; k++) {
         const int w = m->order[k];
         const double pi_w = m->pi[w];
-        for (int p = first[w]; p < first[w + 1]; p++) {
-            const int far = far_end[p];
+        for (int p = adj->first[w]; p < adj->split[w]; p++) {
+            const int far = adj->far[p];
             if (m->mark[far] == stamp)
                 continue;
-            double rc = sign * (pi_w - m->pi[far]) - len_at[p];
+            double rc = sign * (pi_w - m->pi[far]) - adj->len[p];
             if (rc < best_rc) {
                 best_rc = rc;
                 best_p = p;
@@ -607,7 +645,7 @@ static int dual_pivot(tf_nsx *m, int v)
     }
     if (best_p < 0)
         return TF_ESOLVER;
-    const int best = list[best_p];
+    const int best = adj->arc[best_p];
     double theta = -m->flow[m->pred[v]];
     const int i = m->tail[best], j = m->head[best], join = join_node(m, i, j);
     m->flow[best] = 0.0;
@@ -625,8 +663,8 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
     m->dual_pivots = 0;
     /* The caller may have changed lengths since the last solve. */
     for (int p = 0; p < m->arcs; p++) {
-        m->out_len[p] = m->len[m->out_arc[p]];
-        m->in_len[p] = m->len[m->in_arc[p]];
+        m->out.len[p] = m->len[m->out.arc[p]];
+        m->in.len[p] = m->len[m->in.arc[p]];
     }
     tree_flows(m, b);
     refresh_potentials(m);

@@ -22,6 +22,16 @@
 #ifndef TF_FREEZE_FAST_NSX_H
 #define TF_FREEZE_FAST_NSX_H
 
+/* Arcs listed by one of their ends (CSR), for the dual ratio test.  Node
+ * v's entries are positions first[v] .. first[v+1]-1: its non-tree arcs
+ * before split[v], its tree arcs from there on. */
+typedef struct tf_nsx_adjacency {
+    int *first, *split;  /* nodes + 1, nodes */
+    int *arc, *far;      /* by position: the arc and its other end */
+    double *len;         /* by position: its length (refreshed by each resolve) */
+    int *at;             /* arcs: the position of each */
+} tf_nsx_adjacency;
+
 typedef struct tf_nsx {
     int nodes, arcs;
     /* Problem data, owned by the caller, fixed between solves. */
@@ -49,10 +59,7 @@ typedef struct tf_nsx {
     double *shortfall;   /* leaves */
     int *worst;          /* 2 * leaves: worst[i] the least-keyed node below i */
     double negative_tol;
-    int *out_first, *out_arc; /* arcs by tail (CSR) */
-    int *in_first, *in_arc;   /* arcs by head (CSR) */
-    int *out_head, *in_tail;  /* the far end of each arc in those lists */
-    double *out_len, *in_len; /* and its length (refreshed by each resolve) */
+    tf_nsx_adjacency out, in; /* arcs by tail and by head */
     int next_arc;        /* where the block search resumes */
     long pivots;         /* primal pivots in the last solve */
     long dual_pivots;    /* dual pivots in the last resolve */

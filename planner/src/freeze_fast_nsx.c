@@ -118,9 +118,9 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->mark = calloc(n, sizeof *m->mark);
     for (m->leaves = 1; m->leaves < nodes; m->leaves *= 2)
         ;
-    m->shortfall = malloc((size_t)m->leaves * sizeof *m->shortfall);
+    m->leave_key = malloc((size_t)m->leaves * sizeof *m->leave_key);
     m->worst = malloc(2 * (size_t)m->leaves * sizeof *m->worst);
-    if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->shortfall ||
+    if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->leave_key ||
         !m->worst || adjacency_init(&m->out, nodes, arcs, tail, head) ||
         adjacency_init(&m->in, nodes, arcs, head, tail)) {
         tf_nsx_free(m);
@@ -154,7 +154,7 @@ void tf_nsx_free(tf_nsx *m)
     free(m->order);
     free(m->excess);
     free(m->mark);
-    free(m->shortfall);
+    free(m->leave_key);
     free(m->worst);
     adjacency_free(&m->out);
     adjacency_free(&m->in);
@@ -313,17 +313,29 @@ static int join_node(const tf_nsx *m, int i, int j)
     return i;
 }
 
-/* During dual pivots, after the flow on v's tree arc changed (or the arc
- * itself): updates v's shortfall (its flow if below -negative_tol, else
- * infinity) and the tournament above it, whose every entry holds the node
- * of least shortfall below it, the lower-numbered one on ties. */
+/* The key by which the dual pivots choose the arc to leave: v's tree arc
+ * carries flow f < -negative_tol, and a pivot on it costs a walk over the
+ * smaller side of its cut, so the key is f / sqrt(that side).  Dantzig's
+ * rule (f alone) took fewer pivots that walked larger sides; the side
+ * alone took 3-4 times the pivots.  A larger key is +infinity. */
+static double leaving_key(const tf_nsx *m, int v, double f)
+{
+    const int side = m->size[v] < m->nodes - m->size[v] ? m->size[v] : m->nodes - m->size[v];
+    return f / sqrt((double)side);
+}
+
+/* During dual pivots, after the flow on v's tree arc, that arc itself or
+ * v's subtree size changed: updates v's key (leaving_key, or +infinity
+ * when the flow is at least -negative_tol) and the tournament above it,
+ * whose every entry holds the node of least key below it, the
+ * lower-numbered one on ties. */
 static void note_node(tf_nsx *m, int v)
 {
     if (!m->dual_phase)
         return;
     const double f = m->flow[m->pred[v]];
-    m->shortfall[v] = f < -m->negative_tol ? f : INFINITY;
-    const double *key = m->shortfall;
+    m->leave_key[v] = f < -m->negative_tol ? leaving_key(m, v, f) : INFINITY;
+    const double *key = m->leave_key;
     for (int i = (m->leaves + v) / 2; i >= 1; i /= 2) {
         int left = m->worst[2 * i], right = m->worst[2 * i + 1];
         int won = key[right] < key[left] ? right : left;
@@ -333,21 +345,21 @@ static void note_node(tf_nsx *m, int v)
     }
 }
 
-/* Sets every node's shortfall from the tree flows and builds the
- * tournament bottom-up. */
+/* Sets every node's key from the tree and builds the tournament
+ * bottom-up. */
 static void build_tournament(tf_nsx *m)
 {
     const int leaves = m->leaves;
-    m->shortfall[0] = INFINITY; /* the root has no tree arc */
+    m->leave_key[0] = INFINITY; /* the root has no tree arc */
     for (int v = 1; v < leaves; v++) {
         double f = v < m->nodes ? m->flow[m->pred[v]] : INFINITY;
-        m->shortfall[v] = f < -m->negative_tol ? f : INFINITY;
+        m->leave_key[v] = f < -m->negative_tol ? leaving_key(m, v, f) : INFINITY;
     }
     for (int v = 0; v < leaves; v++)
         m->worst[leaves + v] = v;
     for (int i = leaves - 1; i >= 1; i--) {
         int left = m->worst[2 * i], right = m->worst[2 * i + 1];
-        m->worst[i] = m->shortfall[right] < m->shortfall[left] ? right : left;
+        m->worst[i] = m->leave_key[right] < m->leave_key[left] ? right : left;
     }
 }
 
@@ -443,8 +455,10 @@ static void rehang(tf_nsx *m, int e, int leave, int x, int y, int join)
     m->thread[before] = after;
     m->rev_thread[after] = before;
     relast_chain(m, old_parent, old_last, before);
-    for (int a = old_parent; a != join; a = m->parent[a])
+    for (int a = old_parent; a != join; a = m->parent[a]) {
         m->size[a] -= moved;
+        note_node(m, a);
+    }
     /* Chain the pieces right after y, as y's first child. */
     const int next = m->thread[y];
     int tail = y;
@@ -457,8 +471,10 @@ static void rehang(tf_nsx *m, int e, int leave, int x, int y, int join)
     m->rev_thread[next] = tail;
     if (m->last[y] == y)
         relast_chain(m, y, y, new_last);
-    for (int a = y; a != join; a = m->parent[a])
+    for (int a = y; a != join; a = m->parent[a]) {
         m->size[a] += moved;
+        note_node(m, a);
+    }
     /* The stem's new subtrees: s_i keeps what lay outside s_{i-1}'s block
      * and gains s_{i+1}'s new subtree; every one ends where S now ends. */
     int gained = 0;
@@ -596,13 +612,13 @@ static void tree_flows(tf_nsx *m, const double *b)
     }
 }
 
-/* The tree node whose arc carries the most negative flow (below
- * -negative_tol), the lowest-numbered on ties, or -1: Dantzig's rule for
- * the dual simplex, read off the tournament's top. */
+/* The tree node of least leaving_key (its arc's flow is below
+ * -negative_tol), the lowest-numbered on ties, or -1 when no flow is:
+ * the tournament's top. */
 static int find_leaving(const tf_nsx *m)
 {
     int v = m->worst[1];
-    return m->shortfall[v] < INFINITY ? v : -1;
+    return m->leave_key[v] < INFINITY ? v : -1;
 }
 
 /* One dual pivot: tree arc pred[v] carries negative flow.  Cutting it

@@ -53,10 +53,11 @@ typedef struct tf_nsx {
     double *excess;      /* nodes: scratch for tree flows */
     int *mark, stamp;    /* nodes: membership of the side of the cut a pivot lists */
     /* The dual pivots' choice of leaving arc: a tournament over the nodes
-     * (leaves >= nodes, a power of two) keyed by each one's shortfall, the
-     * flow on its tree arc when below -negative_tol, else infinity. */
+     * (leaves >= nodes, a power of two) keyed by the flow on each one's
+     * tree arc over the square root of the smaller side of its cut, or
+     * infinity where that flow is at least -negative_tol. */
     int leaves, dual_phase;
-    double *shortfall;   /* leaves */
+    double *leave_key;   /* leaves */
     int *worst;          /* 2 * leaves: worst[i] the least-keyed node below i */
     double negative_tol;
     tf_nsx_adjacency out, in; /* arcs by tail and by head */
@@ -84,7 +85,8 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
 /* Re-solves for new demands b from the optimal tree of the previous solve
  * (which must have succeeded).  The tree stays dual feasible when only the
  * demands change, so dual pivots (a tree arc with flow below -flow_tol
- * leaves, the cheapest arc across its cut enters) restore primal
+ * leaves, the one of most negative flow per square root of the smaller
+ * side of its cut; the cheapest arc across its cut enters) restore primal
  * feasibility, usually in far fewer pivots than a fresh solve; primal
  * pivots then clear any reduced cost below -tol left by round-off.  Returns
  * 0, or TF_ESOLVER when the dual pivots find no feasible flow or exceed

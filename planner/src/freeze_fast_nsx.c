@@ -334,7 +334,10 @@ static void note_node(tf_nsx *m, int v)
     if (!m->dual_phase)
         return;
     const double f = m->flow[m->pred[v]];
-    m->leave_key[v] = f < -m->negative_tol ? leaving_key(m, v, f) : INFINITY;
+    const double new_key = f < -m->negative_tol ? leaving_key(m, v, f) : INFINITY;
+    if (new_key == m->leave_key[v])
+        return; /* most often infinity both times */
+    m->leave_key[v] = new_key;
     const double *key = m->leave_key;
     for (int i = (m->leaves + v) / 2; i >= 1; i /= 2) {
         int left = m->worst[2 * i], right = m->worst[2 * i + 1];

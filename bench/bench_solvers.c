@@ -102,6 +102,7 @@ typedef struct bench_options {
     tf_objective objective;
     int use[N_SOLVERS];          /* solvers to run */
     char highs_dir[4096];        /* bench/highs: solve.mjs and node_modules */
+    const char *profile_dir;     /* where to save each size's profile, or NULL */
     int sizes[MAX_SIZES];
     int n_sizes;
 } bench_options;
@@ -140,7 +141,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]\n"
             "                     [--objective least-freeze|spread] [--limit S]\n"
-            "                     [--solvers LIST] [--highs-dir DIR] [ACTIONS...]\n"
+            "                     [--solvers LIST] [--highs-dir DIR]\n"
+            "                     [--save-profiles DIR] [ACTIONS...]\n"
             "\n"
             "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
             "on synthetic profiles of about ACTIONS actions (default 2048 8192 32768 131072),\n"
@@ -157,6 +159,9 @@ static void usage(FILE *f)
             "                         (default all)\n"
             "  --highs-dir DIR        where solve.mjs and the npm package highs are\n"
             "                         (default %s)\n"
+            "  --save-profiles DIR    also write each size's profile to\n"
+            "                         DIR/profile-ACTIONS.json, to time tf-plan on it\n"
+            "                         with its JSON I/O (an existing file is an error)\n"
             "  -h, --help             show this help\n",
             tf_schedule_builtin_names(), TF_BENCH_HIGHS_DIR);
 }
@@ -265,6 +270,8 @@ static int parse_args(int argc, char **argv, bench_options *o, int *help)
                 return EXIT_USAGE;
             }
             snprintf(o->highs_dir, sizeof o->highs_dir, "%s", argv[i]);
+        } else if (!strcmp(arg, "--save-profiles") && has_value) {
+            o->profile_dir = argv[++i];
         } else if (arg[0] == '-' && arg[1] != '\0') {
             fprintf(stderr, "bench-solvers: %s: unknown option or missing value (see --help)\n",
                     arg);
@@ -578,6 +585,25 @@ static void print_speedups(int actions, int microbatches, const bench_options *o
     printf("%s\n", any ? "" : " (needs lp_solve and another solver)");
 }
 
+/* Writes p to DIR/profile-ACTIONS.json unless that file exists.  Returns 0,
+ * or -1 after printing why. */
+static int save_profile(const tf_profile *p, const char *dir, int actions)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/profile-%d.json", dir, actions);
+    if (access(path, F_OK) == 0) {
+        fprintf(stderr, "bench-solvers: --save-profiles: %s exists; not overwritten\n", path);
+        return -1;
+    }
+    tf_error err = {0};
+    if (tf_profile_save(p, path, &err)) {
+        fprintf(stderr, "bench-solvers: --save-profiles: %s\n", err.msg);
+        return -1;
+    }
+    fprintf(stderr, "bench-solvers: wrote %s\n", path);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bench_options o;
@@ -607,6 +633,10 @@ int main(int argc, char **argv)
             continue;
         }
         int actions = p.schedule.n_actions;
+        if (o.profile_dir && save_profile(&p, o.profile_dir, actions)) {
+            tf_profile_free(&p);
+            return EXIT_FAILED;
+        }
         double parent_mib = resident_mib(), idle_mib = idle_child_mib();
         measurement m[N_SOLVERS];
         memset(m, 0, sizeof m);

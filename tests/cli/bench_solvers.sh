@@ -4,12 +4,14 @@
 # installed) report the same batch time (1e-9 relative) and total freeze
 # (1e-6); the time limit kills a solve (and HiGHS's node) and reports
 # "timeout"; a missing HiGHS says so; bad options are usage errors naming
-# the flag.
+# the flag.  --save-profiles writes a profile that tf-plan plans to the
+# bench's batch time, and refuses to overwrite it.
 # Also the instances where the fast solver once stopped at a wrong answer
 # and lp_solve once cycled or aborted, both objectives.
-# Run by ctest with TF_BENCH_SOLVERS set.
+# Run by ctest with TF_BENCH_SOLVERS and TF_PLAN set.
 set -u
 bench=${TF_BENCH_SOLVERS:?}
+plan=${TF_PLAN:?}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0
@@ -79,6 +81,24 @@ if "$bench" --solvers highs --limit 600 256 > "$work/out" 2>&1 &&
   if pgrep -f 'solve.mjs /tmp/tf-bench-highs' > /dev/null; then bad "node still running after the timeout"
   else ok; fi
 fi
+
+# --save-profiles: tf-plan, JSON in and out, finds the bench's batch time.
+mkdir "$work/profiles"
+if "$bench" --solvers fast --save-profiles "$work/profiles" 256 > "$work/out" 2> "$work/err" &&
+   "$plan" "$work/profiles/profile-256.json" -o "$work/plan.json" --solver fast > /dev/null &&
+   python3 - "$work/out" "$work/plan.json" <<'PY'
+import json, sys
+rows = [line.split() for line in open(sys.argv[1])]
+header = next(r for r in rows if r[:1] == ["actions"])
+fast = next(r for r in rows if len(r) > 3 and r[2] == "fast")
+bench_ms = float(fast[header.index("batch_ms")])
+plan_ms = json.load(open(sys.argv[2]))["batch_ms"]["planned"]
+sys.exit(0 if abs(plan_ms - bench_ms) <= 1e-9 * bench_ms else 1)
+PY
+then ok; else bad "--save-profiles and tf-plan"; cat "$work/out" "$work/err"; fi
+if ! "$bench" --solvers fast --save-profiles "$work/profiles" 256 > "$work/out" 2> "$work/err" &&
+   grep -q "profile-256.json exists; not overwritten" "$work/err"; then ok
+else bad "--save-profiles over an existing file"; cat "$work/err"; fi
 
 # Usage errors name the flag and the value.
 usage_error() {

@@ -118,10 +118,13 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->mark = calloc(n, sizeof *m->mark);
     for (m->leaves = 1; m->leaves < nodes; m->leaves *= 2)
         ;
-    m->leave_key = malloc((size_t)m->leaves * sizeof *m->leave_key);
-    m->worst = malloc(2 * (size_t)m->leaves * sizeof *m->worst);
-    if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->leave_key ||
-        !m->worst || adjacency_init(&m->out, nodes, arcs, tail, head) ||
+    m->tournament = malloc(2 * (size_t)m->leaves * sizeof *m->tournament);
+    m->keyed = calloc(n, 1);
+    m->queued = calloc((size_t)m->leaves, 1);
+    m->cycle = calloc(n, sizeof *m->cycle);
+    if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->tournament ||
+        !m->keyed || !m->queued || !m->cycle ||
+        adjacency_init(&m->out, nodes, arcs, tail, head) ||
         adjacency_init(&m->in, nodes, arcs, head, tail)) {
         tf_nsx_free(m);
         return TF_ENOMEM;
@@ -154,8 +157,10 @@ void tf_nsx_free(tf_nsx *m)
     free(m->order);
     free(m->excess);
     free(m->mark);
-    free(m->leave_key);
-    free(m->worst);
+    free(m->tournament);
+    free(m->keyed);
+    free(m->queued);
+    free(m->cycle);
     adjacency_free(&m->out);
     adjacency_free(&m->in);
     memset(m, 0, sizeof *m);
@@ -324,62 +329,99 @@ static double leaving_key(const tf_nsx *m, int v, double f)
     return f / sqrt((double)side);
 }
 
-/* During dual pivots, after the flow on v's tree arc, that arc itself or
- * v's subtree size changed: updates v's key (leaving_key, or +infinity
- * when the flow is at least -negative_tol) and the tournament above it,
- * whose every entry holds the node of least key below it, the
- * lower-numbered one on ties. */
-static void note_node(tf_nsx *m, int v)
+/* The entry of the tournament that a node's key and number make. */
+static tf_nsx_entry leaf_entry(const tf_nsx *m, int v)
 {
-    if (!m->dual_phase)
-        return;
-    const double f = m->flow[m->pred[v]];
-    const double new_key = f < -m->negative_tol ? leaving_key(m, v, f) : INFINITY;
-    if (new_key == m->leave_key[v])
-        return; /* most often infinity both times */
-    m->leave_key[v] = new_key;
-    const double *key = m->leave_key;
-    for (int i = (m->leaves + v) / 2; i >= 1; i /= 2) {
-        int left = m->worst[2 * i], right = m->worst[2 * i + 1];
-        int won = key[right] < key[left] ? right : left;
-        if (won == m->worst[i] && won != v)
-            break; /* nothing above changes */
-        m->worst[i] = won;
+    tf_nsx_entry leaf = {INFINITY, v};
+    if (v > 0 && v < m->nodes) { /* the root has no tree arc */
+        const double f = m->flow[m->pred[v]];
+        if (f < -m->negative_tol)
+            leaf.key = leaving_key(m, v, f);
+    }
+    return leaf;
+}
+
+/* The better of two sibling entries: the lower key, the left one (the
+ * lower-numbered node) on ties. */
+static tf_nsx_entry match(const tf_nsx_entry *left, const tf_nsx_entry *right)
+{
+    return right->key < left->key ? *right : *left;
+}
+
+/* After a dual pivot: updates the key of each node on its cycle (the nodes
+ * whose tree arc's flow, tree arc or subtree size may have changed) and
+ * replays the matches above the changed ones, a level at a time so that a
+ * match shared by several is played once, and only up to where its
+ * winner stays the same.  The queue of matches to replay overwrites
+ * m->cycle behind the loop that reads it. */
+static void note_cycle(tf_nsx *m)
+{
+    tf_nsx_entry *t = m->tournament;
+    int *queue = m->cycle, queued = 0;
+    for (int k = 0; k < m->cycle_length; k++) {
+        const int v = m->cycle[k];
+        if (!m->keyed[v] && !(m->flow[m->pred[v]] < -m->negative_tol))
+            continue; /* infinity before and after: most of the cycle */
+        const int leaf = m->leaves + v;
+        const tf_nsx_entry now = leaf_entry(m, v);
+        m->keyed[v] = now.key < INFINITY;
+        if (now.key == t[leaf].key)
+            continue;
+        t[leaf] = now;
+        if (!m->queued[leaf / 2]) {
+            m->queued[leaf / 2] = 1;
+            queue[queued++] = leaf / 2;
+        }
+    }
+    while (queued > 0) {
+        int next = 0;
+        for (int k = 0; k < queued; k++) {
+            const int i = queue[k];
+            m->queued[i] = 0;
+            const tf_nsx_entry won = match(&t[2 * i], &t[2 * i + 1]);
+            if (won.key == t[i].key && won.node == t[i].node)
+                continue; /* nothing above changes */
+            t[i] = won;
+            if (i > 1 && !m->queued[i / 2]) {
+                m->queued[i / 2] = 1;
+                queue[next++] = i / 2;
+            }
+        }
+        queued = next;
     }
 }
 
-/* Sets every node's key from the tree and builds the tournament
+/* Sets every node's key from the tree and plays the tournament
  * bottom-up. */
 static void build_tournament(tf_nsx *m)
 {
-    const int leaves = m->leaves;
-    m->leave_key[0] = INFINITY; /* the root has no tree arc */
-    for (int v = 1; v < leaves; v++) {
-        double f = v < m->nodes ? m->flow[m->pred[v]] : INFINITY;
-        m->leave_key[v] = f < -m->negative_tol ? leaving_key(m, v, f) : INFINITY;
+    tf_nsx_entry *t = m->tournament;
+    for (int v = 0; v < m->leaves; v++) {
+        t[m->leaves + v] = leaf_entry(m, v);
+        if (v < m->nodes)
+            m->keyed[v] = t[m->leaves + v].key < INFINITY;
     }
-    for (int v = 0; v < leaves; v++)
-        m->worst[leaves + v] = v;
-    for (int i = leaves - 1; i >= 1; i--) {
-        int left = m->worst[2 * i], right = m->worst[2 * i + 1];
-        m->worst[i] = m->leave_key[right] < m->leave_key[left] ? right : left;
-    }
+    for (int i = m->leaves - 1; i >= 1; i--)
+        t[i] = match(&t[2 * i], &t[2 * i + 1]);
 }
 
 /* Pushes delta around the cycle that non-tree arc e = (i -> j) closes:
- * along e, up from j to join, down from join to i. */
+ * along e, up from j to join, down from join to i.  The cycle's nodes but
+ * join go to m->cycle. */
 static void push_around_cycle(tf_nsx *m, int e, int join, double delta)
 {
     const int i = m->tail[e], j = m->head[e];
+    int length = 0;
     for (int w = i; w != join; w = m->parent[w]) {
         m->flow[m->pred[w]] += m->up[w] ? -delta : delta;
-        note_node(m, w);
+        m->cycle[length++] = w;
     }
     for (int w = j; w != join; w = m->parent[w]) {
         m->flow[m->pred[w]] += m->up[w] ? delta : -delta;
-        note_node(m, w);
+        m->cycle[length++] = w;
     }
-    m->flow[e] += delta; /* e's node is noted once e is in the tree */
+    m->flow[e] += delta;
+    m->cycle_length = length;
 }
 
 /* Lists the smaller side of the cut above v into m->order and marks its
@@ -458,10 +500,8 @@ static void rehang(tf_nsx *m, int e, int leave, int x, int y, int join)
     m->thread[before] = after;
     m->rev_thread[after] = before;
     relast_chain(m, old_parent, old_last, before);
-    for (int a = old_parent; a != join; a = m->parent[a]) {
+    for (int a = old_parent; a != join; a = m->parent[a])
         m->size[a] -= moved;
-        note_node(m, a);
-    }
     /* Chain the pieces right after y, as y's first child. */
     const int next = m->thread[y];
     int tail = y;
@@ -474,10 +514,8 @@ static void rehang(tf_nsx *m, int e, int leave, int x, int y, int join)
     m->rev_thread[next] = tail;
     if (m->last[y] == y)
         relast_chain(m, y, y, new_last);
-    for (int a = y; a != join; a = m->parent[a]) {
+    for (int a = y; a != join; a = m->parent[a])
         m->size[a] += moved;
-        note_node(m, a);
-    }
     /* The stem's new subtrees: s_i keeps what lay outside s_{i-1}'s block
      * and gains s_{i+1}'s new subtree; every one ends where S now ends. */
     int gained = 0;
@@ -496,7 +534,6 @@ static void rehang(tf_nsx *m, int e, int leave, int x, int y, int join)
         m->parent[w] = prev;
         m->pred[w] = prev_arc;
         m->up[w] = (unsigned char)prev_up;
-        note_node(m, w); /* its tree arc is another one now */
         prev = w;
         prev_arc = old_arc;
         prev_up = !old_up;
@@ -620,8 +657,7 @@ static void tree_flows(tf_nsx *m, const double *b)
  * the tournament's top. */
 static int find_leaving(const tf_nsx *m)
 {
-    int v = m->worst[1];
-    return m->leave_key[v] < INFINITY ? v : -1;
+    return m->tournament[1].key < INFINITY ? m->tournament[1].node : -1;
 }
 
 /* One dual pivot: tree arc pred[v] carries negative flow.  Cutting it
@@ -673,6 +709,7 @@ static int dual_pivot(tf_nsx *m, int v)
     const int x = into ? j : i;
     shift_side(m, count, inside, entering_shift(m, best, x));
     rehang(m, best, v, x, into ? i : j, join);
+    note_cycle(m);
     return 0;
 }
 
@@ -688,7 +725,6 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
     tree_flows(m, b);
     refresh_potentials(m);
     m->negative_tol = flow_tol;
-    m->dual_phase = 1;
     build_tournament(m);
     long limit = 4L * m->nodes + 1000L;
     int rc = 0;
@@ -702,7 +738,6 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
         if (rc)
             break;
     }
-    m->dual_phase = 0;
     if (rc)
         return rc;
     /* Flows within flow_tol of zero are round-off: clear them so the primal

@@ -32,6 +32,11 @@ typedef struct tf_nsx_adjacency {
     int *at;             /* arcs: the position of each */
 } tf_nsx_adjacency;
 
+typedef struct tf_nsx_entry {
+    double key;
+    int node;
+} tf_nsx_entry;
+
 typedef struct tf_nsx {
     int nodes, arcs;
     /* Problem data, owned by the caller, fixed between solves. */
@@ -55,10 +60,14 @@ typedef struct tf_nsx {
     /* The dual pivots' choice of leaving arc: a tournament over the nodes
      * (leaves >= nodes, a power of two) keyed by the flow on each one's
      * tree arc over the square root of the smaller side of its cut, or
-     * infinity where that flow is at least -negative_tol. */
-    int leaves, dual_phase;
-    double *leave_key;   /* leaves */
-    int *worst;          /* 2 * leaves: worst[i] the least-keyed node below i */
+     * infinity where that flow is at least -negative_tol.  Entry
+     * leaves + v is node v's; entry i < leaves holds the least-keyed node
+     * below it (children 2i and 2i + 1), and entry 1 the winner. */
+    int leaves;
+    tf_nsx_entry *tournament; /* 2 * leaves */
+    unsigned char *keyed; /* nodes: whether a node's key is finite */
+    unsigned char *queued; /* leaves: matches waiting to be replayed */
+    int *cycle, cycle_length; /* nodes: the last pivot's cycle, join left out */
     double negative_tol;
     tf_nsx_adjacency out, in; /* arcs by tail and by head */
     int next_arc;        /* where the block search resumes */

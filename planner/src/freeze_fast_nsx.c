@@ -116,14 +116,16 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     m->order = calloc(n, sizeof *m->order);
     m->excess = calloc(n, sizeof *m->excess);
     m->mark = calloc(n, sizeof *m->mark);
-    for (m->leaves = 1; m->leaves < nodes; m->leaves *= 2)
+    /* The tournament's leaves: the least power of two >= nodes (at most
+     * 2^30, so 2 * leaves fits in an int). */
+    for (m->leaves = 1; m->leaves < nodes && m->leaves < (1 << 30); m->leaves *= 2)
         ;
     m->tournament = malloc(2 * (size_t)m->leaves * sizeof *m->tournament);
     m->keyed = calloc(n, 1);
     m->queued = calloc((size_t)m->leaves, 1);
     m->cycle = calloc(n, sizeof *m->cycle);
-    if (!m->excess || !m->mark || !m->size || !m->last || !m->segment || !m->tournament ||
-        !m->keyed || !m->queued || !m->cycle ||
+    if (m->leaves < nodes || !m->excess || !m->mark || !m->size || !m->last || !m->segment ||
+        !m->tournament || !m->keyed || !m->queued || !m->cycle ||
         adjacency_init(&m->out, nodes, arcs, tail, head) ||
         adjacency_init(&m->in, nodes, arcs, head, tail)) {
         tf_nsx_free(m);
@@ -136,7 +138,6 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     }
     return 0;
 }
-
 
 void tf_nsx_free(tf_nsx *m)
 {
@@ -322,7 +323,8 @@ static int join_node(const tf_nsx *m, int i, int j)
  * carries flow f < -negative_tol, and a pivot on it costs a walk over the
  * smaller side of its cut, so the key is f / sqrt(that side).  Dantzig's
  * rule (f alone) took fewer pivots that walked larger sides; the side
- * alone took 3-4 times the pivots.  A larger key is +infinity. */
+ * alone took 3-4 times the pivots.  Nodes whose flow is not below
+ * -negative_tol get +infinity instead (leaf_entry). */
 static double leaving_key(const tf_nsx *m, int v, double f)
 {
     const int side = m->size[v] < m->nodes - m->size[v] ? m->size[v] : m->nodes - m->size[v];
@@ -357,7 +359,7 @@ static tf_nsx_entry match(const tf_nsx_entry *left, const tf_nsx_entry *right)
 static void note_cycle(tf_nsx *m)
 {
     tf_nsx_entry *t = m->tournament;
-    int *queue = m->cycle, queued = 0;
+    int *queue = m->cycle, queue_length = 0;
     for (int k = 0; k < m->cycle_length; k++) {
         const int v = m->cycle[k];
         if (!m->keyed[v] && !(m->flow[m->pred[v]] < -m->negative_tol))
@@ -370,12 +372,12 @@ static void note_cycle(tf_nsx *m)
         t[leaf] = now;
         if (!m->queued[leaf / 2]) {
             m->queued[leaf / 2] = 1;
-            queue[queued++] = leaf / 2;
+            queue[queue_length++] = leaf / 2;
         }
     }
-    while (queued > 0) {
+    while (queue_length > 0) {
         int next = 0;
-        for (int k = 0; k < queued; k++) {
+        for (int k = 0; k < queue_length; k++) {
             const int i = queue[k];
             m->queued[i] = 0;
             const tf_nsx_entry won = match(&t[2 * i], &t[2 * i + 1]);
@@ -387,8 +389,9 @@ static void note_cycle(tf_nsx *m)
                 queue[next++] = i / 2;
             }
         }
-        queued = next;
+        queue_length = next;
     }
+    m->cycle_length = 0; /* the cycle is overwritten */
 }
 
 /* Sets every node's key from the tree and plays the tournament

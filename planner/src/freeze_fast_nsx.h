@@ -26,12 +26,15 @@
  * v's entries are positions first[v] .. first[v+1]-1: its non-tree arcs
  * before split[v], its tree arcs from there on. */
 typedef struct tf_nsx_adjacency {
-    int *first, *split;  /* nodes + 1, nodes */
+    int *first, *split;  /* nodes + 1 each (split's last entry unused) */
     int *arc, *far;      /* by position: the arc and its other end */
-    double *len;         /* by position: its length (refreshed by each resolve) */
+    double *len;         /* by position: its length, read from the caller's
+                          * lengths at the start of each resolve */
     int *at;             /* arcs: the position of each */
 } tf_nsx_adjacency;
 
+/* An entry of the tournament that picks the dual pivots' leaving arc: a
+ * node and its key (see tf_nsx.tournament). */
 typedef struct tf_nsx_entry {
     double key;
     int node;
@@ -39,7 +42,8 @@ typedef struct tf_nsx_entry {
 
 typedef struct tf_nsx {
     int nodes, arcs;
-    /* Problem data, owned by the caller, fixed between solves. */
+    /* Problem data, owned by the caller.  Lengths may change between
+     * solves (not during one); tf_nsx_resolve reads them afresh. */
     const int *tail, *head;
     const double *len;
     /* State, owned here (tf_nsx_init / tf_nsx_free). */
@@ -60,14 +64,17 @@ typedef struct tf_nsx {
     /* The dual pivots' choice of leaving arc: a tournament over the nodes
      * (leaves >= nodes, a power of two) keyed by the flow on each one's
      * tree arc over the square root of the smaller side of its cut, or
-     * infinity where that flow is at least -negative_tol.  Entry
-     * leaves + v is node v's; entry i < leaves holds the least-keyed node
-     * below it (children 2i and 2i + 1), and entry 1 the winner. */
+     * infinity where that flow is at least -negative_tol (and for the root
+     * and the padding).  Entry leaves + v is node v's; match i, 1 <= i <
+     * leaves, holds the least-keyed node below it (children 2i and
+     * 2i + 1), match 1 the winner; entry 0 is unused. */
     int leaves;
     tf_nsx_entry *tournament; /* 2 * leaves */
     unsigned char *keyed; /* nodes: whether a node's key is finite */
-    unsigned char *queued; /* leaves: matches waiting to be replayed */
-    int *cycle, cycle_length; /* nodes: the last pivot's cycle, join left out */
+    unsigned char *queued; /* by match: waiting to be replayed (entry 0 unused) */
+    /* nodes, scratch: the last push_around_cycle's cycle (join left out),
+     * then note_cycle's queue of matches. */
+    int *cycle, cycle_length;
     double negative_tol;
     tf_nsx_adjacency out, in; /* arcs by tail and by head */
     int next_arc;        /* where the block search resumes */
@@ -93,7 +100,9 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
 
 /* Re-solves for new demands b from the optimal tree of the previous solve
  * (which must have succeeded).  The tree stays dual feasible when only the
- * demands change, so dual pivots (a tree arc with flow below -flow_tol
+ * demands change (a changed length can break that: the dual pivots then
+ * still end at a primal feasible tree, and the primal pivots repair it), so
+ * dual pivots (a tree arc with flow below -flow_tol
  * leaves, the one of most negative flow per square root of the smaller
  * side of its cut; the cheapest arc across its cut enters) restore primal
  * feasibility, usually in far fewer pivots than a fresh solve; primal

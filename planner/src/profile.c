@@ -168,8 +168,9 @@ static int parse_stage(const tfj_ctx *ctx, const cJSON *o, stage_use use, tf_sta
     return 0;
 }
 
+/* index: s's actions by key (tf_schedule_index), or NULL. */
 static int parse_override(const tfj_ctx *ctx, const cJSON *o, const tf_schedule *s,
-                          tf_action_time *a, tf_error *err)
+                          const int *index, tf_action_time *a, tf_error *err)
 {
     if (!cJSON_IsObject(o))
         return tfj_fail(ctx, o, "expected an object {stage, microbatch, type, ms}", err);
@@ -188,7 +189,7 @@ static int parse_override(const tfj_ctx *ctx, const cJSON *o, const tf_schedule 
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "type"),
                         "expected \"F\", \"B\", \"I\" or \"W\"", err);
     }
-    if (tf_schedule_find(s, a->type, a->stage, a->microbatch) < 0) {
+    if (tf_schedule_lookup(s, index, a->type, a->stage, a->microbatch) < 0) {
         return tfj_fail(ctx, o, "names an action the schedule does not have", err);
     }
     if (rank >= 0 && rank != s->stage_rank[a->stage]) {
@@ -356,15 +357,21 @@ static int parse_profile(const cJSON *root, const char *where, tf_profile *p, tf
         p->overrides = calloc((size_t)n + 1, sizeof *p->overrides);
         if (!p->overrides)
             return tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
+        /* Without memory for the index each action is searched for. */
+        int *index = tf_schedule_index(&p->schedule);
         const cJSON *a;
         cJSON_ArrayForEach(a, actions)
         {
             tfj_ctx at;
             tfj_index(&actions_at, p->n_overrides, &at);
-            if ((rc = parse_override(&at, a, &p->schedule, &p->overrides[p->n_overrides], err)))
+            if ((rc = parse_override(&at, a, &p->schedule, index,
+                                     &p->overrides[p->n_overrides], err))) {
+                free(index);
                 return rc;
+            }
             p->n_overrides++;
         }
+        free(index);
         if ((rc = check_overrides_unique(&ctx, p, err)))
             return rc;
     }
@@ -418,23 +425,12 @@ void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms)
     }
     if (p->n_overrides == 0)
         return;
-    /* Index actions by (type, stage, microbatch) so overrides apply in O(n);
-     * without memory for the index, fall back to a search per override. */
-    size_t keys = (size_t)4 * s->stages * s->microbatches;
-    int *index = malloc(keys * sizeof *index);
-    if (index) {
-        for (size_t k = 0; k < keys; k++)
-            index[k] = -1;
-        for (int i = 0; i < s->n_actions; i++) {
-            const tf_action *a = &s->actions[i];
-            index[((size_t)a->type * s->stages + a->stage) * s->microbatches + a->microbatch] = i;
-        }
-    }
+    /* Overrides apply in O(n) through an index; without memory for it each
+     * is searched for. */
+    int *index = tf_schedule_index(s);
     for (int k = 0; k < p->n_overrides; k++) {
         const tf_action_time *o = &p->overrides[k];
-        int i = index ? index[((size_t)o->type * s->stages + o->stage) * s->microbatches +
-                              o->microbatch]
-                      : tf_schedule_find(s, o->type, o->stage, o->microbatch);
+        int i = tf_schedule_lookup(s, index, o->type, o->stage, o->microbatch);
         if (i < 0)
             continue;
         max_ms[i] = o->ms;
@@ -456,9 +452,11 @@ int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err)
     if (s->microbatches != p->schedule.microbatches)
         return tf_fail(err, TF_EINVAL, "schedule %s has %d microbatches, the profile has %d",
                        s->name, s->microbatches, p->schedule.microbatches);
+    int *index = tf_schedule_index(s); /* NULL: search instead */
     for (int k = 0; k < p->n_overrides; k++) {
         const tf_action_time *o = &p->overrides[k];
-        if (tf_schedule_find(s, o->type, o->stage, o->microbatch) < 0) {
+        if (tf_schedule_lookup(s, index, o->type, o->stage, o->microbatch) < 0) {
+            free(index);
             char buf[32];
             tf_action a = {o->type, o->stage, o->microbatch, -1};
             return tf_fail(err, TF_EINVAL,
@@ -466,6 +464,7 @@ int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err)
                            s->name, tf_action_format(&a, buf));
         }
     }
+    free(index);
     /* Stages that switch between full and split backward need timings the
      * profile may not have; require them. */
     for (int i = 0; i < s->n_actions; i++) {

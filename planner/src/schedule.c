@@ -253,6 +253,32 @@ int tf_schedule_find(const tf_schedule *s, tf_action_type type, int stage, int m
     return -1;
 }
 
+int *tf_schedule_index(const tf_schedule *s)
+{
+    size_t keys = (size_t)4 * (size_t)s->stages * (size_t)s->microbatches;
+    int *index = malloc((keys > 0 ? keys : 1) * sizeof *index);
+    if (!index)
+        return NULL;
+    for (size_t k = 0; k < keys; k++)
+        index[k] = -1;
+    for (int i = 0; i < s->n_actions; i++) {
+        const tf_action *a = &s->actions[i];
+        index[((size_t)a->type * s->stages + a->stage) * s->microbatches + a->microbatch] = i;
+    }
+    return index;
+}
+
+int tf_schedule_lookup(const tf_schedule *s, const int *index, tf_action_type type, int stage,
+                       int microbatch)
+{
+    if (!index)
+        return tf_schedule_find(s, type, stage, microbatch);
+    if ((int)type < 0 || type > TF_ACT_W || stage < 0 || stage >= s->stages || microbatch < 0 ||
+        microbatch >= s->microbatches)
+        return -1;
+    return index[((size_t)type * s->stages + stage) * s->microbatches + microbatch];
+}
+
 int tf_schedule_copy(const tf_schedule *src, tf_schedule *dst)
 {
     if (!dst)

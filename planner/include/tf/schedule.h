@@ -100,6 +100,16 @@ int tf_schedule_write_csv(const tf_schedule *s, const char *path, tf_error *err)
 /* Index of action (type, stage, microbatch) in s->actions, or -1. O(n). */
 int tf_schedule_find(const tf_schedule *s, tf_action_type type, int stage, int microbatch);
 
+/* A table of s's actions by (type, stage, microbatch) for
+ * tf_schedule_lookup: 4 x stages x microbatches ints, which the caller
+ * frees.  NULL when out of memory. */
+int *tf_schedule_index(const tf_schedule *s);
+
+/* As tf_schedule_find, in O(1) through index from tf_schedule_index; with
+ * index NULL, tf_schedule_find itself. */
+int tf_schedule_lookup(const tf_schedule *s, const int *index, tf_action_type type, int stage,
+                       int microbatch);
+
 /* Deep copy.  Returns 0 or TF_ENOMEM. */
 int tf_schedule_copy(const tf_schedule *src, tf_schedule *dst);
 

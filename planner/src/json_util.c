@@ -166,11 +166,23 @@ int tfj_array(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
     return 0;
 }
 
+cJSON *tfj_create_number(double value)
+{
+    if (!isfinite(value))
+        return cJSON_CreateNull(); /* what cJSON prints for them too */
+    char text[32];
+    snprintf(text, sizeof text, "%.12g", value);
+    return cJSON_CreateRaw(text);
+}
+
 cJSON *tfj_add_number(cJSON *obj, const char *key, double value)
 {
-    char text[64];
-    snprintf(text, sizeof text, "%.12g", value);
-    return cJSON_AddNumberToObject(obj, key, strtod(text, NULL));
+    cJSON *item = tfj_create_number(value);
+    if (item && !cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        return NULL;
+    }
+    return item;
 }
 
 char *tfj_print_document(const cJSON *root)

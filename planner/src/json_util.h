@@ -45,8 +45,16 @@ int tfj_array(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
  * when out of memory). */
 char *tfj_print_document(const cJSON *root);
 
-/* Adds a number rounded to about 1e-9 relative so files stay readable
- * while every figure keeps far more precision than any timer has. */
+/* A number rounded to 12 significant digits (about 1e-12 relative), so
+ * files stay readable while every figure keeps far more precision than
+ * any timer has; null if it is not finite.  The item holds its text (a raw
+ * item): printing copies it, where a cJSON number would be formatted and
+ * read back twice, which took most of the time to write a large plan.
+ * For trees that are printed, not read.  NULL when out of memory. */
+cJSON *tfj_create_number(double value);
+
+/* Adds tfj_create_number(value) to obj under key.  Returns the item, or
+ * NULL when out of memory. */
 cJSON *tfj_add_number(cJSON *obj, const char *key, double value);
 
 #endif

@@ -175,11 +175,8 @@ int tf_plan_unfrozen(const tf_profile *p, tf_plan *out, tf_error *err)
 static cJSON *number_array(const double *values, int n)
 {
     cJSON *array = cJSON_CreateArray();
-    for (int i = 0; i < n && array; i++) {
-        char text[64];
-        snprintf(text, sizeof text, "%.12g", values[i]);
-        cJSON_AddItemToArray(array, cJSON_CreateNumber(strtod(text, NULL)));
-    }
+    for (int i = 0; i < n && array; i++)
+        cJSON_AddItemToArray(array, tfj_create_number(values[i]));
     return array;
 }
 

@@ -240,6 +240,43 @@ static void test_zbv_p1_m1(void **state)
     tf_schedule_free(&s);
 }
 
+/* ---- finding actions ---------------------------------------------------- */
+
+/* The index finds every action where the search does, and nothing outside
+ * the schedule: absent types (no I or W in 1F1B), stages and microbatches
+ * out of range. */
+static void test_lookup_matches_find(void **state)
+{
+    (void)state;
+    const char *names[] = {"1F1B", "ZBVZeroBubble"};
+    for (int k = 0; k < 2; k++) {
+        tf_schedule s;
+        tf_error err = {0};
+        assert_int_equal(tf_schedule_build(names[k], 3, k == 0 ? 1 : 2, 5, &s, &err), 0);
+        int *index = tf_schedule_index(&s);
+        assert_non_null(index);
+        int found = 0;
+        for (int type = TF_ACT_F; type <= TF_ACT_W; type++)
+            for (int stage = -1; stage <= s.stages; stage++)
+                for (int mb = -1; mb <= s.microbatches; mb++) {
+                    int want = tf_schedule_find(&s, (tf_action_type)type, stage, mb);
+                    assert_int_equal(tf_schedule_lookup(&s, index, (tf_action_type)type, stage, mb),
+                                     want);
+                    assert_int_equal(tf_schedule_lookup(&s, NULL, (tf_action_type)type, stage, mb),
+                                     want);
+                    if (want >= 0) {
+                        const tf_action *a = &s.actions[want];
+                        assert_true(a->type == (tf_action_type)type && a->stage == stage &&
+                                    a->microbatch == mb);
+                        found++;
+                    }
+                }
+        assert_int_equal(found, s.n_actions);
+        free(index);
+        tf_schedule_free(&s);
+    }
+}
+
 /* ---- names and stage mapping ------------------------------------------- */
 
 static void test_names_and_stage_mapping(void **state)
@@ -686,6 +723,7 @@ int main(void)
         cmocka_unit_test(test_1f1b_fewer_microbatches_than_ranks),
         cmocka_unit_test(test_interleaved_1f1b_p2_v2_m2),
         cmocka_unit_test(test_zbv_p1_m1),
+        cmocka_unit_test(test_lookup_matches_find),
         cmocka_unit_test(test_names_and_stage_mapping),
         cmocka_unit_test(test_action_parse_format_round_trip),
         cmocka_unit_test(test_action_parse_rejects),

@@ -13,6 +13,11 @@
  * will do), and the dual ratio test scans the arcs leaving one side.  Both
  * use the smaller side.  The tree is deep here (a schedule's critical path
  * runs through it), so the subtree below a cut is often most of the tree.
+ * The scan skips tree arcs, which each node's arc lists keep at their end.
+ *
+ * The dual pivots (tf_nsx_resolve) take the leaving arc from a tournament
+ * over the nodes, replayed after each pivot over its cycle, the only place
+ * where flows, tree arcs and subtree sizes change.
  */
 #include "freeze_fast_nsx.h"
 

@@ -100,9 +100,10 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
 
 /* Re-solves for new demands b from the optimal tree of the previous solve
  * (which must have succeeded).  The tree stays dual feasible when only the
- * demands change (a changed length can break that: the dual pivots then
- * still end at a primal feasible tree, and the primal pivots repair it), so
- * dual pivots (a tree arc with flow below -flow_tol
+ * demands change (a changed length can break that; the answer is still
+ * optimal, because the primal pivots that follow repair any reduced cost
+ * left negative, but the dual pivots may take longer or trip their guard),
+ * so dual pivots (a tree arc with flow below -flow_tol
  * leaves, the one of most negative flow per square root of the smaller
  * side of its cut; the cheapest arc across its cut enters) restore primal
  * feasibility, usually in far fewer pivots than a fresh solve; primal

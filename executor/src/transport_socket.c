@@ -575,10 +575,16 @@ static void socket_destroy(void *ctx)
         return;
     /* Goodbye to every peer, then wait (bounded) for theirs, so that no
      * connection closes with unread data (which would reset it and could
-     * lose the goodbye on the other side). */
+     * lose the goodbye on the other side).  A failed process first repeats
+     * the cause on the same connection: a peer may read this goodbye before
+     * the ABORT that another process sent it, and must not take the
+     * goodbye for the failure. */
     pthread_mutex_lock(&t->lock);
     t->closing = 1;
     int failed = t->aborted;
+    char cause[512];
+    snprintf(cause, sizeof cause, "%s", t->abort_msg);
+    frame_header why = {FRAME_MAGIC, KIND_ABORT, t->abort_rank, -1, 0, strlen(cause) + 1};
     pthread_mutex_unlock(&t->lock);
     frame_header bye = {FRAME_MAGIC, KIND_CLOSE, t->self * t->per_process, -1, 0, 0};
     for (int q = 0; t->peers && q < t->processes; q++) {
@@ -586,9 +592,11 @@ static void socket_destroy(void *ctx)
         if (p->fd < 0)
             continue;
         pthread_mutex_lock(&t->lock);
-        int live = !p->broken;
+        int live = !p->broken, tell = failed && !p->closed;
         pthread_mutex_unlock(&t->lock);
-        if (live && send_frame(p, &bye, NULL, now_s() + (failed ? 1.0 : ABORT_SEND_S)) == 0)
+        const double until = now_s() + (failed ? 1.0 : ABORT_SEND_S);
+        if (live && (!tell || send_frame(p, &why, cause, until) == 0) &&
+            send_frame(p, &bye, NULL, until) == 0)
             shutdown(p->fd, SHUT_WR);
     }
     const double deadline = now_s() + (failed ? 1.0 : (t->timeout_s < CLOSE_WAIT_S

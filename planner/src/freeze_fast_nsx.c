@@ -126,11 +126,10 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
     for (m->leaves = 1; m->leaves < nodes && m->leaves < (1 << 30); m->leaves *= 2)
         ;
     m->tournament = malloc(2 * (size_t)m->leaves * sizeof *m->tournament);
-    m->keyed = calloc(n, 1);
     m->queued = calloc((size_t)m->leaves, 1);
     m->cycle = calloc(n, sizeof *m->cycle);
     if (m->leaves < nodes || !m->excess || !m->mark || !m->size || !m->last || !m->segment ||
-        !m->tournament || !m->keyed || !m->queued || !m->cycle ||
+        !m->tournament || !m->queued || !m->cycle ||
         adjacency_init(&m->out, nodes, arcs, tail, head) ||
         adjacency_init(&m->in, nodes, arcs, head, tail)) {
         tf_nsx_free(m);
@@ -164,7 +163,6 @@ void tf_nsx_free(tf_nsx *m)
     free(m->excess);
     free(m->mark);
     free(m->tournament);
-    free(m->keyed);
     free(m->queued);
     free(m->cycle);
     adjacency_free(&m->out);
@@ -366,14 +364,10 @@ static void note_cycle(tf_nsx *m)
     tf_nsx_entry *t = m->tournament;
     int *queue = m->cycle, queue_length = 0;
     for (int k = 0; k < m->cycle_length; k++) {
-        const int v = m->cycle[k];
-        if (!m->keyed[v] && !(m->flow[m->pred[v]] < -m->negative_tol))
-            continue; /* infinity before and after: most of the cycle */
-        const int leaf = m->leaves + v;
+        const int v = m->cycle[k], leaf = m->leaves + v;
         const tf_nsx_entry now = leaf_entry(m, v);
-        m->keyed[v] = now.key < INFINITY;
         if (now.key == t[leaf].key)
-            continue;
+            continue; /* most often infinity before and after */
         t[leaf] = now;
         if (!m->queued[leaf / 2]) {
             m->queued[leaf / 2] = 1;
@@ -404,11 +398,8 @@ static void note_cycle(tf_nsx *m)
 static void build_tournament(tf_nsx *m)
 {
     tf_nsx_entry *t = m->tournament;
-    for (int v = 0; v < m->leaves; v++) {
+    for (int v = 0; v < m->leaves; v++)
         t[m->leaves + v] = leaf_entry(m, v);
-        if (v < m->nodes)
-            m->keyed[v] = t[m->leaves + v].key < INFINITY;
-    }
     for (int i = m->leaves - 1; i >= 1; i--)
         t[i] = match(&t[2 * i], &t[2 * i + 1]);
 }

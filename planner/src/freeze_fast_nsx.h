@@ -70,7 +70,6 @@ typedef struct tf_nsx {
      * 2i + 1), match 1 the winner; entry 0 is unused. */
     int leaves;
     tf_nsx_entry *tournament; /* 2 * leaves */
-    unsigned char *keyed; /* nodes: whether a node's key is finite */
     unsigned char *queued; /* by match: waiting to be replayed (entry 0 unused) */
     /* nodes, scratch: the last push_around_cycle's cycle (join left out),
      * then note_cycle's queue of matches. */

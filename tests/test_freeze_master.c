@@ -3,6 +3,7 @@
  * solved by hand. */
 #include "test_util.h"
 
+#include <lpsolve/lp_lib.h>
 #include <math.h>
 
 #include "freeze_fast_master.h"
@@ -117,12 +118,138 @@ static void warm_start_after_a_column_is_added(void **state)
     }
 }
 
+/* lp_solve's optimum of the same LP (x >= 0), or NAN if it finds none. */
+static double lp_solve_optimum(int rows, int cols, const double *a, const char *sense,
+                               const double *b, const double *c)
+{
+    lprec *lp = make_lp(0, cols);
+    assert_non_null(lp);
+    set_verbose(lp, NEUTRAL);
+    set_add_rowmode(lp, TRUE);
+    double *row = calloc((size_t)cols + 1, sizeof *row);
+    for (int i = 0; i < rows; i++) {
+        for (int j = 0; j < cols; j++)
+            row[j + 1] = a[(size_t)i * (size_t)cols + (size_t)j];
+        add_constraint(lp, row, sense[i] == 'E' ? EQ : LE, b[i]);
+    }
+    set_add_rowmode(lp, FALSE);
+    for (int j = 0; j < cols; j++)
+        row[j + 1] = c[j];
+    set_obj_fn(lp, row);
+    set_minim(lp);
+    double optimum = solve(lp) == OPTIMAL ? get_objective(lp) : NAN;
+    free(row);
+    delete_lp(lp);
+    return optimum;
+}
+
+/* The master's answer proves itself: x >= 0 meets the rows, y has the
+ * right signs (<= 0 on 'L' rows, as d objective / d b), every reduced cost
+ * c_j - y^T a_j is non-negative, and c^T x = y^T b. */
+static void assert_certified(int rows, int cols, const double *a, const char *sense,
+                             const double *b, const double *c, const double *x,
+                             const double *y, double objective)
+{
+    double primal = 0.0, dual = 0.0;
+    for (int j = 0; j < cols; j++) {
+        assert_true(x[j] >= 0.0);
+        primal += c[j] * x[j];
+        double reduced = c[j];
+        for (int i = 0; i < rows; i++)
+            reduced -= y[i] * a[(size_t)i * (size_t)cols + (size_t)j];
+        assert_true(reduced >= -1e-10);
+    }
+    for (int i = 0; i < rows; i++) {
+        double lhs = 0.0;
+        for (int j = 0; j < cols; j++)
+            lhs += a[(size_t)i * (size_t)cols + (size_t)j] * x[j];
+        if (sense[i] == 'E')
+            assert_close(lhs, b[i], 1e-10);
+        else {
+            assert_true(lhs <= b[i] + 1e-10);
+            assert_true(y[i] <= 1e-12);
+        }
+        dual += y[i] * b[i];
+    }
+    assert_close(primal, objective, 1e-10);
+    assert_close(dual, objective, 1e-10);
+}
+
+/* Random LPs shaped like the fast solver's master: cap rows (a point's
+ * mean ratio per stage, <= cap), a convexity row (= 1) and a makespan row
+ * (point's T minus t <= 0, objective t), with columns added a few at a time
+ * and each solve started from the last optimal basis, against lp_solve.
+ * Half of the instances repeat columns or give several points the same
+ * entries, as column generation does near the optimum. */
+static void random_masters_agree_with_lp_solve(void **state)
+{
+    (void)state;
+    enum { MAX_CAPS = 12, MAX_POINTS = 40 };
+    int solves = 0;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        uint64_t rng = 0x9e3779b97f4a7c15ULL * seed;
+        const int caps = 1 + (int)(test_random(&rng) * MAX_CAPS);
+        const int rows = caps + 2, row_conv = caps, row_T = caps + 1;
+        const int degenerate = seed % 2 == 0;
+        double b[MAX_CAPS + 2];
+        char sense[MAX_CAPS + 2];
+        for (int i = 0; i < caps; i++) {
+            b[i] = degenerate && i % 3 == 0 ? 0.5 : 0.2 + 0.7 * test_random(&rng);
+            sense[i] = 'L';
+        }
+        b[row_conv] = 1.0;
+        sense[row_conv] = 'E';
+        b[row_T] = 0.0;
+        sense[row_T] = 'L';
+        /* Column 0 is t; point 0 (column 1) freezes nothing and is slowest. */
+        double point[MAX_POINTS][MAX_CAPS + 1];
+        for (int p = 0; p < MAX_POINTS; p++) {
+            double frozen = 0.0;
+            for (int i = 0; i < caps; i++) {
+                double r = p == 0 ? 0.0 : test_random(&rng);
+                if (degenerate && p > 0 && test_random(&rng) < 0.3)
+                    r = (double)(int)(r * 4.0) / 4.0;
+                point[p][i] = r;
+                frozen += r;
+            }
+            point[p][caps] = 1.0 - 0.4 * frozen / caps + 0.05 * test_random(&rng);
+            if (degenerate && p > 1 && test_random(&rng) < 0.2)
+                memcpy(point[p], point[p - 1], sizeof point[p]);
+        }
+        int basis[MAX_CAPS + 2];
+        for (int i = 0; i < rows; i++)
+            basis[i] = -1;
+        for (int points = 1; points <= MAX_POINTS; points += 1 + (int)(test_random(&rng) * 4)) {
+            const int cols = 1 + points;
+            double a[(MAX_CAPS + 2) * (MAX_POINTS + 1)] = {0}, c[MAX_POINTS + 1] = {0};
+            double x[MAX_POINTS + 1], y[MAX_CAPS + 2], objective;
+            a[(size_t)row_T * (size_t)cols] = -1.0;
+            c[0] = 1.0;
+            for (int p = 0; p < points; p++) {
+                for (int i = 0; i < caps; i++)
+                    a[(size_t)i * (size_t)cols + 1 + (size_t)p] = point[p][i];
+                a[(size_t)row_conv * (size_t)cols + 1 + (size_t)p] = 1.0;
+                a[(size_t)row_T * (size_t)cols + 1 + (size_t)p] = point[p][caps];
+            }
+            assert_int_equal(
+                tf_master_lp_solve(rows, cols, a, sense, b, c, x, y, &objective, basis), 0);
+            assert_certified(rows, cols, a, sense, b, c, x, y, objective);
+            double reference = lp_solve_optimum(rows, cols, a, sense, b, c);
+            assert_false(isnan(reference));
+            assert_close(objective, reference, 1e-9);
+            solves++;
+        }
+    }
+    assert_true(solves > 500);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cold_and_warm_starts_agree),
         cmocka_unit_test(unusable_bases_fall_back_to_a_cold_start),
         cmocka_unit_test(warm_start_after_a_column_is_added),
+        cmocka_unit_test(random_masters_agree_with_lp_solve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

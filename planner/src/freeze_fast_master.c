@@ -1,5 +1,13 @@
-/* freeze_fast_master.c - dense two-phase tableau simplex for the small master
- * LP of freeze_fast.c (see freeze_fast_master.h). */
+/* freeze_fast_master.c - revised simplex with an explicit long-double basis
+ * inverse for the small master LP of freeze_fast.c (see
+ * freeze_fast_master.h).
+ *
+ * The master has a few dozen rows and a few hundred columns, and column
+ * generation solves it once per round from the last optimal basis.  A full
+ * tableau costs rows x columns per pivot and rows^2 x columns to rebuild
+ * from the data; with 64 cap rows that rebuilding was most of the solver's
+ * run.  Here only the rows x rows inverse is kept: rebuilding it costs
+ * rows^3, a pivot rows^2, and pricing the columns rows x columns. */
 #include "freeze_fast_master.h"
 
 #include <math.h>
@@ -10,171 +18,285 @@
 
 typedef long double real;
 
-typedef struct tableau {
-    int rows, width;      /* width = cols + rows (one slack or artificial per row) + 1 */
-    int cols;
-    real *t;              /* (rows + 1) x width; row `rows` is the objective */
-    int *basis;           /* rows */
-    unsigned char *barred; /* width: may not enter (artificials in phase 2) */
-} tableau;
+typedef struct revised {
+    int rows, cols;        /* structural columns; column cols + i is row i's
+                            * slack ('L') or artificial ('E') */
+    const double *a, *b;   /* the caller's data: a is rows x cols, row-major */
+    real *inverse;         /* rows x rows: B^-1, row k for basic variable k */
+    real *value;           /* rows: B^-1 b, the basic variables' values */
+    real *work, *block;    /* rows x rows: scratch for inverting B's block */
+    real *spare;           /* rows x rows: the inverse being rebuilt */
+    real *spare_value;     /* rows: the values being rebuilt */
+    int *free_row, *structural; /* rows: scratch for refactor */
+    real *dual;            /* rows: cost_B B^-1 */
+    real *column;          /* rows: B^-1 times the entering column */
+    real *cost;            /* cols + rows: the current phase's costs */
+    int *basis;            /* rows: the column basic in each position */
+    int *position;         /* cols + rows: where a column is basic, or -1 */
+    unsigned char *barred; /* cols + rows: may not enter (artificials in phase 2) */
+    long pivots_since_refactor;
+} revised;
 
-#define AT(tb, i, j) ((tb)->t[(size_t)(i) * (size_t)(tb)->width + (size_t)(j)])
+#define INV(m, i, j) ((m)->inverse[(size_t)(i) * (size_t)(m)->rows + (size_t)(j)])
 
-static void pivot_on(tableau *tb, int row, int col)
+/* Row i of column j, for structural columns and the unit slack columns. */
+static real entry(const revised *m, int i, int j)
 {
-    const int w = tb->width;
-    real p = AT(tb, row, col);
-    for (int j = 0; j < w; j++)
-        AT(tb, row, j) /= p;
-    AT(tb, row, col) = 1.0L;
-    for (int i = 0; i <= tb->rows; i++) {
-        if (i == row)
-            continue;
-        real f = AT(tb, i, col);
-        if (f == 0.0L)
-            continue;
-        for (int j = 0; j < w; j++)
-            AT(tb, i, j) -= f * AT(tb, row, j);
-        AT(tb, i, col) = 0.0L;
-    }
-    tb->basis[row] = col;
+    if (j < m->cols)
+        return m->a[(size_t)i * (size_t)m->cols + (size_t)j];
+    return j - m->cols == i ? 1.0L : 0.0L;
 }
 
-/* Fills the tableau rows from the original data (A | I | b). */
-static void load_rows(tableau *tb, const double *a, const double *b)
+static void set_basis(revised *m, int k, int col)
 {
-    const int rows = tb->rows, cols = tb->cols, rhs = tb->width - 1;
+    m->basis[k] = col;
+    m->position[col] = k;
+}
+
+/* The slack basis: B = I. */
+static void start_from_slacks(revised *m)
+{
+    const int rows = m->rows;
+    for (int j = 0; j < m->cols + rows; j++)
+        m->position[j] = -1;
     for (int i = 0; i < rows; i++) {
-        for (int j = 0; j < tb->width; j++)
-            AT(tb, i, j) = 0.0L;
-        for (int j = 0; j < cols; j++)
-            AT(tb, i, j) = a[(size_t)i * (size_t)cols + (size_t)j];
-        AT(tb, i, cols + i) = 1.0L;
-        AT(tb, i, rhs) = b[i];
+        set_basis(m, i, m->cols + i);
+        for (int k = 0; k < rows; k++)
+            INV(m, i, k) = i == k ? 1.0L : 0.0L;
+        m->value[i] = m->b[i];
     }
+    m->pivots_since_refactor = 0;
 }
 
-/* The objective row c - c_B B^-1 A for the tableau's current basis. */
-static void price_row(tableau *tb, const double *c)
+/* Rebuilds B^-1 and the basic values from the data for the basis in
+ * m->basis, discarding the round-off that hundreds of pivots accumulate
+ * (the master's columns are nearly parallel near the optimum).  Basic
+ * values down to -allowed count as round-off and become 0.  Returns 0, or 1
+ * (nothing changed) if the basis is numerically singular or infeasible
+ * beyond that.
+ *
+ * Most basic columns are slacks (every cap row that does not bind), so B
+ * is, up to order, [I  A_sC; 0  A_nC] with C the basic structural columns,
+ * n the rows whose slack is not basic and s the others.  Only the q x q
+ * block A_nC is inverted (Gauss-Jordan, partial pivoting): a structural
+ * variable's row of B^-1 is its row of A_nC^-1 on the rows n, and the
+ * slack of row i has e_i minus A_iC A_nC^-1 on the rows n. */
+static int refactor(revised *m, real allowed)
 {
-    const int obj = tb->rows, cols = tb->cols;
-    for (int j = 0; j < tb->width; j++)
-        AT(tb, obj, j) = j < cols ? (real)c[j] : 0.0L;
-    for (int i = 0; i < tb->rows; i++) {
-        int k = tb->basis[i];
-        real ck = k < cols ? (real)c[k] : 0.0L;
-        if (ck != 0.0L)
-            for (int j = 0; j < tb->width; j++)
-                AT(tb, obj, j) -= ck * AT(tb, i, j);
-    }
-}
-
-/* Rebuilds the tableau of the current basis from the original data by
- * Gauss-Jordan elimination with partial pivoting, discarding the round-off
- * that hundreds of tableau pivots accumulate (the master's columns are
- * nearly parallel near the optimum).  Basic values down to -allowed count
- * as round-off and become 0.  Returns 0, or 1 (tableau unchanged) if the
- * basis is numerically singular, infeasible beyond that, or memory runs
- * out. */
-static int refactor(tableau *tb, const double *a, const double *b, const double *c,
-                    real allowed)
-{
-    const int rows = tb->rows, rhs = tb->width - 1;
-    size_t cells = (size_t)(rows + 1) * (size_t)tb->width;
-    tableau fresh = *tb;
-    fresh.t = malloc(cells * sizeof *fresh.t);
-    fresh.basis = malloc(((size_t)rows + 1) * sizeof *fresh.basis);
-    unsigned char *done = calloc((size_t)rows + 1, 1);
-    int rc = !fresh.t || !fresh.basis || !done;
-    if (!rc) {
-        load_rows(&fresh, a, b);
-        for (int k = 0; k < rows && !rc; k++) {
-            int col = tb->basis[k], best = -1;
-            for (int i = 0; i < rows; i++)
-                if (!done[i] && (best < 0 || fabsl(AT(&fresh, i, col)) >
-                                                 fabsl(AT(&fresh, best, col))))
-                    best = i;
-            if (best < 0 || fabsl(AT(&fresh, best, col)) < 1e-12L)
-                rc = 1;
-            else {
-                done[best] = 1;
-                pivot_on(&fresh, best, col);
+    const int rows = m->rows, cols = m->cols;
+    int *free_row = m->free_row, *structural = m->structural;
+    int q = 0, q_rows = 0;
+    for (int i = 0; i < rows; i++)
+        if (m->position[cols + i] < 0)
+            free_row[q_rows++] = i;
+    for (int k = 0; k < rows; k++)
+        if (m->basis[k] < cols)
+            structural[q++] = k;
+    if (q != q_rows)
+        return 1;
+    real *w = m->work, *block = m->block, *fresh = m->spare, *values = m->spare_value;
+#define W(i, j) w[(size_t)(i) * (size_t)q + (size_t)(j)]
+#define M(i, j) block[(size_t)(i) * (size_t)q + (size_t)(j)]
+#define F(i, j) fresh[(size_t)(i) * (size_t)rows + (size_t)(j)]
+    for (int t = 0; t < q; t++)
+        for (int j = 0; j < q; j++) {
+            W(t, j) = m->a[(size_t)free_row[t] * (size_t)cols + (size_t)m->basis[structural[j]]];
+            M(t, j) = t == j ? 1.0L : 0.0L;
+        }
+    /* Row-reduce [W | I] to [I | W^-1]; row swaps keep the result W^-1,
+     * whose row j then belongs to structural variable j. */
+    for (int k = 0; k < q; k++) {
+        int best = k;
+        for (int t = k + 1; t < q; t++)
+            if (fabsl(W(t, k)) > fabsl(W(best, k)))
+                best = t;
+        if (fabsl(W(best, k)) < 1e-12L)
+            return 1;
+        if (best != k)
+            for (int j = 0; j < q; j++) {
+                real swap = W(k, j);
+                W(k, j) = W(best, j);
+                W(best, j) = swap;
+                swap = M(k, j);
+                M(k, j) = M(best, j);
+                M(best, j) = swap;
+            }
+        real p = W(k, k);
+        for (int j = 0; j < q; j++) {
+            W(k, j) /= p;
+            M(k, j) /= p;
+        }
+        for (int t = 0; t < q; t++) {
+            real f = W(t, k);
+            if (t == k || f == 0.0L)
+                continue;
+            for (int j = 0; j < q; j++) {
+                W(t, j) -= f * W(k, j);
+                M(t, j) -= f * M(k, j);
             }
         }
     }
-    for (int i = 0; i < rows && !rc; i++)
-        if (AT(&fresh, i, rhs) < -allowed)
-            rc = 1;
-    if (!rc) {
-        for (int i = 0; i < rows; i++)
-            if (AT(&fresh, i, rhs) < 0.0L)
-                AT(&fresh, i, rhs) = 0.0L;
-        price_row(&fresh, c);
-        memcpy(tb->t, fresh.t, cells * sizeof *fresh.t);
-        memcpy(tb->basis, fresh.basis, (size_t)rows * sizeof *fresh.basis);
+    for (int k = 0; k < rows; k++)
+        for (int j = 0; j < rows; j++)
+            F(k, j) = 0.0L;
+    for (int j = 0; j < q; j++)
+        for (int t = 0; t < q; t++)
+            F(structural[j], free_row[t]) = M(j, t);
+    for (int k = 0; k < rows; k++) {
+        int col = m->basis[k];
+        if (col < cols)
+            continue;
+        int i = col - cols;
+        F(k, i) = 1.0L;
+        for (int j = 0; j < q; j++) {
+            real a = m->a[(size_t)i * (size_t)cols + (size_t)m->basis[structural[j]]];
+            if (a != 0.0L)
+                for (int t = 0; t < q; t++)
+                    F(k, free_row[t]) -= a * M(j, t);
+        }
     }
-    free(fresh.t);
-    free(fresh.basis);
-    free(done);
-    return rc;
-}
-
-/* Whether some column that may enter has reduced cost below -eps. */
-static int improvable(const tableau *tb, real eps)
-{
-    for (int j = 0; j < tb->width - 1; j++)
-        if (!tb->barred[j] && AT(tb, tb->rows, j) < -eps)
+    for (int k = 0; k < rows; k++) {
+        real v = 0.0L;
+        for (int j = 0; j < rows; j++)
+            v += F(k, j) * (real)m->b[j];
+        if (v < -allowed)
             return 1;
+        values[k] = v < 0.0L ? 0.0L : v;
+    }
+#undef W
+#undef M
+#undef F
+    /* Accepted: the fresh inverse and values replace the old ones. */
+    m->spare = m->inverse;
+    m->inverse = fresh;
+    m->spare_value = m->value;
+    m->value = values;
+    m->pivots_since_refactor = 0;
     return 0;
 }
 
-/* Runs the simplex on the objective row; returns 0 optimal, TF_ESOLVER if
- * unbounded or out of iterations. */
-static int iterate(tableau *tb, real eps)
+/* dual = cost_B B^-1. */
+static void compute_duals(revised *m)
 {
-    const int rhs = tb->width - 1, obj = tb->rows;
-    int degenerate_run = 0;
-    long limit = 50000L + 200L * (long)(tb->width + tb->rows);
-    for (long it = 0; it < limit; it++) {
-        int enter = -1;
-        real best = -eps;
-        int bland = degenerate_run > 50;
-        for (int j = 0; j < rhs; j++) {
-            if (tb->barred[j])
-                continue;
-            real d = AT(tb, obj, j);
-            if (d < best) {
-                enter = j;
-                best = d;
-                if (bland)
-                    break;
-            }
+    const int rows = m->rows;
+    for (int i = 0; i < rows; i++)
+        m->dual[i] = 0.0L;
+    for (int k = 0; k < rows; k++) {
+        real ck = m->cost[m->basis[k]];
+        if (ck != 0.0L)
+            for (int i = 0; i < rows; i++)
+                m->dual[i] += ck * INV(m, k, i);
+    }
+}
+
+/* The reduced cost of column j at the current duals. */
+static real reduced_cost(const revised *m, int j)
+{
+    if (j >= m->cols)
+        return m->cost[j] - m->dual[j - m->cols];
+    real d = m->cost[j];
+    for (int i = 0; i < m->rows; i++)
+        d -= m->dual[i] * (real)m->a[(size_t)i * (size_t)m->cols + (size_t)j];
+    return d;
+}
+
+/* column = B^-1 times column j. */
+static void compute_column(revised *m, int j)
+{
+    const int rows = m->rows;
+    for (int k = 0; k < rows; k++) {
+        real v = 0.0L;
+        if (j >= m->cols)
+            v = INV(m, k, j - m->cols);
+        else
+            for (int i = 0; i < rows; i++)
+                v += INV(m, k, i) * (real)m->a[(size_t)i * (size_t)m->cols + (size_t)j];
+        m->column[k] = v;
+    }
+}
+
+/* Column `enter` replaces the basic variable of position `leave`. */
+static void pivot(revised *m, int leave, int enter)
+{
+    const int rows = m->rows;
+    const real p = m->column[leave];
+    for (int j = 0; j < rows; j++)
+        INV(m, leave, j) /= p;
+    m->value[leave] /= p;
+    for (int k = 0; k < rows; k++) {
+        real f = m->column[k];
+        if (k == leave || f == 0.0L)
+            continue;
+        for (int j = 0; j < rows; j++)
+            INV(m, k, j) -= f * INV(m, leave, j);
+        m->value[k] -= f * m->value[leave];
+    }
+    m->position[m->basis[leave]] = -1;
+    set_basis(m, leave, enter);
+    m->pivots_since_refactor++;
+    /* Basic values are non-negative; round-off can leave them at -1e-17,
+     * and pivoting on such a row would carry (and grow) the error. */
+    for (int k = 0; k < rows; k++)
+        if (m->value[k] < 0.0L)
+            m->value[k] = 0.0L;
+}
+
+/* The column that may enter with the most negative reduced cost below -eps
+ * (the first such under Bland's rule), or -1. */
+static int entering(revised *m, real eps, int bland)
+{
+    compute_duals(m);
+    int enter = -1;
+    real best = -eps;
+    for (int j = 0; j < m->cols + m->rows; j++) {
+        if (m->barred[j] || m->position[j] >= 0)
+            continue;
+        real d = reduced_cost(m, j);
+        if (d < best) {
+            enter = j;
+            best = d;
+            if (bland)
+                break;
         }
+    }
+    return enter;
+}
+
+/* Runs the simplex on the current costs; returns 0 optimal, TF_ESOLVER if
+ * unbounded or out of iterations. */
+static int iterate(revised *m, real eps)
+{
+    int degenerate_run = 0;
+    long limit = 50000L + 200L * (long)(m->cols + 2 * m->rows + 1);
+    for (long it = 0; it < limit; it++) {
+        int bland = degenerate_run > 50;
+        int enter = entering(m, eps, bland);
         if (enter < 0)
             return 0;
+        compute_column(m, enter);
         /* Harris' two-pass ratio test: the smallest ratio with every basic
          * value allowed 1e-12 below zero, then among the rows within that
          * ratio the largest pivot, so round-off never forces a tiny pivot. */
         const real pivot_tol = 1e-9L, slack = 1e-12L;
         real bound = INFINITY;
-        for (int i = 0; i < tb->rows; i++) {
-            real a = AT(tb, i, enter);
+        for (int k = 0; k < m->rows; k++) {
+            real a = m->column[k];
             if (a > pivot_tol) {
-                real q = (AT(tb, i, rhs) + slack) / a;
+                real q = (m->value[k] + slack) / a;
                 if (q < bound)
                     bound = q;
             }
         }
         int leave = -1;
         real ratio = 0.0L, best_pivot = 0.0L;
-        for (int i = 0; i < tb->rows; i++) {
-            real a = AT(tb, i, enter);
+        for (int k = 0; k < m->rows; k++) {
+            real a = m->column[k];
             if (a <= pivot_tol)
                 continue;
-            real q = AT(tb, i, rhs) / a;
+            real q = m->value[k] / a;
             if (q <= bound && (a > best_pivot || (bland && a == best_pivot &&
-                                                  tb->basis[i] < tb->basis[leave]))) {
-                leave = i;
+                                                  m->basis[k] < m->basis[leave]))) {
+                leave = k;
                 best_pivot = a;
                 ratio = q < 0.0L ? 0.0L : q;
             }
@@ -182,23 +304,16 @@ static int iterate(tableau *tb, real eps)
         if (leave < 0)
             return TF_ESOLVER;
         degenerate_run = ratio == 0.0L ? degenerate_run + 1 : 0;
-        /* Basic values are non-negative; round-off can leave them at -1e-17,
-         * and pivoting on such a row would carry (and grow) the error. */
-        if (AT(tb, leave, rhs) < 0.0L)
-            AT(tb, leave, rhs) = 0.0L;
-        pivot_on(tb, leave, enter);
-        for (int i = 0; i < tb->rows; i++)
-            if (AT(tb, i, rhs) < 0.0L)
-                AT(tb, i, rhs) = 0.0L;
+        pivot(m, leave, enter);
     }
     return TF_ESOLVER;
 }
 
-/* Whether `basis` (rows entries) names distinct columns of the tableau. */
-static int basis_valid(const tableau *tb, const int *basis)
+/* Whether `basis` (rows entries) names distinct columns. */
+static int basis_valid(const revised *m, const int *basis)
 {
-    for (int i = 0; i < tb->rows; i++) {
-        if (basis[i] < 0 || basis[i] >= tb->cols + tb->rows)
+    for (int i = 0; i < m->rows; i++) {
+        if (basis[i] < 0 || basis[i] >= m->cols + m->rows)
             return 0;
         for (int k = 0; k < i; k++)
             if (basis[k] == basis[i])
@@ -207,126 +322,160 @@ static int basis_valid(const tableau *tb, const int *basis)
     return 1;
 }
 
+/* Phase 1 from the slack basis: minimise the sum of the 'E' rows'
+ * artificials, then bar them and pivot out those still basic at zero.
+ * Returns 0, or TF_ESOLVER if the rows cannot be met. */
+static int phase_one(revised *m, const char *sense, real eps, real scale)
+{
+    const int rows = m->rows, cols = m->cols;
+    for (int j = 0; j < cols + rows; j++)
+        m->cost[j] = j >= cols && sense[j - cols] == 'E' ? 1.0L : 0.0L;
+    int rc = iterate(m, eps);
+    if (rc)
+        return rc;
+    real infeasibility = 0.0L;
+    for (int k = 0; k < rows; k++)
+        infeasibility += m->cost[m->basis[k]] * m->value[k];
+    if (infeasibility > 1e-11L * scale)
+        return TF_ESOLVER;
+    for (int i = 0; i < rows; i++)
+        if (sense[i] == 'E')
+            m->barred[cols + i] = 1;
+    for (int k = 0; k < rows; k++) {
+        int col = m->basis[k];
+        if (!(col >= cols && sense[col - cols] == 'E'))
+            continue;
+        /* Row k of B^-1 A: the largest entry among the columns that may
+         * enter replaces the artificial (at zero, so no value moves). */
+        int best = -1;
+        real best_entry = 1e-9L;
+        for (int j = 0; j < cols + rows; j++) {
+            if (m->barred[j] || m->position[j] >= 0)
+                continue;
+            real v = 0.0L;
+            for (int i = 0; i < rows; i++)
+                v += INV(m, k, i) * entry(m, i, j);
+            if (fabsl(v) > best_entry) {
+                best = j;
+                best_entry = fabsl(v);
+            }
+        }
+        if (best >= 0) {
+            m->value[k] = 0.0L;
+            compute_column(m, best);
+            pivot(m, k, best);
+        }
+    }
+    return 0;
+}
+
 int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, const double *b,
                        const double *c, double *x, double *y, double *objective, int *basis)
 {
-    tableau tb = {0};
-    tb.rows = rows;
-    tb.cols = cols;
-    tb.width = cols + rows + 1;
-    tb.t = calloc((size_t)(rows + 1) * (size_t)tb.width, sizeof *tb.t);
-    tb.basis = malloc(((size_t)rows + 1) * sizeof *tb.basis);
-    tb.barred = calloc((size_t)tb.width, 1);
-    if (!tb.t || !tb.basis || !tb.barred) {
-        free(tb.t);
-        free(tb.basis);
-        free(tb.barred);
-        return TF_ENOMEM;
-    }
-    const int rhs = tb.width - 1, obj = rows;
+    revised m = {0};
+    m.rows = rows;
+    m.cols = cols;
+    m.a = a;
+    m.b = b;
+    const size_t square = (size_t)rows * (size_t)rows, width = (size_t)cols + (size_t)rows;
+    m.inverse = malloc((square + 1) * sizeof *m.inverse);
+    m.work = malloc((square + 1) * sizeof *m.work);
+    m.block = malloc((square + 1) * sizeof *m.block);
+    m.spare = malloc((square + 1) * sizeof *m.spare);
+    m.free_row = malloc(((size_t)rows + 1) * sizeof *m.free_row);
+    m.structural = malloc(((size_t)rows + 1) * sizeof *m.structural);
+    m.spare_value = malloc(((size_t)rows + 1) * sizeof *m.spare_value);
+    m.value = malloc(((size_t)rows + 1) * sizeof *m.value);
+    m.dual = malloc(((size_t)rows + 1) * sizeof *m.dual);
+    m.column = malloc(((size_t)rows + 1) * sizeof *m.column);
+    m.cost = malloc((width + 1) * sizeof *m.cost);
+    m.basis = malloc(((size_t)rows + 1) * sizeof *m.basis);
+    m.position = malloc((width + 1) * sizeof *m.position);
+    m.barred = calloc(width + 1, 1);
+    int rc = TF_ENOMEM;
+    if (!m.inverse || !m.work || !m.block || !m.spare || !m.free_row || !m.structural || !m.spare_value || !m.value || !m.dual || !m.column || !m.cost || !m.basis ||
+        !m.position || !m.barred)
+        goto done;
+    rc = 0;
     real scale = 1.0L;
-    int rc = 0, artificials = 0;
+    int artificials = 0;
     for (int i = 0; i < rows; i++) {
         if (b[i] < 0.0) {
             rc = TF_EINVAL;
             goto done;
         }
-        for (int j = 0; j < cols; j++) {
-            AT(&tb, i, j) = a[(size_t)i * (size_t)cols + (size_t)j];
-            if (fabsl(AT(&tb, i, j)) > scale)
-                scale = fabsl(AT(&tb, i, j));
-        }
-        AT(&tb, i, cols + i) = 1.0L;
-        AT(&tb, i, rhs) = b[i];
-        tb.basis[i] = cols + i;
+        for (int j = 0; j < cols; j++)
+            if (fabsl((real)a[(size_t)i * (size_t)cols + (size_t)j]) > scale)
+                scale = fabsl((real)a[(size_t)i * (size_t)cols + (size_t)j]);
         if (sense[i] == 'E')
             artificials = 1;
     }
     const real eps = 1e-13L;
     /* Warm start: the given basis, rebuilt from the data, if it is a
-     * feasible one; phase 2 goes on from there.  Else the slack basis. */
+     * feasible one with every 'E' row's artificial at zero; phase 2 goes
+     * on from there.  Else the slack basis. */
+    start_from_slacks(&m);
     int warm = 0;
-    if (basis && basis_valid(&tb, basis)) {
-        memcpy(tb.basis, basis, (size_t)rows * sizeof *tb.basis);
-        warm = !refactor(&tb, a, b, c, 1e-11L * scale);
-        /* An 'E' row's artificial may stay basic only at zero. */
-        for (int i = 0; i < rows && warm; i++)
-            if (tb.basis[i] >= cols && sense[tb.basis[i] - cols] == 'E' &&
-                AT(&tb, i, rhs) > 1e-11L * scale) {
+    if (basis && basis_valid(&m, basis)) {
+        for (int j = 0; j < cols + rows; j++)
+            m.position[j] = -1;
+        for (int k = 0; k < rows; k++)
+            set_basis(&m, k, basis[k]);
+        warm = !refactor(&m, 1e-11L * scale);
+        for (int k = 0; k < rows && warm; k++)
+            if (m.basis[k] >= cols && sense[m.basis[k] - cols] == 'E' &&
+                m.value[k] > 1e-11L * scale)
                 warm = 0;
-                load_rows(&tb, a, b);
-                for (int j = 0; j < tb.width; j++)
-                    AT(&tb, obj, j) = 0.0L;
-            }
         if (!warm)
-            for (int i = 0; i < rows; i++)
-                tb.basis[i] = cols + i; /* the tableau is unchanged */
+            start_from_slacks(&m);
     }
     for (int i = 0; i < rows; i++)
         if (sense[i] == 'E')
-            tb.barred[cols + i] = warm;
-    if (artificials && !warm) {
-        /* Phase 1: minimise the sum of the artificials (the slacks of 'E'
-         * rows), written in terms of the non-basic columns. */
-        for (int i = 0; i < rows; i++)
-            if (sense[i] == 'E')
-                for (int j = 0; j < tb.width; j++)
-                    if (j != cols + i)
-                        AT(&tb, obj, j) -= AT(&tb, i, j);
-        if ((rc = iterate(&tb, eps)))
-            goto done;
-        if (-AT(&tb, obj, rhs) > 1e-11L * scale) {
-            rc = TF_ESOLVER; /* infeasible */
-            goto done;
-        }
-        for (int i = 0; i < rows; i++)
-            if (sense[i] == 'E') {
-                tb.barred[cols + i] = 1;
-                AT(&tb, i, rhs) = AT(&tb, i, rhs) < 0.0L ? 0.0L : AT(&tb, i, rhs);
-            }
-        /* Drive artificials still basic (at zero) out where possible. */
-        for (int i = 0; i < rows; i++) {
-            if (!(tb.basis[i] >= cols && sense[tb.basis[i] - cols] == 'E'))
-                continue;
-            int best = -1;
-            for (int j = 0; j < cols + rows; j++)
-                if (!tb.barred[j] && fabsl(AT(&tb, i, j)) > 1e-9L &&
-                    (best < 0 || fabsl(AT(&tb, i, j)) > fabsl(AT(&tb, i, best))))
-                    best = j;
-            if (best >= 0) {
-                AT(&tb, i, rhs) = 0.0L; /* the artificial is at zero */
-                pivot_on(&tb, i, best);
-            }
-        }
-    }
-    /* Phase 2: the objective row is c - c_B B^-1 A.  After it, the
-     * tableau is rebuilt from the data for the final basis and the simplex
-     * goes on if the clean reduced costs show it stopped short. */
-    if (!warm)
-        price_row(&tb, c);
-    if ((rc = iterate(&tb, eps)))
+            m.barred[cols + i] = warm;
+    if (artificials && !warm && (rc = phase_one(&m, sense, eps, scale)))
         goto done;
-    for (int pass = 0; pass < 4; pass++) {
-        if (refactor(&tb, a, b, c, INFINITY) || !improvable(&tb, eps))
+    /* Phase 2.  After it the inverse is rebuilt from the data for the final
+     * basis and the simplex goes on if the clean reduced costs show it
+     * stopped short. */
+    for (int j = 0; j < cols + rows; j++)
+        m.cost[j] = j < cols ? (real)c[j] : 0.0L;
+    if ((rc = iterate(&m, eps)))
+        goto done;
+    for (int pass = 0; pass < 4 && m.pivots_since_refactor > 0; pass++) {
+        if (refactor(&m, INFINITY) || entering(&m, eps, 0) < 0)
             break;
-        if ((rc = iterate(&tb, eps)))
+        if ((rc = iterate(&m, eps)))
             goto done;
     }
+    compute_duals(&m);
     for (int j = 0; j < cols; j++)
         x[j] = 0.0;
+    real value = 0.0L;
+    for (int k = 0; k < rows; k++) {
+        if (m.basis[k] < cols)
+            x[m.basis[k]] = (double)m.value[k];
+        value += m.cost[m.basis[k]] * m.value[k];
+    }
     for (int i = 0; i < rows; i++)
-        if (tb.basis[i] < cols)
-            x[tb.basis[i]] = (double)(AT(&tb, i, rhs) < 0.0L ? 0.0L : AT(&tb, i, rhs));
-    /* Dual of row i: minus the reduced cost of its slack / artificial. */
-    for (int i = 0; i < rows; i++)
-        y[i] = (double)(-AT(&tb, obj, cols + i));
-    *objective = (double)(-AT(&tb, obj, rhs));
+        y[i] = (double)m.dual[i];
+    *objective = (double)value;
     if (basis)
-        memcpy(basis, tb.basis, (size_t)rows * sizeof *basis);
+        memcpy(basis, m.basis, (size_t)rows * sizeof *basis);
 
 done:
-    free(tb.t);
-    free(tb.basis);
-    free(tb.barred);
+    free(m.inverse);
+    free(m.work);
+    free(m.block);
+    free(m.spare);
+    free(m.free_row);
+    free(m.structural);
+    free(m.spare_value);
+    free(m.value);
+    free(m.dual);
+    free(m.column);
+    free(m.cost);
+    free(m.basis);
+    free(m.position);
+    free(m.barred);
     return rc;
 }

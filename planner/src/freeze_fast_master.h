@@ -4,10 +4,11 @@
  *     minimise c^T x  s.t.  A x <= b (sense 'L') or A x = b (sense 'E'),
  *                           x >= 0,  b >= 0.
  *
- * Two-phase tableau simplex in long double (the master is small, highly
- * degenerate and its columns nearly parallel near the optimum, which is
- * where lp_solve reported accuracy errors); Dantzig's rule, switching to
- * Bland's rule after a run of degenerate pivots so it cannot cycle.
+ * Two-phase revised simplex with an explicit basis inverse in long double
+ * (the master is small, highly degenerate and its columns nearly parallel
+ * near the optimum, which is where lp_solve reported accuracy errors);
+ * Dantzig's rule, switching to Bland's rule after a run of degenerate
+ * pivots so it cannot cycle.
  */
 #ifndef TF_FREEZE_FAST_MASTER_H
 #define TF_FREEZE_FAST_MASTER_H

@@ -821,27 +821,69 @@ static void set_ratio_bound(dw_state *w, double z)
     w->fresh_pricing = 1;
 }
 
+/* The slope of t at the current ratio bound z, right after dw_run has
+ * proved t(z): -sum_u (max_u - min_u) f_u, with f the optimal flow on the
+ * arcs a_u -> b_u when pricing at the duals that proved it.  Those duals
+ * are feasible for every z, so the line through (z, bound) with this slope
+ * lies below t (t is convex); *bound is their Lagrangian bound on t(z).
+ * Returns 0 or a TF_E* code. */
+static int ratio_bound_slope(dw_state *w, double *slope, double *bound, tf_error *err)
+{
+    const fast_net *g = w->g;
+    set_cap_costs(w, OBJECTIVE_T, w->dual_centre);
+    double value;
+    int rc = price(w, w->nu_sigma[0], &value);
+    if (rc)
+        return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
+                       "fast solver: network simplex failed while minimising the largest "
+                       "freeze ratio");
+    *slope = 0.0;
+    for (int j = 0; j < g->k; j++) {
+        int u = g->freezable[j];
+        *slope -= g->span[u] * w->nsx.flow[g->short_arc[u]];
+    }
+    *bound = value;
+    for (int c = 0; c < w->n_caps; c++)
+        *bound += w->dual_centre[c] * w->cap_value[c];
+    return 0;
+}
+
 /* Spread's second stage: the least z such that t(z), the least makespan
  * (scaled) with every ratio at most z, is still the optimum best_t = t(1).
  * t is convex, piecewise linear and non-increasing in z (an LP's value as a
- * function of its right-hand side), so Newton's method from z = 0 never
- * passes the answer and reaches it in finitely many steps.  Each step
- * solves the makespan stage at z; the slope there is
- * -sum_u (max_u - min_u) f_u, with f the optimal flow on the arcs
- * a_u -> b_u when pricing at the duals that proved t(z).  Points with a
- * ratio above z leave the master, so it restarts from the unfrozen point
- * (which every z admits); a point kept for one z stays valid for larger z.
- * On success the network keeps the bound z*. */
+ * function of its right-hand side).
+ *
+ * First the slope g of t at z = 1, from the first stage's own proof: with
+ * L its Lagrangian bound, t(z) >= L + |g| (1 - z), so t(z) > best_t for
+ * every z < 1 - (best_t - L) / |g|.  When that is within 1e-9 of 1 (the
+ * plan's snapping tolerance), z* = 1 without another solve.  So it is on
+ * every benchmark profile (some action must be frozen whole), where
+ * Newton's method used to take 5-7 steps, each a first stage of its own.
+ * best_t - L counts as at least 1e-14 relative, so a slope that is only
+ * round-off never passes.
+ *
+ * Otherwise Newton's method from z = 0 never passes the answer and reaches
+ * it in finitely many steps: each step solves the makespan stage at z and
+ * moves to where the tangent there meets best_t.  Points with a ratio above
+ * z leave the master, so it restarts from the unfrozen point (which every z
+ * admits); a point kept for one z stays valid for larger z.  On success the
+ * network keeps the bound z*. */
 static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_error *err)
 {
     const fast_net *g = w->g;
     const char *step = "the largest freeze ratio";
+    double slope, bound;
+    int rc = ratio_bound_slope(w, &slope, &bound, err);
+    if (rc)
+        return rc;
+    double proof_gap = fmax(best_t - bound, 1e-14 * fmax(1.0, best_t));
+    if (slope < 0.0 && proof_gap / -slope <= 1e-9)
+        return 0; /* z* = 1: the network's arcs already say r_u <= 1 */
     w->cols = 0;
     w->have_basis = 0;
     memset(w->point_r, 0, (size_t)g->k * sizeof *w->point_r);
     w->point_T = unfrozen_T;
-    int rc = add_point_column(w);
-    if (rc)
+    if ((rc = add_point_column(w)))
         return tf_fail(err, rc, "out of memory");
     double z = 0.0;
     for (int newton = 0; newton < 200; newton++) {
@@ -851,16 +893,8 @@ static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_e
         double gap = w->master_t - best_t;
         if (gap <= 1e-11 * fmax(1.0, best_t) || z >= 1.0)
             return 0;
-        set_cap_costs(w, OBJECTIVE_T, w->dual_centre);
-        double value;
-        if ((rc = price(w, w->nu_sigma[0], &value)))
-            return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
-                           "fast solver: network simplex failed while minimising %s", step);
-        double slope = 0.0;
-        for (int j = 0; j < g->k; j++) {
-            int u = g->freezable[j];
-            slope -= g->span[u] * w->nsx.flow[g->short_arc[u]];
-        }
+        if ((rc = ratio_bound_slope(w, &slope, &bound, err)))
+            return rc;
         /* t is convex and t(1) < t(z), so an exact slope is negative; a
          * step of 1 instead could pass z* and return a worse plan. */
         if (!(slope < 0.0))

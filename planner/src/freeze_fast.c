@@ -856,8 +856,8 @@ static int ratio_bound_slope(dw_state *w, double *slope, double *bound, tf_error
  * First the slope g of t at z = 1, from the first stage's own proof: with
  * L its Lagrangian bound, t(z) >= L + |g| (1 - z), so t(z) > best_t for
  * every z < 1 - (best_t - L) / |g|.  When that is within 1e-9 of 1 (the
- * plan's snapping tolerance), z* = 1 without another solve.  So it is on
- * every benchmark profile (some action must be frozen whole), where
+ * plan's snapping tolerance), z* = 1 without another solve.  That holds on
+ * every benchmark profile (some action there must be frozen whole), where
  * Newton's method used to take 5-7 steps, each a first stage of its own.
  * best_t - L counts as at least 1e-14 relative, so a slope that is only
  * round-off never passes.

@@ -40,11 +40,17 @@ typedef struct revised {
 
 #define INV(m, i, j) ((m)->inverse[(size_t)(i) * (size_t)(m)->rows + (size_t)(j)])
 
+/* Row i of structural column j < cols. */
+static real data(const revised *m, int i, int j)
+{
+    return m->a[(size_t)i * (size_t)m->cols + (size_t)j];
+}
+
 /* Row i of column j, for structural columns and the unit slack columns. */
 static real entry(const revised *m, int i, int j)
 {
     if (j < m->cols)
-        return m->a[(size_t)i * (size_t)m->cols + (size_t)j];
+        return data(m, i, j);
     return j - m->cols == i ? 1.0L : 0.0L;
 }
 
@@ -101,7 +107,7 @@ static int refactor(revised *m, real allowed)
 #define F(i, j) fresh[(size_t)(i) * (size_t)rows + (size_t)(j)]
     for (int t = 0; t < q; t++)
         for (int j = 0; j < q; j++) {
-            W(t, j) = m->a[(size_t)free_row[t] * (size_t)cols + (size_t)m->basis[structural[j]]];
+            W(t, j) = data(m, free_row[t], m->basis[structural[j]]);
             M(t, j) = t == j ? 1.0L : 0.0L;
         }
     /* Row-reduce [W | I] to [I | W^-1]; row swaps keep the result W^-1,
@@ -150,7 +156,7 @@ static int refactor(revised *m, real allowed)
         int i = col - cols;
         F(k, i) = 1.0L;
         for (int j = 0; j < q; j++) {
-            real a = m->a[(size_t)i * (size_t)cols + (size_t)m->basis[structural[j]]];
+            real a = data(m, i, m->basis[structural[j]]);
             if (a != 0.0L)
                 for (int t = 0; t < q; t++)
                     F(k, free_row[t]) -= a * M(j, t);
@@ -197,7 +203,7 @@ static real reduced_cost(const revised *m, int j)
         return m->cost[j] - m->dual[j - m->cols];
     real d = m->cost[j];
     for (int i = 0; i < m->rows; i++)
-        d -= m->dual[i] * (real)m->a[(size_t)i * (size_t)m->cols + (size_t)j];
+        d -= m->dual[i] * data(m, i, j);
     return d;
 }
 
@@ -211,7 +217,7 @@ static void compute_column(revised *m, int j)
             v = INV(m, k, j - m->cols);
         else
             for (int i = 0; i < rows; i++)
-                v += INV(m, k, i) * (real)m->a[(size_t)i * (size_t)m->cols + (size_t)j];
+                v += INV(m, k, i) * data(m, i, j);
         m->column[k] = v;
     }
 }
@@ -378,25 +384,27 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
     m.cols = cols;
     m.a = a;
     m.b = b;
-    const size_t square = (size_t)rows * (size_t)rows, width = (size_t)cols + (size_t)rows;
-    m.inverse = malloc((square + 1) * sizeof *m.inverse);
-    m.work = malloc((square + 1) * sizeof *m.work);
-    m.block = malloc((square + 1) * sizeof *m.block);
-    m.spare = malloc((square + 1) * sizeof *m.spare);
-    m.free_row = malloc(((size_t)rows + 1) * sizeof *m.free_row);
-    m.structural = malloc(((size_t)rows + 1) * sizeof *m.structural);
-    m.spare_value = malloc(((size_t)rows + 1) * sizeof *m.spare_value);
-    m.value = malloc(((size_t)rows + 1) * sizeof *m.value);
-    m.dual = malloc(((size_t)rows + 1) * sizeof *m.dual);
-    m.column = malloc(((size_t)rows + 1) * sizeof *m.column);
-    m.cost = malloc((width + 1) * sizeof *m.cost);
-    m.basis = malloc(((size_t)rows + 1) * sizeof *m.basis);
-    m.position = malloc((width + 1) * sizeof *m.position);
+    /* All arrays in two blocks, real and int (+1 each: rows may be 0). */
+    const size_t n = (size_t)rows, square = n * n, width = (size_t)cols + n;
+    real *reals = malloc((4 * square + 4 * n + width + 1) * sizeof *reals);
+    int *ints = malloc((3 * n + width + 1) * sizeof *ints);
     m.barred = calloc(width + 1, 1);
     int rc = TF_ENOMEM;
-    if (!m.inverse || !m.work || !m.block || !m.spare || !m.free_row || !m.structural || !m.spare_value || !m.value || !m.dual || !m.column || !m.cost || !m.basis ||
-        !m.position || !m.barred)
+    if (!reals || !ints || !m.barred)
         goto done;
+    m.inverse = reals;
+    m.work = m.inverse + square;
+    m.block = m.work + square;
+    m.spare = m.block + square;
+    m.value = m.spare + square;
+    m.spare_value = m.value + n;
+    m.dual = m.spare_value + n;
+    m.column = m.dual + n;
+    m.cost = m.column + n;
+    m.basis = ints;
+    m.free_row = m.basis + n;
+    m.structural = m.free_row + n;
+    m.position = m.structural + n;
     rc = 0;
     real scale = 1.0L;
     int artificials = 0;
@@ -406,8 +414,8 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
             goto done;
         }
         for (int j = 0; j < cols; j++)
-            if (fabsl((real)a[(size_t)i * (size_t)cols + (size_t)j]) > scale)
-                scale = fabsl((real)a[(size_t)i * (size_t)cols + (size_t)j]);
+            if (fabsl(data(&m, i, j)) > scale)
+                scale = fabsl(data(&m, i, j));
         if (sense[i] == 'E')
             artificials = 1;
     }
@@ -443,7 +451,7 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
     if ((rc = iterate(&m, eps)))
         goto done;
     for (int pass = 0; pass < 4 && m.pivots_since_refactor > 0; pass++) {
-        if (refactor(&m, INFINITY) || entering(&m, eps, 0) < 0)
+        if (refactor(&m, INFINITY))
             break;
         if ((rc = iterate(&m, eps)))
             goto done;
@@ -464,19 +472,8 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
         memcpy(basis, m.basis, (size_t)rows * sizeof *basis);
 
 done:
-    free(m.inverse);
-    free(m.work);
-    free(m.block);
-    free(m.spare);
-    free(m.free_row);
-    free(m.structural);
-    free(m.spare_value);
-    free(m.value);
-    free(m.dual);
-    free(m.column);
-    free(m.cost);
-    free(m.basis);
-    free(m.position);
+    free(reals);
+    free(ints);
     free(m.barred);
     return rc;
 }

@@ -1,5 +1,5 @@
 /* test_schedule.c - built-in schedules against PyTorch's orders (golden CSVs
- * in tests/golden/schedules), hand-checked small orders, action parsing,
+ * in tests/planner/golden/schedules), hand-checked small orders, action parsing,
  * explicit-order validation and CSV round trips. */
 #include <dirent.h>
 #include <setjmp.h>
@@ -107,7 +107,7 @@ static void test_goldens_equal_build(void **state)
 {
     (void)state;
     char dir_path[4096];
-    snprintf(dir_path, sizeof dir_path, "%s/tests/golden/schedules", source_dir());
+    snprintf(dir_path, sizeof dir_path, "%s/tests/planner/golden/schedules", source_dir());
     DIR *dir = opendir(dir_path);
     if (!dir)
         fail_msg("cannot open %s (is TF_SOURCE_DIR set?)", dir_path);

@@ -52,7 +52,7 @@ static void add_entry(triplets *t, int column, double value)
     t->value[t->count++] = value;
 }
 
-/* later - t_u + d_u r_u >= max_u + lag, as freeze.c's add_precedence. */
+/* later - t_u + d_u r_u >= max_u + lag, as freeze_lpsolve.c's add_precedence. */
 static void add_precedence(triplets *t, const clp_lp *m, const double *span, int u, int later,
                            double bound)
 {
@@ -113,7 +113,7 @@ static int build_lp(const tf_schedule *s, const tf_dag *g, const double *max_ms,
         int first = g->succ_offset[u], last = g->succ_offset[u + 1];
         for (int e = first; e < last; e++) {
             int v = g->succ[e];
-            /* freeze.c's implied_by_rank_order */
+            /* tf_freeze_edge_implied (planner/src/solve/freeze_common.c) */
             if (!(g->rule[e] & TF_EDGE_RANK_ORDER) && s->actions[u].rank == s->actions[v].rank)
                 continue;
             add_precedence(&t, m, span, u, v, max_ms[u] + g->lag[e]);

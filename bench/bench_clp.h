@@ -2,7 +2,7 @@
  *
  * Built only when CMake finds CLP (Debian: coinor-libclp-dev); then
  * TF_BENCH_HAVE_CLP is defined.  The model is the same compact LP as
- * planner/src/freeze.c (least-freeze objective only):
+ * planner/src/solve/freeze_lpsolve.c (least-freeze objective only):
  *   columns  t_i >= 0 per action, r_j in [0, 1] per freezable action, T >= 0;
  *   rows     t_v - t_u + d_u r_u >= max_u + lag  per DAG edge, except same-rank
  *            edges that are not rank-order edges (implied by the rank order);
@@ -10,7 +10,7 @@
  *            sum_{stage s} r_j <= cap_s x count_s  per stage with freezable
  *            actions and cap_s < 1;
  * with d_u = max_u - min_u and the r_u term only for freezable u.  Solved
- * lexicographically as freeze.c does: min T (Clp_initialSolve); then T's
+ * lexicographically as freeze_lpsolve.c does: min T (Clp_initialSolve); then T's
  * upper bound fixed at the optimum (relaxed by 1e-9 relative only if round-off
  * makes that infeasible) and min sum r (Clp_primal from the optimal basis).
  * Ratios within 1e-9 of 0 or 1 are snapped, and the batch time is the longest

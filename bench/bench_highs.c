@@ -136,7 +136,7 @@ static int write_lp(FILE *f, const tf_schedule *s, const tf_dag *g, const double
                      ratio_index[u]);
         for (int e = first; e < last; e++) {
             int v = g->succ[e];
-            /* freeze.c's implied_by_rank_order */
+            /* tf_freeze_edge_implied (planner/src/solve/freeze_common.c) */
             if (!(g->rule[e] & TF_EDGE_RANK_ORDER) && s->actions[u].rank == s->actions[v].rank)
                 continue;
             fprintf(f, " c%d: s%d - s%d%s >= %.17g\n", row++, v, u, ratio_term,

@@ -54,7 +54,7 @@ run "smoke" 256
 grep -q 'speed-up  fast over lp_solve [0-9.]*x' "$work/out" && ok || bad "speed-up of fast"
 
 # Regressions.  lp_solve's default dual simplex cycles on Interleaved1F1B
-# 4 x 64: the guard in freeze.c stops it and re-solves with the primal
+# 4 x 64: the guard in freeze_lpsolve.c stops it and re-solves with the primal
 # simplex (for spread, from the slack basis, with a larger guard).  The fast
 # solver's master duals once drifted to 1e12 there and on the next two,
 # and it stopped with a total freeze up to 0.33 above the optimum.

@@ -77,7 +77,7 @@ static int compare(const char *name, int ranks, int spr, int mb, double p2p, int
     summarise(&x, &ref, &ref_sum, &ref_max);
     summarise(&x, &fast, &fast_sum, &fast_max);
     /* The batch time is the first objective, the same for both: compare
-     * spread's with least-freeze's, because freeze.c may relax the bound
+     * spread's with least-freeze's, because freeze_lpsolve.c may relax the bound
      * by 1e-9 relative in spread's later stages and spread then uses it. */
     double best_T = ref.makespan;
     if (objective == TF_OBJECTIVE_SPREAD) {

@@ -1,5 +1,5 @@
 /* test_freeze_master.c - the fast solver's dense master LP
- * (planner/src/freeze_fast_master.c): optimum, duals and warm starts on LPs
+ * (planner/src/solve/freeze_fast_master.c): optimum, duals and warm starts on LPs
  * solved by hand. */
 #include "test_util.h"
 

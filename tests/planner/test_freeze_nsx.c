@@ -1,5 +1,5 @@
 /* test_freeze_nsx.c - the fast solver's network simplex
- * (planner/src/freeze_fast_nsx.c) on seeded random networks, checked
+ * (planner/src/solve/freeze_fast_nsx.c) on seeded random networks, checked
  * against lp_solve on the dual LP: one fresh solve, then re-solves for new
  * demands on the same network, as the column generation uses it.
  *

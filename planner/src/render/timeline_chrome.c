@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_util.h"
+#include "model/json_util.h"
 #include "timeline_internal.h"
 
 /* Process metadata: its name and its place in the list. */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "json_util.h"
+#include "model/json_util.h"
 #include "tf/profile.h"
 #include "tf/util.h"
 #include "timeline_internal.h"

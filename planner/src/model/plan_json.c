@@ -1,176 +1,13 @@
-/* plan.c - profile -> plan, plan.json in and out, the summary. */
-#include "tf/plan.h"
-
+/* plan_json.c - plan.json out (tf_plan_to_json, tf_plan_save) and in
+ * (tf_plan_parse, tf_plan_load): every field checked, the figures
+ * recomputed from the actions. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json_util.h"
-#include "tf/dag.h"
+#include "plan_internal.h"
 #include "tf/util.h"
-
-void tf_plan_options_init(tf_plan_options *o)
-{
-    o->objective = TF_OBJECTIVE_LEAST_FREEZE;
-    o->max_freeze_ratio = -1.0;
-    o->solver = TF_SOLVER_AUTO;
-}
-
-static double tokens_per_s(double microbatch_tokens, int microbatches, double batch_ms)
-{
-    if (microbatch_tokens <= 0 || batch_ms <= 0)
-        return 0.0;
-    return microbatch_tokens * microbatches / (batch_ms / 1000.0);
-}
-
-/* Allocates the plan's arrays and copies the shape from the profile. */
-static int plan_init(tf_plan *plan, const tf_profile *p, const double *caps)
-{
-    memset(plan, 0, sizeof *plan);
-    const tf_schedule *s = &p->schedule;
-    if (tf_schedule_copy(s, &plan->schedule))
-        return TF_ENOMEM;
-    plan->max_freeze_ratio = calloc((size_t)s->stages + 1, sizeof *plan->max_freeze_ratio);
-    plan->freeze_ratio_stage = calloc((size_t)s->stages + 1, sizeof *plan->freeze_ratio_stage);
-    plan->actions = calloc((size_t)s->n_actions + 1, sizeof *plan->actions);
-    if (!plan->max_freeze_ratio || !plan->freeze_ratio_stage || !plan->actions)
-        return TF_ENOMEM;
-    memcpy(plan->max_freeze_ratio, caps, (size_t)s->stages * sizeof *caps);
-    plan->microbatch_tokens = p->microbatch_tokens;
-    plan->p2p_ms = p->p2p_ms;
-    return 0;
-}
-
-/* Fills per-action rows, critical flags, freeze statistics and throughput
- * from planned durations and start times.  Returns 0 or TF_ENOMEM. */
-static int plan_finish(tf_plan *plan, const tf_dag *g, const double *max_ms,
-                        const double *min_ms, const double *ratio, const double *duration,
-                        const double *start, unsigned char *critical)
-{
-    const tf_schedule *s = &plan->schedule;
-    int *stage_count = calloc((size_t)s->stages + 1, sizeof *stage_count);
-    if (!stage_count || tf_dag_critical(g, duration, critical)) {
-        free(stage_count);
-        return TF_ENOMEM;
-    }
-    double total = 0.0;
-    int freezable = 0;
-    for (int i = 0; i < s->n_actions; i++) {
-        tf_plan_action *a = &plan->actions[i];
-        a->action = s->actions[i];
-        a->start_ms = start[i];
-        a->ms = duration[i];
-        a->max_ms = max_ms[i];
-        a->min_ms = min_ms[i];
-        a->freeze_ratio = ratio[i];
-        a->critical = critical[i];
-        if (tf_freeze_is_freezable(&a->action, max_ms[i], min_ms[i])) {
-            total += ratio[i];
-            freezable++;
-            plan->freeze_ratio_stage[a->action.stage] += ratio[i];
-            stage_count[a->action.stage]++;
-        }
-    }
-    for (int st = 0; st < s->stages; st++)
-        plan->freeze_ratio_stage[st] =
-            stage_count[st] ? plan->freeze_ratio_stage[st] / stage_count[st] : 0.0;
-    free(stage_count);
-    plan->freeze_ratio_mean = freezable ? total / freezable : 0.0;
-    plan->speedup = plan->batch_ms_planned > 0 ? plan->batch_ms_unfrozen / plan->batch_ms_planned
-                                               : 1.0;
-    plan->tokens_per_s_unfrozen =
-        tokens_per_s(plan->microbatch_tokens, s->microbatches, plan->batch_ms_unfrozen);
-    plan->tokens_per_s_planned =
-        tokens_per_s(plan->microbatch_tokens, s->microbatches, plan->batch_ms_planned);
-    return 0;
-}
-
-/* Shared body of tf_plan_from_profile and tf_plan_unfrozen. */
-static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, tf_plan *out,
-                     tf_error *err)
-{
-    const tf_schedule *s = &p->schedule;
-    const int n = s->n_actions;
-    double *caps = calloc((size_t)s->stages + 1, sizeof *caps);
-    double *max_ms = malloc(((size_t)n + 1) * sizeof *max_ms);
-    double *min_ms = malloc(((size_t)n + 1) * sizeof *min_ms);
-    double *zeros = calloc((size_t)n + 1, sizeof *zeros);
-    double *start = malloc(((size_t)n + 1) * sizeof *start);
-    unsigned char *critical = malloc((size_t)n + 1);
-    tf_dag g = {0};
-    tf_freeze_result fr = {0};
-    int rc = 0;
-    memset(out, 0, sizeof *out);
-    if (!caps || !max_ms || !min_ms || !zeros || !start || !critical) {
-        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
-        goto done;
-    }
-    for (int st = 0; st < s->stages; st++)
-        caps[st] = o && o->max_freeze_ratio >= 0 ? o->max_freeze_ratio : p->max_freeze_ratio[st];
-    tf_profile_durations(p, max_ms, min_ms);
-    if ((rc = tf_dag_build(s, p->p2p_ms, &g, err)))
-        goto done;
-    if ((rc = plan_init(out, p, caps))) {
-        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
-        goto done;
-    }
-    out->objective = o ? o->objective : TF_OBJECTIVE_LEAST_FREEZE;
-    /* start doubles as scratch for the all-frozen pass, so no pass allocates. */
-    out->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, start);
-    out->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, start);
-    if (!solve) {
-        out->batch_ms_planned = out->batch_ms_unfrozen;
-        snprintf(out->solver_name, sizeof out->solver_name, "none");
-        snprintf(out->solver_status, sizeof out->solver_status, "unfrozen");
-        if (plan_finish(out, &g, max_ms, min_ms, zeros, max_ms, start, critical))
-            rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
-        goto done;
-    }
-    tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
-    if ((rc = tf_freeze_solve_with(requested, s, &g, max_ms, min_ms, caps, out->objective, &fr,
-                                   err)))
-        goto done;
-    out->batch_ms_planned = fr.makespan;
-    snprintf(out->solver_name, sizeof out->solver_name, "%s", fr.solver);
-    snprintf(out->solver_requested, sizeof out->solver_requested, "%s",
-             tf_solver_name(requested));
-    /* The version is that of the code that solved: lp_solve's library, or
-     * the planner itself for the fast solver, which is part of it. */
-    if (strcmp(fr.solver, "lp_solve") == 0)
-        tf_freeze_solver_version(out->solver_version, sizeof out->solver_version);
-    else
-        snprintf(out->solver_version, sizeof out->solver_version, "%s", TF_VERSION);
-    snprintf(out->solver_status, sizeof out->solver_status, "%s", fr.status);
-    out->solver_variables = fr.variables;
-    out->solver_constraints = fr.constraints;
-    out->solver_seconds = fr.seconds;
-    if (plan_finish(out, &g, max_ms, min_ms, fr.ratio, fr.duration, fr.start, critical))
-        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
-
-done:
-    if (rc)
-        tf_plan_free(out);
-    tf_freeze_result_free(&fr);
-    tf_dag_free(&g);
-    free(caps);
-    free(max_ms);
-    free(min_ms);
-    free(zeros);
-    free(start);
-    free(critical);
-    return rc;
-}
-
-int tf_plan_from_profile(const tf_profile *p, const tf_plan_options *o, tf_plan *out,
-                         tf_error *err)
-{
-    return make_plan(p, o, 1, out, err);
-}
-
-int tf_plan_unfrozen(const tf_profile *p, tf_plan *out, tf_error *err)
-{
-    return make_plan(p, NULL, 0, out, err);
-}
 
 static cJSON *number_array(const double *values, int n)
 {
@@ -464,7 +301,7 @@ static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_er
             plan->batch_ms_planned = 0.0;
             for (int k = 0; k < count; k++)
                 plan->batch_ms_planned = fmax(plan->batch_ms_planned, start[k] + dur[k]);
-            if (plan_finish(plan, &g, max_ms, min_ms, ratio, dur, start, critical))
+            if (tf_plan_fill(plan, &g, max_ms, min_ms, ratio, dur, start, critical))
                 rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
         }
         tf_dag_free(&g);
@@ -509,55 +346,3 @@ int tf_plan_load(const char *path, tf_plan *out, tf_error *err)
     return rc;
 }
 
-void tf_plan_print_summary(const tf_plan *plan, FILE *f)
-{
-    const tf_schedule *s = &plan->schedule;
-    fprintf(f, "schedule      %s: %d ranks x %d stage%s, %d microbatches, %d actions\n", s->name,
-            s->ranks, s->stages_per_rank, s->stages_per_rank == 1 ? "" : "s", s->microbatches,
-            s->n_actions);
-    fprintf(f, "batch time    unfrozen %.2f ms   all frozen %.2f ms   planned %.2f ms\n",
-            plan->batch_ms_unfrozen, plan->batch_ms_all_frozen, plan->batch_ms_planned);
-    double reachable = plan->batch_ms_unfrozen - plan->batch_ms_all_frozen;
-    fprintf(f, "speedup       %.3fx  (batch time -%.1f%%, %.0f%% of the all-frozen gain)\n",
-            plan->speedup,
-            plan->batch_ms_unfrozen > 0
-                ? 100.0 * (1.0 - plan->batch_ms_planned / plan->batch_ms_unfrozen)
-                : 0.0,
-            reachable > 0 ? 100.0 * (plan->batch_ms_unfrozen - plan->batch_ms_planned) / reachable
-                          : 100.0);
-    if (plan->tokens_per_s_planned > 0)
-        fprintf(f, "tokens/s      unfrozen %.0f   planned %.0f\n", plan->tokens_per_s_unfrozen,
-                plan->tokens_per_s_planned);
-    fprintf(f, "freeze ratio  mean %.3f (%s)  per stage", plan->freeze_ratio_mean,
-            tf_objective_name(plan->objective));
-    for (int st = 0; st < s->stages; st++)
-        fprintf(f, " %.2f", plan->freeze_ratio_stage[st]);
-    fprintf(f, "\ncap           ");
-    int same = 1;
-    for (int st = 1; st < s->stages; st++)
-        same &= plan->max_freeze_ratio[st] == plan->max_freeze_ratio[0];
-    for (int st = 0; st < (same ? 1 : s->stages); st++)
-        fprintf(f, "%s%.2f", st ? " " : "", plan->max_freeze_ratio[st]);
-    fprintf(f, "%s\n", same ? " on every stage" : " per stage");
-    /* "lp_solve 5.5.2.5 (auto): optimal, ..." - the solver that ran, and
-     * "(auto)" when tf_solver_for_size chose it. */
-    fprintf(f, "solver        %s%s%s%s: %s, ", plan->solver_name,
-            plan->solver_version[0] ? " " : "", plan->solver_version,
-            strcmp(plan->solver_requested, "auto") == 0 ? " (auto)" : "", plan->solver_status);
-    if (strcmp(plan->solver_name, "fast") == 0)
-        fprintf(f, "%d network nodes, %d arcs", plan->solver_variables,
-                plan->solver_constraints);
-    else
-        fprintf(f, "%d variables, %d constraints", plan->solver_variables,
-                plan->solver_constraints);
-    fprintf(f, ", %.3f s\n", plan->solver_seconds);
-}
-
-void tf_plan_free(tf_plan *plan)
-{
-    tf_schedule_free(&plan->schedule);
-    free(plan->max_freeze_ratio);
-    free(plan->freeze_ratio_stage);
-    free(plan->actions);
-    memset(plan, 0, sizeof *plan);
-}

@@ -31,13 +31,12 @@
  * constraint of the full LP because X is convex and the master enforces the
  * rest.  See docs/fast-solver.md.
  */
-#include "tf/freeze.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "freeze_common.h"
 #include "freeze_fast_master.h"
 #include "freeze_fast_nsx.h"
 #include "tf/util.h"
@@ -80,14 +79,6 @@ static void net_free(fast_net *g)
     free(g->short_arc);
     free(g->long_arc);
     memset(g, 0, sizeof *g);
-}
-
-/* As in freeze.c: a same-rank edge that is not a rank-order edge is implied
- * by the rank's chain (lags on one rank are 0), so it adds no constraint. */
-static int implied_by_rank_order(const tf_schedule *s, const tf_dag *d, int u, int e)
-{
-    return !(d->rule[e] & TF_EDGE_RANK_ORDER) &&
-           s->actions[u].rank == s->actions[d->succ[e]].rank;
 }
 
 static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms,
@@ -139,7 +130,7 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
         if (first == last)
             arcs++;
         for (int e = first; e < last; e++)
-            if (!implied_by_rank_order(s, d, u, e)) {
+            if (!tf_freeze_edge_implied(s, d, u, e)) {
                 indegree[d->succ[e] + 1]++;
                 arcs++;
             }
@@ -168,7 +159,7 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
         int first = d->succ_offset[u], last = d->succ_offset[u + 1];
         g->sink_arc[u] = g->short_arc[u] = g->long_arc[u] = -1;
         for (int e = first; e < last; e++) {
-            if (implied_by_rank_order(s, d, u, e))
+            if (tf_freeze_edge_implied(s, d, u, e))
                 continue;
             int v = d->succ[e];
             g->tail[a] = g->end_node[u];
@@ -790,7 +781,7 @@ static int dw_run_bounded(dw_state *w, int kind, const char *step, tf_error *err
 /* Minimises the total ratio with the makespan bound at `optimum` (scaled).
  * The bound is the exact optimum; only if round-off then leaves no feasible
  * point (the network reports a positive cycle) is it relaxed, by 1e-12 and
- * at most 1e-9 relative (freeze.c relaxes by 1e-9 at once). */
+ * at most 1e-9 relative (freeze_lpsolve.c relaxes by 1e-9 at once). */
 static int least_total_ratio(dw_state *w, double optimum, tf_error *err)
 {
     static const double slacks[] = {0.0, 1e-12, 1e-11, 1e-10, 1e-9};
@@ -921,10 +912,7 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
     dw_state w;
     memset(&w, 0, sizeof w);
     int rc = net_build(s, g, max_ms, min_ms, &net);
-    out->ratio = calloc((size_t)n + 1, sizeof *out->ratio);
-    out->duration = calloc((size_t)n + 1, sizeof *out->duration);
-    out->start = calloc((size_t)n + 1, sizeof *out->start);
-    if (rc || !out->ratio || !out->duration || !out->start) {
+    if (tf_freeze_result_alloc(out, n) || rc) {
         rc = tf_fail(err, rc == TF_EINVAL ? TF_EINVAL : TF_ENOMEM,
                      "out of memory building the fast freeze model for %d actions", n);
         goto done;

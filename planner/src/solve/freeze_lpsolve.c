@@ -1,4 +1,4 @@
-/* freeze.c - the freeze-ratio LP, built sparse and solved with lp_solve.
+/* freeze_lpsolve.c - the freeze-ratio LP, built sparse and solved with lp_solve.
  *
  * Columns (1-based, lp_solve's convention):
  *   1 .. n             t_i, start of action i                  (>= 0)
@@ -16,51 +16,14 @@
  * bound at the optimum and minimise sum r (least-freeze), or first max r then
  * sum r (spread).  Each re-solve starts from the previous optimal basis.
  */
-#include "tf/freeze.h"
-
 #include <lpsolve/lp_lib.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "freeze_common.h"
 #include "tf/util.h"
-
-const char *tf_objective_name(tf_objective o)
-{
-    return o == TF_OBJECTIVE_SPREAD ? "spread" : "least-freeze";
-}
-
-int tf_objective_parse(const char *name, tf_objective *o)
-{
-    if (strcmp(name, "least-freeze") == 0)
-        *o = TF_OBJECTIVE_LEAST_FREEZE;
-    else if (strcmp(name, "spread") == 0)
-        *o = TF_OBJECTIVE_SPREAD;
-    else
-        return TF_EINVAL;
-    return 0;
-}
-
-int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms)
-{
-    return (a->type == TF_ACT_B || a->type == TF_ACT_W) && min_ms < max_ms;
-}
-
-double tf_freeze_apply_ratios(const tf_dag *g, const double *max_ms, const double *min_ms,
-                              double *ratio, double *duration, double *start)
-{
-    for (int i = 0; i < g->n; i++) {
-        double r = ratio[i];
-        if (r < 1e-9)
-            r = 0.0;
-        if (r > 1.0 - 1e-9)
-            r = 1.0;
-        ratio[i] = r;
-        duration[i] = max_ms[i] - r * (max_ms[i] - min_ms[i]);
-    }
-    return tf_dag_longest_path(g, duration, start);
-}
 
 char *tf_freeze_solver_version(char *buf, size_t size)
 {
@@ -124,17 +87,6 @@ static int add_precedence(lp_model *m, int u, int later_column, double max_u, do
     return add_row(m, count, values, columns, GE, max_u + lag);
 }
 
-/* An edge between two actions of one rank that is not itself a rank-order
- * edge is implied by the chain of rank-order edges between them: the graph
- * is acyclic, so the later action comes later in the rank's order, lags on
- * one rank are 0 and durations are non-negative.  Leaving such rows out
- * shrinks the LP by about a third without changing its feasible set. */
-static int implied_by_rank_order(const tf_schedule *s, const tf_dag *g, int u, int e)
-{
-    return !(g->rule[e] & TF_EDGE_RANK_ORDER) &&
-           s->actions[u].rank == s->actions[g->succ[e]].rank;
-}
-
 static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_ms,
                        const double *min_ms, const double *cap, tf_objective objective,
                        lp_model *m)
@@ -185,7 +137,7 @@ static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_
     for (int u = 0; u < n && !rc; u++) {
         int first = g->succ_offset[u], last = g->succ_offset[u + 1];
         for (int e = first; e < last && !rc; e++)
-            if (!implied_by_rank_order(s, g, u, e))
+            if (!tf_freeze_edge_implied(s, g, u, e))
                 rc = add_precedence(m, u, g->succ[e] + 1, max_ms[u], g->lag[e]);
         if (first == last && !rc)
             rc = add_precedence(m, u, m->col_T, max_ms[u], 0.0);
@@ -335,10 +287,7 @@ int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
     m.columns = out->variables = get_Ncolumns(m.lp);
     int solves = 0;
     double *values = malloc(((size_t)out->variables + 1) * sizeof *values);
-    out->ratio = calloc((size_t)n + 1, sizeof *out->ratio);
-    out->duration = calloc((size_t)n + 1, sizeof *out->duration);
-    out->start = calloc((size_t)n + 1, sizeof *out->start);
-    if (!values || !out->ratio || !out->duration || !out->start) {
+    if (tf_freeze_result_alloc(out, n) || !values) {
         rc = tf_fail(err, TF_ENOMEM, "out of memory solving the freeze LP");
         goto done;
     }
@@ -388,53 +337,4 @@ done:
     if (rc)
         tf_freeze_result_free(out);
     return rc;
-}
-
-void tf_freeze_result_free(tf_freeze_result *r)
-{
-    free(r->ratio);
-    free(r->duration);
-    free(r->start);
-    r->ratio = r->duration = r->start = NULL;
-}
-
-const char *tf_solver_name(tf_solver solver)
-{
-    switch (solver) {
-    case TF_SOLVER_LP_SOLVE: return "lp_solve";
-    case TF_SOLVER_FAST: return "fast";
-    default: return "auto";
-    }
-}
-
-int tf_solver_parse(const char *name, tf_solver *solver)
-{
-    if (strcmp(name, "auto") == 0)
-        *solver = TF_SOLVER_AUTO;
-    else if (strcmp(name, "lp_solve") == 0)
-        *solver = TF_SOLVER_LP_SOLVE;
-    else if (strcmp(name, "fast") == 0)
-        *solver = TF_SOLVER_FAST;
-    else
-        return TF_EINVAL;
-    return 0;
-}
-
-/* Below 1,024 actions both solvers take milliseconds, so the reference
- * solves them; from there on the fast solver is several times faster and
- * grows far more slowly (docs/fast-solver.md has the measurements). */
-tf_solver tf_solver_for_size(int n_actions)
-{
-    return n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
-}
-
-int tf_freeze_solve_with(tf_solver solver, const tf_schedule *s, const tf_dag *g,
-                         const double *max_ms, const double *min_ms, const double *cap,
-                         tf_objective objective, tf_freeze_result *out, tf_error *err)
-{
-    if (solver == TF_SOLVER_AUTO)
-        solver = tf_solver_for_size(s->n_actions);
-    if (solver == TF_SOLVER_FAST)
-        return tf_freeze_solve_fast(s, g, max_ms, min_ms, cap, objective, out, err);
-    return tf_freeze_solve(s, g, max_ms, min_ms, cap, objective, out, err);
 }

@@ -1,0 +1,123 @@
+/* planner.c - the planner's pipeline: a profile's durations, its DAG, the
+ * unfrozen and all-frozen bounds, the freeze LP through the chosen solver,
+ * and the plan (tf_plan_from_profile); or the same without the LP
+ * (tf_plan_unfrozen). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/plan_internal.h"
+#include "tf/dag.h"
+#include "tf/freeze.h"
+
+void tf_plan_options_init(tf_plan_options *o)
+{
+    o->objective = TF_OBJECTIVE_LEAST_FREEZE;
+    o->max_freeze_ratio = -1.0;
+    o->solver = TF_SOLVER_AUTO;
+}
+
+/* Allocates the plan's arrays and copies the shape from the profile. */
+static int plan_init(tf_plan *plan, const tf_profile *p, const double *caps)
+{
+    memset(plan, 0, sizeof *plan);
+    const tf_schedule *s = &p->schedule;
+    if (tf_schedule_copy(s, &plan->schedule))
+        return TF_ENOMEM;
+    plan->max_freeze_ratio = calloc((size_t)s->stages + 1, sizeof *plan->max_freeze_ratio);
+    plan->freeze_ratio_stage = calloc((size_t)s->stages + 1, sizeof *plan->freeze_ratio_stage);
+    plan->actions = calloc((size_t)s->n_actions + 1, sizeof *plan->actions);
+    if (!plan->max_freeze_ratio || !plan->freeze_ratio_stage || !plan->actions)
+        return TF_ENOMEM;
+    memcpy(plan->max_freeze_ratio, caps, (size_t)s->stages * sizeof *caps);
+    plan->microbatch_tokens = p->microbatch_tokens;
+    plan->p2p_ms = p->p2p_ms;
+    return 0;
+}
+
+/* Shared body of tf_plan_from_profile and tf_plan_unfrozen. */
+static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, tf_plan *out,
+                     tf_error *err)
+{
+    const tf_schedule *s = &p->schedule;
+    const int n = s->n_actions;
+    double *caps = calloc((size_t)s->stages + 1, sizeof *caps);
+    double *max_ms = malloc(((size_t)n + 1) * sizeof *max_ms);
+    double *min_ms = malloc(((size_t)n + 1) * sizeof *min_ms);
+    double *zeros = calloc((size_t)n + 1, sizeof *zeros);
+    double *start = malloc(((size_t)n + 1) * sizeof *start);
+    unsigned char *critical = malloc((size_t)n + 1);
+    tf_dag g = {0};
+    tf_freeze_result fr = {0};
+    int rc = 0;
+    memset(out, 0, sizeof *out);
+    if (!caps || !max_ms || !min_ms || !zeros || !start || !critical) {
+        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
+        goto done;
+    }
+    for (int st = 0; st < s->stages; st++)
+        caps[st] = o && o->max_freeze_ratio >= 0 ? o->max_freeze_ratio : p->max_freeze_ratio[st];
+    tf_profile_durations(p, max_ms, min_ms);
+    if ((rc = tf_dag_build(s, p->p2p_ms, &g, err)))
+        goto done;
+    if ((rc = plan_init(out, p, caps))) {
+        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
+        goto done;
+    }
+    out->objective = o ? o->objective : TF_OBJECTIVE_LEAST_FREEZE;
+    /* start doubles as scratch for the all-frozen pass, so no pass allocates. */
+    out->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, start);
+    out->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, start);
+    if (!solve) {
+        out->batch_ms_planned = out->batch_ms_unfrozen;
+        snprintf(out->solver_name, sizeof out->solver_name, "none");
+        snprintf(out->solver_status, sizeof out->solver_status, "unfrozen");
+        if (tf_plan_fill(out, &g, max_ms, min_ms, zeros, max_ms, start, critical))
+            rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
+        goto done;
+    }
+    tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
+    if ((rc = tf_freeze_solve_with(requested, s, &g, max_ms, min_ms, caps, out->objective, &fr,
+                                   err)))
+        goto done;
+    out->batch_ms_planned = fr.makespan;
+    snprintf(out->solver_name, sizeof out->solver_name, "%s", fr.solver);
+    snprintf(out->solver_requested, sizeof out->solver_requested, "%s",
+             tf_solver_name(requested));
+    /* The version is that of the code that solved: lp_solve's library, or
+     * the planner itself for the fast solver, which is part of it. */
+    if (strcmp(fr.solver, "lp_solve") == 0)
+        tf_freeze_solver_version(out->solver_version, sizeof out->solver_version);
+    else
+        snprintf(out->solver_version, sizeof out->solver_version, "%s", TF_VERSION);
+    snprintf(out->solver_status, sizeof out->solver_status, "%s", fr.status);
+    out->solver_variables = fr.variables;
+    out->solver_constraints = fr.constraints;
+    out->solver_seconds = fr.seconds;
+    if (tf_plan_fill(out, &g, max_ms, min_ms, fr.ratio, fr.duration, fr.start, critical))
+        rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
+
+done:
+    if (rc)
+        tf_plan_free(out);
+    tf_freeze_result_free(&fr);
+    tf_dag_free(&g);
+    free(caps);
+    free(max_ms);
+    free(min_ms);
+    free(zeros);
+    free(start);
+    free(critical);
+    return rc;
+}
+
+int tf_plan_from_profile(const tf_profile *p, const tf_plan_options *o, tf_plan *out,
+                         tf_error *err)
+{
+    return make_plan(p, o, 1, out, err);
+}
+
+int tf_plan_unfrozen(const tf_profile *p, tf_plan *out, tf_error *err)
+{
+    return make_plan(p, NULL, 0, out, err);
+}

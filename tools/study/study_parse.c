@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "study_json.h"
+#include "json_util.h"
 #include "tf/profile.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
@@ -65,15 +65,15 @@ typedef struct layer_values {
 
 /* Reads model.<key>: a number for every layer, or a list of `layers`
  * numbers.  Stores into s->layer[*].<field>. */
-static int read_layer_field(const sj_at *model_at, const cJSON *model, int f, tf_study *s,
+static int read_layer_field(const tfj_ctx *model_at, const cJSON *model, int f, tf_study *s,
                             layer_values *lv, tf_error *err)
 {
     const char *key = fields[f].layer_key;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(model, key);
     if (!v || cJSON_IsNull(v))
         return 0;
-    sj_at at;
-    sj_child(model_at, key, &at);
+    tfj_ctx at;
+    tfj_child(model_at, key, &at);
     /* Times are bounded by the planner's largest duration; counts are not. */
     const double max = strstr(key, "_ms") ? TF_MAX_DURATION_MS : HUGE_VAL;
     if (cJSON_IsArray(v)) {
@@ -81,15 +81,15 @@ static int read_layer_field(const sj_at *model_at, const cJSON *model, int f, tf
             char what[96];
             snprintf(what, sizeof what, "expected a number or a list of %d numbers (one per layer)",
                      s->layers);
-            return sj_fail(&at, v, what, err);
+            return tfj_fail(&at, v, what, err);
         }
         int i = 0;
         const cJSON *item;
         cJSON_ArrayForEach(item, v)
         {
-            sj_at item_at;
-            sj_index(&at, i, &item_at);
-            int rc = sj_number_value(&item_at, item, 0.0, max, field_ptr(&s->layer[i], f), err);
+            tfj_ctx item_at;
+            tfj_index(&at, i, &item_at);
+            int rc = tfj_number_value(&item_at, item, 0.0, max, field_ptr(&s->layer[i], f), err);
             if (rc)
                 return rc;
             i++;
@@ -97,8 +97,8 @@ static int read_layer_field(const sj_at *model_at, const cJSON *model, int f, tf
     } else {
         double value;
         if (!cJSON_IsNumber(v))
-            return sj_fail(&at, v, "expected a number or a list of numbers (one per layer)", err);
-        int rc = sj_number_value(&at, v, 0.0, max, &value, err);
+            return tfj_fail(&at, v, "expected a number or a list of numbers (one per layer)", err);
+        int rc = tfj_number_value(&at, v, 0.0, max, &value, err);
         if (rc)
             return rc;
         for (int i = 0; i < s->layers; i++)
@@ -119,11 +119,11 @@ static int layers_in_stage(int layers, int stages, int k)
 
 /* Derives per-layer times from a measured profile: each stage's times
  * divided evenly over the layers it is assumed to hold. */
-static int read_profile(const sj_at *model_at, const cJSON *model, tf_study *s,
+static int read_profile(const tfj_ctx *model_at, const cJSON *model, tf_study *s,
                         layer_values *lv, double *profile_tokens, tf_error *err)
 {
     const char *path;
-    int rc = sj_string(model_at, model, "profile", 1, &path, err);
+    int rc = tfj_string(model_at, model, "profile", 1, NULL, &path, err);
     if (rc)
         return rc;
     /* A relative path is relative to the study file, not the working dir. */
@@ -138,15 +138,15 @@ static int read_profile(const sj_at *model_at, const cJSON *model, tf_study *s,
     tf_error inner = {0};
     rc = tf_profile_load(s->profile_path, &p, &inner);
     if (rc) {
-        sj_at at;
-        sj_child(model_at, "profile", &at);
+        tfj_ctx at;
+        tfj_child(model_at, "profile", &at);
         return tf_fail(err, rc, "%s: %s: cannot use the profile: %s", s->source, at.path,
                        inner.msg);
     }
     const int stages = p.schedule.stages;
     if (stages > s->layers) {
-        sj_at at;
-        sj_child(model_at, "layers", &at);
+        tfj_ctx at;
+        tfj_child(model_at, "layers", &at);
         tf_fail(err, TF_EINVAL,
                 "%s: %s: the profile %s has %d stages but the model only %d layers (each "
                 "stage holds at least one layer)",
@@ -183,7 +183,7 @@ static int read_profile(const sj_at *model_at, const cJSON *model, tf_study *s,
 
 /* Checks layer i's frozen field against its full time; names the frozen
  * field's explicit JSON (only explicit frozen times can exceed the full). */
-static int check_frozen(const sj_at *model_at, const tf_study *s, const layer_values *lv,
+static int check_frozen(const tfj_ctx *model_at, const tf_study *s, const layer_values *lv,
                         int frozen_field, const char *full_name, tf_error *err)
 {
     int full_field = frozen_field == FIELD_BACKWARD_FROZEN ? FIELD_BACKWARD : FIELD_WEIGHT;
@@ -192,40 +192,40 @@ static int check_frozen(const sj_at *model_at, const tf_study *s, const layer_va
         double frozen = *field_ptr(t, frozen_field), full = *field_ptr(t, full_field);
         if (frozen <= full)
             continue;
-        sj_at at;
-        sj_child(model_at, fields[frozen_field].layer_key, &at);
+        tfj_ctx at;
+        tfj_child(model_at, fields[frozen_field].layer_key, &at);
         const cJSON *v = lv->json[frozen_field];
         if (cJSON_IsArray(v)) {
-            sj_at item_at;
-            sj_index(&at, i, &item_at);
+            tfj_ctx item_at;
+            tfj_index(&at, i, &item_at);
             at = item_at;
             v = cJSON_GetArrayItem(v, i);
         }
         char what[160];
         snprintf(what, sizeof what, "a frozen time must not exceed %s (%g ms for layer %d)",
                  full_name, full, i);
-        return sj_fail(&at, v, what, err);
+        return tfj_fail(&at, v, what, err);
     }
     return 0;
 }
 
 /* Fills defaults for the fields neither the model nor the profile gave. */
-static int resolve_layers(const sj_at *model_at, tf_study *s, layer_values *lv, tf_error *err)
+static int resolve_layers(const tfj_ctx *model_at, tf_study *s, layer_values *lv, tf_error *err)
 {
     field_source *src = lv->source;
-    sj_at at;
+    tfj_ctx at;
     if (!src[FIELD_FORWARD]) {
-        sj_child(model_at, fields[FIELD_FORWARD].layer_key, &at);
-        return sj_fail(&at, NULL, "expected a number or a list (or a \"profile\")", err);
+        tfj_child(model_at, fields[FIELD_FORWARD].layer_key, &at);
+        return tfj_fail(&at, NULL, "expected a number or a list (or a \"profile\")", err);
     }
     if (!src[FIELD_INPUT] != !src[FIELD_WEIGHT]) {
         int missing = src[FIELD_INPUT] ? FIELD_WEIGHT : FIELD_INPUT;
         int present = missing == FIELD_INPUT ? FIELD_WEIGHT : FIELD_INPUT;
-        sj_child(model_at, fields[missing].layer_key, &at);
+        tfj_child(model_at, fields[missing].layer_key, &at);
         char what[160];
         snprintf(what, sizeof what, "expected together with %s (a split backward needs both)",
                  fields[present].layer_key);
-        return sj_fail(&at, NULL, what, err);
+        return tfj_fail(&at, NULL, what, err);
     }
     s->has_split_backward = src[FIELD_INPUT] && src[FIELD_WEIGHT];
     /* A frozen time follows its full time's source: an explicit full time
@@ -246,8 +246,8 @@ static int resolve_layers(const sj_at *model_at, tf_study *s, layer_values *lv, 
         src[FIELD_BACKWARD_FROZEN] = SOURCE_NONE;
     if (!src[FIELD_BACKWARD]) {
         if (!s->has_split_backward) {
-            sj_child(model_at, fields[FIELD_BACKWARD].layer_key, &at);
-            return sj_fail(&at, NULL,
+            tfj_child(model_at, fields[FIELD_BACKWARD].layer_key, &at);
+            return tfj_fail(&at, NULL,
                            "expected a number or a list (or layer_backward_input_ms and "
                            "layer_backward_weight_ms, or a \"profile\")",
                            err);
@@ -274,23 +274,24 @@ static int resolve_layers(const sj_at *model_at, tf_study *s, layer_values *lv, 
 
 /* Reads "embedding" or "head": extra stage costs with the profile's field
  * names and the same defaults as layers. */
-static int read_extra_cost(const sj_at *model_at, const cJSON *model, const char *key,
+static int read_extra_cost(const tfj_ctx *model_at, const cJSON *model, const char *key,
                            tf_stage_times *out, tf_error *err)
 {
     const cJSON *o;
-    int rc = sj_object(model_at, model, key, 0, &o, err);
+    int rc = tfj_object(model_at, model, key, 0, &o, err);
     memset(out, 0, sizeof *out);
     if (rc || !o)
         return rc;
-    sj_at at;
-    sj_child(model_at, key, &at);
+    tfj_ctx at;
+    tfj_child(model_at, key, &at);
     int given[FIELD_COUNT] = {0};
-    for (int f = 0; f < FIELD_COUNT; f++)
-        if ((rc = sj_number(&at, o, fields[f].stage_key, 0, 0.0,
-                            strstr(fields[f].stage_key, "_ms") ? TF_MAX_DURATION_MS : HUGE_VAL,
-                            field_ptr(out, f),
-                            &given[f], err)))
+    for (int f = 0; f < FIELD_COUNT; f++) {
+        const double max = strstr(fields[f].stage_key, "_ms") ? TF_MAX_DURATION_MS : HUGE_VAL;
+        given[f] = tfj_has(o, fields[f].stage_key);
+        if ((rc = tfj_number(&at, o, fields[f].stage_key, 0, 0.0, 0.0, max, field_ptr(out, f),
+                             err)))
             return rc;
+    }
     if (!given[FIELD_WEIGHT_FROZEN])
         out->backward_weight_frozen_ms = DEFAULT_W_FROZEN * out->backward_weight_ms;
     if (!given[FIELD_BACKWARD]) {
@@ -300,30 +301,30 @@ static int read_extra_cost(const sj_at *model_at, const cJSON *model, const char
     } else if (!given[FIELD_BACKWARD_FROZEN]) {
         out->backward_frozen_ms = DEFAULT_B_FROZEN * out->backward_ms;
     }
-    sj_at field_at;
+    tfj_ctx field_at;
     if (out->backward_frozen_ms > out->backward_ms) {
-        sj_child(&at, "backward_frozen_ms", &field_at);
-        return sj_fail(&field_at, cJSON_GetObjectItemCaseSensitive(o, "backward_frozen_ms"),
+        tfj_child(&at, "backward_frozen_ms", &field_at);
+        return tfj_fail(&field_at, cJSON_GetObjectItemCaseSensitive(o, "backward_frozen_ms"),
                        "a frozen time must not exceed backward_ms", err);
     }
     if (out->backward_weight_frozen_ms > out->backward_weight_ms) {
-        sj_child(&at, "backward_weight_frozen_ms", &field_at);
-        return sj_fail(&field_at,
+        tfj_child(&at, "backward_weight_frozen_ms", &field_at);
+        return tfj_fail(&field_at,
                        cJSON_GetObjectItemCaseSensitive(o, "backward_weight_frozen_ms"),
                        "a frozen time must not exceed backward_weight_ms", err);
     }
     return 0;
 }
 
-static int parse_model(const sj_at *root_at, const cJSON *root, tf_study *s, tf_error *err)
+static int parse_model(const tfj_ctx *root_at, const cJSON *root, tf_study *s, tf_error *err)
 {
     const cJSON *model;
-    int rc = sj_object(root_at, root, "model", 1, &model, err);
+    int rc = tfj_object(root_at, root, "model", 1, &model, err);
     if (rc)
         return rc;
-    sj_at at;
-    sj_child(root_at, "model", &at);
-    if ((rc = sj_int(&at, model, "layers", 1, 1, TF_STUDY_MAX_LAYERS, &s->layers, err)))
+    tfj_ctx at;
+    tfj_child(root_at, "model", &at);
+    if ((rc = tfj_int(&at, model, "layers", 1, 0, 1, TF_STUDY_MAX_LAYERS, &s->layers, err)))
         return rc;
     s->layer = calloc((size_t)s->layers, sizeof *s->layer);
     if (!s->layer)
@@ -342,26 +343,25 @@ static int parse_model(const sj_at *root_at, const cJSON *root, tf_study *s, tf_
         (rc = read_extra_cost(&at, model, "embedding", &s->embedding, err)) ||
         (rc = read_extra_cost(&at, model, "head", &s->head, err)))
         return rc;
-    const char *partition = "even";
-    if ((rc = sj_string(&at, model, "partition", 0, &partition, err)))
+    const char *partition;
+    if ((rc = tfj_string(&at, model, "partition", 0, "even", &partition, err)))
         return rc;
     if (strcmp(partition, "even") != 0 && strcmp(partition, "balanced") != 0) {
-        sj_at partition_at;
-        sj_child(&at, "partition", &partition_at);
-        return sj_fail(&partition_at, cJSON_GetObjectItemCaseSensitive(model, "partition"),
+        tfj_ctx partition_at;
+        tfj_child(&at, "partition", &partition_at);
+        return tfj_fail(&partition_at, cJSON_GetObjectItemCaseSensitive(model, "partition"),
                        "expected \"even\" or \"balanced\"", err);
     }
     s->balanced_partition = strcmp(partition, "balanced") == 0;
 
-    s->microbatch_tokens = profile_tokens;
-    int given;
-    if ((rc = sj_number(&at, model, "microbatch_tokens", 0, 1e-9, HUGE_VAL, &s->microbatch_tokens,
-                        &given, err)))
+    int given = tfj_has(model, "microbatch_tokens");
+    if ((rc = tfj_number(&at, model, "microbatch_tokens", 0, profile_tokens, 1e-9, HUGE_VAL,
+                         &s->microbatch_tokens, err)))
         return rc;
     if (!given && !(profile_tokens > 0)) {
-        sj_at tokens_at;
-        sj_child(&at, "microbatch_tokens", &tokens_at);
-        return sj_fail(&tokens_at, NULL,
+        tfj_ctx tokens_at;
+        tfj_child(&at, "microbatch_tokens", &tokens_at);
+        return tfj_fail(&tokens_at, NULL,
                        "expected the tokens per microbatch (throughput needs it; a profile "
                        "without microbatch_tokens does not give it)",
                        err);
@@ -384,23 +384,23 @@ static int canonical_schedule(const char *name, char *out, size_t size)
 
 /* Reads sweep.<key>: one value or a non-empty list of distinct values.
  * kind 'i': integers in [min, max] into *ints; 'n': numbers into *nums. */
-static int read_list(const sj_at *sweep_at, const cJSON *sweep, const char *key, int required,
+static int read_list(const tfj_ctx *sweep_at, const cJSON *sweep, const char *key, int required,
                      char kind, double min, double max, int **ints, double **nums, int *n,
                      tf_error *err)
 {
-    sj_at at;
-    sj_child(sweep_at, key, &at);
+    tfj_ctx at;
+    tfj_child(sweep_at, key, &at);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(sweep, key);
     *n = 0;
     const char *what = kind == 'i' ? "expected an integer or a non-empty list of integers"
                                    : "expected a number or a non-empty list of numbers";
     if (!v || cJSON_IsNull(v))
-        return required ? sj_fail(&at, NULL, what, err) : 0;
+        return required ? tfj_fail(&at, NULL, what, err) : 0;
     int count = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
     if (count == 0)
-        return sj_fail(&at, v, "the sweep needs at least one value here", err);
+        return tfj_fail(&at, v, "the sweep needs at least one value here", err);
     if (!cJSON_IsArray(v) && !cJSON_IsNumber(v))
-        return sj_fail(&at, v, what, err);
+        return tfj_fail(&at, v, what, err);
     void *values = kind == 'i' ? (void *)calloc((size_t)count, sizeof(int))
                                : (void *)calloc((size_t)count, sizeof(double));
     if (!values)
@@ -408,12 +408,12 @@ static int read_list(const sj_at *sweep_at, const cJSON *sweep, const char *key,
     int i = 0;
     const cJSON *item = cJSON_IsArray(v) ? v->child : v;
     for (; i < count; i++, item = item->next) {
-        sj_at item_at = at;
+        tfj_ctx item_at = at;
         if (cJSON_IsArray(v))
-            sj_index(&at, i, &item_at);
-        int rc = kind == 'i' ? sj_int_value(&item_at, item, (int)min, (int)max,
+            tfj_index(&at, i, &item_at);
+        int rc = kind == 'i' ? tfj_int_value(&item_at, item, (int)min, (int)max,
                                             (int *)values + i, err)
-                             : sj_number_value(&item_at, item, min, max, (double *)values + i,
+                             : tfj_number_value(&item_at, item, min, max, (double *)values + i,
                                                err);
         for (int j = 0; !rc && j < i; j++) {
             int same = kind == 'i' ? ((int *)values)[j] == ((int *)values)[i]
@@ -421,7 +421,7 @@ static int read_list(const sj_at *sweep_at, const cJSON *sweep, const char *key,
             if (same) {
                 char repeat[64];
                 snprintf(repeat, sizeof repeat, "repeats the value of %s[%d]", key, j);
-                rc = sj_fail(&item_at, item, repeat, err);
+                rc = tfj_fail(&item_at, item, repeat, err);
             }
         }
         if (rc) {
@@ -437,42 +437,42 @@ static int read_list(const sj_at *sweep_at, const cJSON *sweep, const char *key,
     return 0;
 }
 
-static int read_schedules(const sj_at *sweep_at, const cJSON *sweep, tf_study *s, tf_error *err)
+static int read_schedules(const tfj_ctx *sweep_at, const cJSON *sweep, tf_study *s, tf_error *err)
 {
-    sj_at at;
-    sj_child(sweep_at, "schedule", &at);
+    tfj_ctx at;
+    tfj_child(sweep_at, "schedule", &at);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(sweep, "schedule");
     const char *what = "expected a schedule name or a non-empty list of names";
     if (!v || cJSON_IsNull(v))
-        return sj_fail(&at, NULL, what, err);
+        return tfj_fail(&at, NULL, what, err);
     if (!cJSON_IsArray(v) && !cJSON_IsString(v))
-        return sj_fail(&at, v, what, err);
+        return tfj_fail(&at, v, what, err);
     int count = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
     if (count == 0)
-        return sj_fail(&at, v, "the sweep needs at least one schedule", err);
+        return tfj_fail(&at, v, "the sweep needs at least one schedule", err);
     s->schedule = calloc((size_t)count, sizeof *s->schedule);
     if (!s->schedule)
         return tf_fail(err, TF_ENOMEM, "%s: out of memory", s->source);
     const cJSON *item = cJSON_IsArray(v) ? v->child : v;
     for (int i = 0; i < count; i++, item = item->next) {
-        sj_at item_at = at;
+        tfj_ctx item_at = at;
         if (cJSON_IsArray(v))
-            sj_index(&at, i, &item_at);
+            tfj_index(&at, i, &item_at);
         const char *name;
-        int rc = sj_string_value(&item_at, item, &name, err);
+        int rc = tfj_string_value(&item_at, item, &name, err);
         if (rc)
             return rc;
         if (!canonical_schedule(name, s->schedule[i], sizeof s->schedule[i])) {
             char unknown[256];
             snprintf(unknown, sizeof unknown, "unknown schedule (built-in: %s)",
                      tf_schedule_builtin_names());
-            return sj_fail(&item_at, item, unknown, err);
+            return tfj_fail(&item_at, item, unknown, err);
         }
         for (int j = 0; j < i; j++)
             if (strcmp(s->schedule[j], s->schedule[i]) == 0) {
                 char repeat[64];
                 snprintf(repeat, sizeof repeat, "repeats schedule[%d]", j);
-                return sj_fail(&item_at, item, repeat, err);
+                return tfj_fail(&item_at, item, repeat, err);
             }
         if (tf_schedule_splits_backward(s->schedule[i]) && !s->has_split_backward) {
             char what_missing[256];
@@ -480,21 +480,21 @@ static int read_schedules(const sj_at *sweep_at, const cJSON *sweep, tf_study *s
                      "%s splits the backward into I and W, so the model needs "
                      "layer_backward_input_ms and layer_backward_weight_ms",
                      s->schedule[i]);
-            return sj_fail(&item_at, item, what_missing, err);
+            return tfj_fail(&item_at, item, what_missing, err);
         }
         s->n_schedule++;
     }
     return 0;
 }
 
-static int parse_sweep(const sj_at *root_at, const cJSON *root, tf_study *s, tf_error *err)
+static int parse_sweep(const tfj_ctx *root_at, const cJSON *root, tf_study *s, tf_error *err)
 {
     const cJSON *sweep;
-    int rc = sj_object(root_at, root, "sweep", 1, &sweep, err);
+    int rc = tfj_object(root_at, root, "sweep", 1, &sweep, err);
     if (rc)
         return rc;
-    sj_at at;
-    sj_child(root_at, "sweep", &at);
+    tfj_ctx at;
+    tfj_child(root_at, "sweep", &at);
     if ((rc = read_schedules(&at, sweep, s, err)) ||
         (rc = read_list(&at, sweep, "ranks", 1, 'i', 1, 4096, &s->ranks, NULL, &s->n_ranks,
                         err)) ||
@@ -529,21 +529,21 @@ static int parse_sweep(const sj_at *root_at, const cJSON *root, tf_study *s, tf_
 
 static int parse_study(const cJSON *root, tf_study *s, tf_error *err)
 {
-    sj_at at = {.where = s->source, .path = "$"};
+    tfj_ctx at = {.where = s->source, .path = "$"};
     if (!cJSON_IsObject(root))
-        return sj_fail(&at, root, "expected a JSON object (a tf-study)", err);
+        return tfj_fail(&at, root, "expected a JSON object (a tf-study)", err);
     const char *format = "tf-study", *name = NULL;
     int version = 1, rc;
-    if ((rc = sj_string(&at, root, "format", 0, &format, err)))
+    if ((rc = tfj_string(&at, root, "format", 0, "tf-study", &format, err)))
         return rc;
     if (strcmp(format, "tf-study") != 0) {
-        sj_at format_at;
-        sj_child(&at, "format", &format_at);
-        return sj_fail(&format_at, cJSON_GetObjectItemCaseSensitive(root, "format"),
+        tfj_ctx format_at;
+        tfj_child(&at, "format", &format_at);
+        return tfj_fail(&format_at, cJSON_GetObjectItemCaseSensitive(root, "format"),
                        "expected \"tf-study\"", err);
     }
-    if ((rc = sj_int(&at, root, "version", 0, 1, 1, &version, err)) ||
-        (rc = sj_string(&at, root, "name", 0, &name, err)))
+    if ((rc = tfj_int(&at, root, "version", 0, 1, 1, 1, &version, err)) ||
+        (rc = tfj_string(&at, root, "name", 0, NULL, &name, err)))
         return rc;
     if (name) {
         snprintf(s->name, sizeof s->name, "%s", name);
@@ -563,7 +563,7 @@ int tf_study_parse(const char *json, const char *where, tf_study *out, tf_error 
     memset(out, 0, sizeof *out);
     snprintf(out->source, sizeof out->source, "%s", where ? where : "study");
     cJSON *root;
-    int rc = sj_parse(json, out->source, &root, err);
+    int rc = tfj_parse(json, out->source, &root, err);
     if (rc) {
         tf_study_free(out);
         return rc;

@@ -1,4 +1,4 @@
-/* json_util.c - typed cJSON access with path-naming errors. */
+/* json_util.c - typed cJSON access with path-naming errors (json_util.h). */
 #include "json_util.h"
 
 #include <limits.h>
@@ -65,105 +65,141 @@ int tfj_parse(const char *text, const char *where, cJSON **root, tf_error *err)
                    where, line, column, CJSON_NESTING_LIMIT);
 }
 
-static const cJSON *field(const cJSON *o, const char *key)
+int tfj_has(const cJSON *o, const char *key)
 {
-    return cJSON_GetObjectItemCaseSensitive(o, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return v && !cJSON_IsNull(v);
+}
+
+/* Field key of o: NULL when absent or null (JSON null reads as absent);
+ * *at names it for messages either way. */
+static const cJSON *lookup(const tfj_ctx *obj, const cJSON *o, const char *key, tfj_ctx *at)
+{
+    tfj_child(obj, key, at);
+    return tfj_has(o, key) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+/* A missing field: an error when required, else 0 (the caller stores its
+ * default). */
+static int missing(const tfj_ctx *at, int required, const char *what, tf_error *err)
+{
+    return required ? tfj_fail(at, NULL, what, err) : 0;
+}
+
+int tfj_number_value(const tfj_ctx *ctx, const cJSON *v, double min, double max, double *out,
+                     tf_error *err)
+{
+    if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= min &&
+        v->valuedouble <= max) {
+        *out = v->valuedouble;
+        return 0;
+    }
+    char what[128];
+    if (isinf(max))
+        snprintf(what, sizeof what, "expected a finite number >= %g", min);
+    else
+        snprintf(what, sizeof what, "expected a finite number in [%g, %g]", min, max);
+    return tfj_fail(ctx, v, what, err);
+}
+
+int tfj_int_value(const tfj_ctx *ctx, const cJSON *v, int min, int max, int *out, tf_error *err)
+{
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (isfinite(d) && d == floor(d) && d >= min && d <= max) {
+        *out = (int)d;
+        return 0;
+    }
+    char what[128];
+    snprintf(what, sizeof what, "expected an integer in [%d, %d]", min, max);
+    return tfj_fail(ctx, v, what, err);
+}
+
+int tfj_string_value(const tfj_ctx *ctx, const cJSON *v, const char **out, tf_error *err)
+{
+    if (!cJSON_IsString(v))
+        return tfj_fail(ctx, v, "expected a string", err);
+    *out = v->valuestring;
+    return 0;
 }
 
 int tfj_number(const tfj_ctx *obj, const cJSON *o, const char *key, int required, double def,
                double min, double max, double *out, tf_error *err)
 {
     tfj_ctx at;
-    tfj_child(obj, key, &at);
-    const cJSON *v = field(o, key);
-    if (!v || cJSON_IsNull(v)) {
-        if (required)
-            return tfj_fail(&at, NULL, "a number is required", err);
-        *out = def;
-        return 0;
-    }
-    char what[128];
-    snprintf(what, sizeof what, "expected a finite number in [%g, %g]", min, max);
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min ||
-        v->valuedouble > max)
-        return tfj_fail(&at, v, what, err);
-    *out = v->valuedouble;
-    return 0;
+    const cJSON *v = lookup(obj, o, key, &at);
+    if (v)
+        return tfj_number_value(&at, v, min, max, out, err);
+    *out = def;
+    return missing(&at, required, "a number is required", err);
 }
 
 int tfj_int(const tfj_ctx *obj, const cJSON *o, const char *key, int required, int def, int min,
             int max, int *out, tf_error *err)
 {
     tfj_ctx at;
-    tfj_child(obj, key, &at);
-    const cJSON *v = field(o, key);
-    if (!v || cJSON_IsNull(v)) {
-        if (required)
-            return tfj_fail(&at, NULL, "an integer is required", err);
-        *out = def;
-        return 0;
-    }
-    char what[128];
-    snprintf(what, sizeof what, "expected an integer in [%d, %d]", min, max);
-    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-    if (!isfinite(d) || d != floor(d) || d < min || d > max)
-        return tfj_fail(&at, v, what, err);
-    *out = (int)d;
-    return 0;
+    const cJSON *v = lookup(obj, o, key, &at);
+    if (v)
+        return tfj_int_value(&at, v, min, max, out, err);
+    *out = def;
+    return missing(&at, required, "an integer is required", err);
 }
 
 int tfj_string(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
                const char *def, const char **out, tf_error *err)
 {
     tfj_ctx at;
-    tfj_child(obj, key, &at);
-    const cJSON *v = field(o, key);
-    if (!v || cJSON_IsNull(v)) {
-        if (required)
-            return tfj_fail(&at, NULL, "a string is required", err);
-        *out = def;
-        return 0;
-    }
-    if (!cJSON_IsString(v))
-        return tfj_fail(&at, v, "expected a string", err);
-    *out = v->valuestring;
-    return 0;
+    const cJSON *v = lookup(obj, o, key, &at);
+    if (v)
+        return tfj_string_value(&at, v, out, err);
+    *out = def;
+    return missing(&at, required, "a string is required", err);
 }
 
 int tfj_bool(const tfj_ctx *obj, const cJSON *o, const char *key, int required, int def,
              int *out, tf_error *err)
 {
     tfj_ctx at;
-    tfj_child(obj, key, &at);
-    const cJSON *v = field(o, key);
-    if (!v || cJSON_IsNull(v)) {
-        if (required)
-            return tfj_fail(&at, NULL, "true or false is required", err);
-        *out = def;
-        return 0;
-    }
+    const cJSON *v = lookup(obj, o, key, &at);
+    *out = def;
+    if (!v)
+        return missing(&at, required, "true or false is required", err);
     if (!cJSON_IsBool(v))
         return tfj_fail(&at, v, "expected true or false", err);
     *out = cJSON_IsTrue(v);
     return 0;
 }
 
+/* tfj_array and tfj_object: a field of one cJSON type. */
+static int typed_field(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
+                       cJSON_bool (*is_type)(const cJSON *), const char *type,
+                       const cJSON **out, tf_error *err)
+{
+    tfj_ctx at;
+    const cJSON *v = lookup(obj, o, key, &at);
+    char what[64];
+    *out = NULL;
+    if (!v) {
+        snprintf(what, sizeof what, "%s is required", type);
+        return missing(&at, required, what, err);
+    }
+    if (!is_type(v)) {
+        snprintf(what, sizeof what, "expected %s", type);
+        return tfj_fail(&at, v, what, err);
+    }
+    *out = v;
+    return 0;
+}
+
 int tfj_array(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
               const cJSON **out, tf_error *err)
 {
-    tfj_ctx at;
-    tfj_child(obj, key, &at);
-    const cJSON *v = field(o, key);
-    *out = NULL;
-    if (!v || cJSON_IsNull(v)) {
-        if (required)
-            return tfj_fail(&at, NULL, "an array is required", err);
-        return 0;
-    }
-    if (!cJSON_IsArray(v))
-        return tfj_fail(&at, v, "expected an array", err);
-    *out = v;
-    return 0;
+    return typed_field(obj, o, key, required, cJSON_IsArray, "an array", out, err);
+}
+
+int tfj_object(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
+               const cJSON **out, tf_error *err)
+{
+    return typed_field(obj, o, key, required, cJSON_IsObject, "an object", out, err);
 }
 
 cJSON *tfj_create_number(double value)

@@ -1,9 +1,16 @@
 /* json_util.h - typed field access on cJSON objects with errors that name
- * the JSON path and the bad value (private to the planner library).
+ * the file, the JSON path and the bad value: the one JSON helper of the
+ * planner's files (profile, plan, timeline input) and tf-study's study files.
+ *
+ * Internal, not a tf/ header: its types are cJSON's, and a public header
+ * would make cJSON part of the installed API for a helper that only the
+ * toolkit's own readers use.  tf-study, built in this tree, includes it
+ * from here (tools/CMakeLists.txt).
  *
  * Every getter returns 0 and stores the value, or TF_EINVAL with a message
  * like `profile.json: $.stages[2].backward_ms: expected a finite number >= 0,
- * got "abc"`.  A missing optional field leaves *out = def and returns 0.
+ * got "abc"`.  A missing (or null) optional field stores def and returns 0;
+ * a missing required one fails with "..., but it is missing".
  */
 #ifndef TF_JSON_UTIL_H
 #define TF_JSON_UTIL_H
@@ -21,12 +28,27 @@ typedef struct tfj_ctx {
 void tfj_child(const tfj_ctx *ctx, const char *key, tfj_ctx *out);
 void tfj_index(const tfj_ctx *ctx, int index, tfj_ctx *out);
 
-/* Fails with "<where>: <path>: <what>, got <value JSON>". */
+/* Fails with "<where>: <path>: <what>, got <value JSON>" (the value cut to
+ * 60 characters), or "<where>: <path>: <what>, but it is missing" when
+ * value is NULL.  Returns TF_EINVAL. */
 int tfj_fail(const tfj_ctx *ctx, const cJSON *value, const char *what, tf_error *err);
 
 /* Parses text; a syntax error names the line and column. *root must be
- * freed with cJSON_Delete. */
+ * freed with cJSON_Delete.  Not thread-safe (cJSON records errors
+ * globally). */
 int tfj_parse(const char *text, const char *where, cJSON **root, tf_error *err);
+
+/* Is o's field key present and not null? */
+int tfj_has(const cJSON *o, const char *key);
+
+/* Checks a value itself (a list item, say) at ctx: a finite number in
+ * [min, max] (max may be HUGE_VAL), an integer in [min, max], a string
+ * (*out then points into the cJSON tree).  A NULL v fails as missing. */
+int tfj_number_value(const tfj_ctx *ctx, const cJSON *v, double min, double max, double *out,
+                     tf_error *err);
+int tfj_int_value(const tfj_ctx *ctx, const cJSON *v, int min, int max, int *out,
+                  tf_error *err);
+int tfj_string_value(const tfj_ctx *ctx, const cJSON *v, const char **out, tf_error *err);
 
 int tfj_number(const tfj_ctx *obj, const cJSON *o, const char *key, int required, double def,
                double min, double max, double *out, tf_error *err);
@@ -37,9 +59,12 @@ int tfj_string(const tfj_ctx *obj, const cJSON *o, const char *key, int required
                const char *def, const char **out, tf_error *err);
 int tfj_bool(const tfj_ctx *obj, const cJSON *o, const char *key, int required, int def,
              int *out, tf_error *err);
-/* Fetches an array field (NULL in *out when optional and missing). */
+/* Fetches an array / object field (NULL in *out when optional and
+ * missing). */
 int tfj_array(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
               const cJSON **out, tf_error *err);
+int tfj_object(const tfj_ctx *obj, const cJSON *o, const char *key, int required,
+               const cJSON **out, tf_error *err);
 
 /* Prints root indented, with a final newline, as a malloc'd string (NULL
  * when out of memory). */

@@ -56,6 +56,7 @@
  */
 #define _DEFAULT_SOURCE /* wait4 */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -69,6 +70,7 @@
 #include <unistd.h>
 
 #include "bench_profile.h"
+#include "cli.h"
 #include "tf/freeze.h"
 #include "tf/plan.h"
 #include "tf/schedule.h"
@@ -78,7 +80,7 @@
 #include "bench_clp.h"
 #endif
 
-enum { EXIT_FAILED = 1, EXIT_USAGE = 2 };
+enum { EXIT_FAILED = 1, EXIT_USAGE = TF_EXIT_USAGE };
 enum { SOLVER_LP_SOLVE = 0, SOLVER_FAST = 1, SOLVER_CLP = 2, SOLVER_HIGHS = 3, N_SOLVERS = 4 };
 
 /* The name of a SOLVER_* index, as --solvers and the rows spell it. */
@@ -166,18 +168,6 @@ static void usage(FILE *f)
             tf_schedule_builtin_names(), TF_BENCH_HIGHS_DIR);
 }
 
-/* Parses an integer in [lo, hi]; returns 0 or -1. */
-static int parse_int(const char *text, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || errno || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_solvers(const char *list, int use[N_SOLVERS])
 {
     int any = 0;
@@ -199,10 +189,118 @@ static int parse_solvers(const char *list, int use[N_SOLVERS])
     return any ? 0 : -1;
 }
 
-/* Returns 0, or EXIT_USAGE after printing the error (flag and value). */
-static int parse_args(int argc, char **argv, bench_options *o, int *help)
+static const char *const prog = "bench-solvers";
+
+enum {
+    OPT_SCHEDULE = 256,
+    OPT_RANKS,
+    OPT_STAGES_PER_RANK,
+    OPT_OBJECTIVE,
+    OPT_LIMIT,
+    OPT_SOLVERS,
+    OPT_HIGHS_DIR,
+    OPT_SAVE_PROFILES
+};
+
+static const struct option long_options[] = {
+    {"schedule", required_argument, NULL, OPT_SCHEDULE},
+    {"ranks", required_argument, NULL, OPT_RANKS},
+    {"stages-per-rank", required_argument, NULL, OPT_STAGES_PER_RANK},
+    {"objective", required_argument, NULL, OPT_OBJECTIVE},
+    {"limit", required_argument, NULL, OPT_LIMIT},
+    {"solvers", required_argument, NULL, OPT_SOLVERS},
+    {"highs-dir", required_argument, NULL, OPT_HIGHS_DIR},
+    {"save-profiles", required_argument, NULL, OPT_SAVE_PROFILES},
+    {"help", no_argument, NULL, TF_CLI_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static const tf_cli_program program = {prog, NULL, "h", long_options, usage};
+
+static int take_schedule(const char *value, bench_options *o)
+{
+    const char *name = tf_schedule_canonical_name(value);
+    if (!name)
+        return tf_cli_unknown(prog, "--schedule", "schedule", value,
+                              tf_schedule_builtin_names());
+    snprintf(o->schedule, sizeof o->schedule, "%s", name);
+    return 0;
+}
+
+static int take_limit(const char *value, bench_options *o)
+{
+    double v;
+    if (tf_cli_parse_number(value, &v) || !(v > 0.0 && v <= 86400.0))
+        return tf_cli_bad_value(prog, "--limit", "expected seconds in (0, 86400]", value);
+    o->limit = v;
+    return 0;
+}
+
+/* One option (tf_cli_take): 0, or EXIT_USAGE after printing the error
+ * (flag and value). */
+static int take_option(int c, const char *value, void *ctx)
+{
+    bench_options *o = ctx;
+    switch (c) {
+    case OPT_SCHEDULE: return take_schedule(value, o);
+    case OPT_RANKS:
+        if (tf_cli_parse_int(value, 1, 4096, &o->ranks))
+            return tf_cli_bad_value(prog, "--ranks", "expected an integer in [1, 4096]", value);
+        return 0;
+    case OPT_STAGES_PER_RANK:
+        if (tf_cli_parse_int(value, 1, 64, &o->stages_per_rank))
+            return tf_cli_bad_value(prog, "--stages-per-rank", "expected an integer in [1, 64]",
+                                    value);
+        return 0;
+    case OPT_OBJECTIVE: return tf_cli_objective(prog, value, &o->objective);
+    case OPT_LIMIT: return take_limit(value, o);
+    case OPT_SOLVERS:
+        if (parse_solvers(value, o->use))
+            return tf_cli_bad_value(prog, "--solvers",
+                                    "expected a comma-separated list of lp_solve, fast, clp, "
+                                    "highs",
+                                    value);
+        return 0;
+    case OPT_HIGHS_DIR:
+        if (strlen(value) >= sizeof o->highs_dir) {
+            fprintf(stderr, "bench-solvers: --highs-dir: path too long\n");
+            return EXIT_USAGE;
+        }
+        snprintf(o->highs_dir, sizeof o->highs_dir, "%s", value);
+        return 0;
+    case OPT_SAVE_PROFILES:
+        o->profile_dir = value;
+        return 0;
+    default: return EXIT_USAGE;
+    }
+}
+
+/* The ACTIONS operands, or the default sizes without any.  Returns
+ * TF_CLI_CONTINUE or EXIT_USAGE. */
+static int take_sizes(int argc, char **argv, bench_options *o)
 {
     static const int default_sizes[] = {2048, 8192, 32768, 131072};
+    for (int i = optind; i < argc; i++) {
+        if (o->n_sizes == MAX_SIZES) {
+            fprintf(stderr, "bench-solvers: at most %d sizes, got \"%s\" too\n", MAX_SIZES,
+                    argv[i]);
+            return EXIT_USAGE;
+        }
+        if (tf_cli_parse_int(argv[i], 1, 100000000, &o->sizes[o->n_sizes]))
+            return tf_cli_bad_value(prog, "ACTIONS", "expected an integer in [1, 1e8]", argv[i]);
+        o->n_sizes++;
+    }
+    if (o->n_sizes == 0) {
+        o->n_sizes = (int)(sizeof default_sizes / sizeof *default_sizes);
+        memcpy(o->sizes, default_sizes, sizeof default_sizes);
+    }
+    return TF_CLI_CONTINUE;
+}
+
+/* Returns TF_CLI_CONTINUE, or the exit status: 0 after --help,
+ * EXIT_USAGE after printing the error (flag and value). */
+static int parse_args(int argc, char **argv, bench_options *o)
+{
     memset(o, 0, sizeof *o);
     o->objective = TF_OBJECTIVE_LEAST_FREEZE;
     snprintf(o->schedule, sizeof o->schedule, "1F1B");
@@ -211,93 +309,12 @@ static int parse_args(int argc, char **argv, bench_options *o, int *help)
     for (int s = 0; s < N_SOLVERS; s++)
         o->use[s] = 1;
     snprintf(o->highs_dir, sizeof o->highs_dir, "%s", TF_BENCH_HIGHS_DIR);
-    *help = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        int has_value = i + 1 < argc;
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            *help = 1;
-            return 0;
-        } else if (!strcmp(arg, "--schedule") && has_value) {
-            const char *name = tf_schedule_canonical_name(argv[++i]);
-            if (!name) {
-                fprintf(stderr, "bench-solvers: --schedule: unknown schedule \"%s\" (%s)\n",
-                        argv[i], tf_schedule_builtin_names());
-                return EXIT_USAGE;
-            }
-            snprintf(o->schedule, sizeof o->schedule, "%s", name);
-        } else if (!strcmp(arg, "--ranks") && has_value) {
-            if (parse_int(argv[++i], 1, 4096, &o->ranks)) {
-                fprintf(stderr, "bench-solvers: --ranks: expected an integer in [1, 4096], "
-                                "got \"%s\"\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--stages-per-rank") && has_value) {
-            if (parse_int(argv[++i], 1, 64, &o->stages_per_rank)) {
-                fprintf(stderr, "bench-solvers: --stages-per-rank: expected an integer in "
-                                "[1, 64], got \"%s\"\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--objective") && has_value) {
-            if (tf_objective_parse(argv[++i], &o->objective)) {
-                fprintf(stderr, "bench-solvers: --objective: expected least-freeze or spread, "
-                                "got \"%s\"\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--limit") && has_value) {
-            char *end;
-            double v = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(v > 0.0 && v <= 86400.0)) {
-                fprintf(stderr, "bench-solvers: --limit: expected seconds in (0, 86400], "
-                                "got \"%s\"\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-            o->limit = v;
-        } else if (!strcmp(arg, "--solvers") && has_value) {
-            if (parse_solvers(argv[++i], o->use)) {
-                fprintf(stderr, "bench-solvers: --solvers: expected a comma-separated list of "
-                                "lp_solve, fast, clp, highs, got \"%s\"\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--highs-dir") && has_value) {
-            if (strlen(argv[++i]) >= sizeof o->highs_dir) {
-                fprintf(stderr, "bench-solvers: --highs-dir: path too long\n");
-                return EXIT_USAGE;
-            }
-            snprintf(o->highs_dir, sizeof o->highs_dir, "%s", argv[i]);
-        } else if (!strcmp(arg, "--save-profiles") && has_value) {
-            o->profile_dir = argv[++i];
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "bench-solvers: %s: unknown option or missing value (see --help)\n",
-                    arg);
-            return EXIT_USAGE;
-        } else {
-            if (o->n_sizes == MAX_SIZES) {
-                fprintf(stderr, "bench-solvers: at most %d sizes, got \"%s\" too\n", MAX_SIZES,
-                        arg);
-                return EXIT_USAGE;
-            }
-            if (parse_int(arg, 1, 100000000, &o->sizes[o->n_sizes])) {
-                fprintf(stderr, "bench-solvers: ACTIONS: expected an integer in [1, 1e8], "
-                                "got \"%s\"\n",
-                        arg);
-                return EXIT_USAGE;
-            }
-            o->n_sizes++;
-        }
-    }
-    if (o->n_sizes == 0) {
-        o->n_sizes = (int)(sizeof default_sizes / sizeof *default_sizes);
-        memcpy(o->sizes, default_sizes, sizeof default_sizes);
-    }
+    int rc = tf_cli_parse(&program, argc, argv, take_option, o);
+    if (rc == TF_CLI_CONTINUE)
+        rc = take_sizes(argc, argv, o);
     if (o->stages_per_rank == 0)
         o->stages_per_rank = tf_schedule_default_stages_per_rank(o->schedule);
-    return 0;
+    return rc;
 }
 
 /* The parent's resident set now, in MiB: /proc/self/statm, else its peak. */
@@ -604,17 +621,84 @@ static int save_profile(const tf_profile *p, const char *dir, int actions)
     return 0;
 }
 
+/* A row that needs no child: RUN_NOT_APPLICABLE (a general solver with
+ * spread), RUN_NOT_INSTALLED (HiGHS missing) or RUN_NOT_BUILT (CLP not
+ * built in); RUN_OK when the solver runs. */
+static run_outcome row_without_child(int solver, const bench_options *o,
+                                     const char *highs_status)
+{
+#ifndef TF_BENCH_HAVE_CLP
+    if (solver == SOLVER_CLP)
+        return RUN_NOT_BUILT;
+#endif
+    if ((solver == SOLVER_CLP || solver == SOLVER_HIGHS) &&
+        o->objective != TF_OBJECTIVE_LEAST_FREEZE)
+        return RUN_NOT_APPLICABLE;
+    if (solver == SOLVER_HIGHS && highs_status)
+        return RUN_NOT_INSTALLED;
+    return RUN_OK;
+}
+
+/* Every chosen solver on profile p, a row each, then the speed-ups.
+ * Returns 0, EXIT_FAILED when a solve failed or crashed (the other rows
+ * still run), or -1 when a child could not be started. */
+static int run_solvers(const tf_profile *p, int microbatches, const bench_options *o,
+                       const char *highs_status)
+{
+    const int actions = p->schedule.n_actions;
+    double parent_mib = resident_mib(), idle_mib = idle_child_mib();
+    measurement m[N_SOLVERS];
+    memset(m, 0, sizeof m);
+    int status = 0;
+    for (int s = 0; s < N_SOLVERS; s++) {
+        if (!o->use[s])
+            continue;
+        m[s].outcome = row_without_child(s, o, highs_status);
+        if (m[s].outcome != RUN_OK) {
+            print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib, NULL, o,
+                      highs_status);
+            continue;
+        }
+        if (measure(p, s, o, &m[s]))
+            return -1;
+        if (m[s].outcome == RUN_FAILED || m[s].outcome == RUN_CRASHED)
+            status = EXIT_FAILED;
+        print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib,
+                  o->use[SOLVER_LP_SOLVE] ? &m[SOLVER_LP_SOLVE] : NULL, o, highs_status);
+        fflush(stdout);
+    }
+    print_speedups(actions, microbatches, o, m);
+    fflush(stdout);
+    return status;
+}
+
+/* One size of about `size` actions: its profile, saved when asked, and
+ * the solvers on it.  Returns as run_solvers does; a profile that cannot
+ * be made is EXIT_FAILED, one that cannot be saved -1. */
+static int bench_size(int size, const bench_options *o, const char *highs_status)
+{
+    tf_error err = {0};
+    int microbatches;
+    tf_profile p;
+    if (bench_microbatches_for(o->schedule, o->ranks, o->stages_per_rank, size, &microbatches,
+                               &err) ||
+        bench_make_profile(o->schedule, o->ranks, o->stages_per_rank, microbatches, &p, &err)) {
+        fprintf(stderr, "bench-solvers: %d actions: %s\n", size, err.msg);
+        return EXIT_FAILED;
+    }
+    int rc = o->profile_dir && save_profile(&p, o->profile_dir, p.schedule.n_actions)
+                 ? -1
+                 : run_solvers(&p, microbatches, o, highs_status);
+    tf_profile_free(&p);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     bench_options o;
-    int help;
-    int rc = parse_args(argc, argv, &o, &help);
-    if (rc)
+    int rc = parse_args(argc, argv, &o);
+    if (rc != TF_CLI_CONTINUE)
         return rc;
-    if (help) {
-        usage(stdout);
-        return 0;
-    }
     char highs_why[4200];
     const char *highs_status = NULL;
     if (o.use[SOLVER_HIGHS] && !bench_highs_available(o.highs_dir, highs_why, sizeof highs_why))
@@ -622,54 +706,11 @@ int main(int argc, char **argv)
     print_header(&o, highs_status);
     int status = 0;
     for (int k = 0; k < o.n_sizes; k++) {
-        tf_error err = {0};
-        int microbatches;
-        tf_profile p;
-        if (bench_microbatches_for(o.schedule, o.ranks, o.stages_per_rank, o.sizes[k],
-                                   &microbatches, &err) ||
-            bench_make_profile(o.schedule, o.ranks, o.stages_per_rank, microbatches, &p, &err)) {
-            fprintf(stderr, "bench-solvers: %d actions: %s\n", o.sizes[k], err.msg);
-            status = EXIT_FAILED;
-            continue;
-        }
-        int actions = p.schedule.n_actions;
-        if (o.profile_dir && save_profile(&p, o.profile_dir, actions)) {
-            tf_profile_free(&p);
+        rc = bench_size(o.sizes[k], &o, highs_status);
+        if (rc < 0)
             return EXIT_FAILED;
-        }
-        double parent_mib = resident_mib(), idle_mib = idle_child_mib();
-        measurement m[N_SOLVERS];
-        memset(m, 0, sizeof m);
-        for (int s = 0; s < N_SOLVERS; s++) {
-            if (!o.use[s])
-                continue;
-            if ((s == SOLVER_CLP || s == SOLVER_HIGHS) &&
-                o.objective != TF_OBJECTIVE_LEAST_FREEZE)
-                m[s].outcome = RUN_NOT_APPLICABLE;
-            else if (s == SOLVER_HIGHS && highs_status)
-                m[s].outcome = RUN_NOT_INSTALLED;
-#ifndef TF_BENCH_HAVE_CLP
-            if (s == SOLVER_CLP)
-                m[s].outcome = RUN_NOT_BUILT;
-#endif
-            if (m[s].outcome != RUN_OK) {
-                print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib, NULL, &o,
-                          highs_status);
-                continue;
-            }
-            if (measure(&p, s, &o, &m[s])) {
-                tf_profile_free(&p);
-                return EXIT_FAILED;
-            }
-            if (m[s].outcome == RUN_FAILED || m[s].outcome == RUN_CRASHED)
-                status = EXIT_FAILED;
-            print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib,
-                      o.use[SOLVER_LP_SOLVE] ? &m[SOLVER_LP_SOLVE] : NULL, &o, highs_status);
-            fflush(stdout);
-        }
-        print_speedups(actions, microbatches, &o, m);
-        fflush(stdout);
-        tf_profile_free(&p);
+        if (rc)
+            status = rc;
     }
     return status;
 }

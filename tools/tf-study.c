@@ -1,15 +1,23 @@
 /* tf-study: capacity-planning sweeps.  Parses arguments and calls the study
  * library (tools/study). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "study/study.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
 
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SOLVER = 3 };
+static const char *const prog = "tf-study";
+
+typedef struct study_args {
+    const char *study, *csv, *svg, *profiles;
+    int quiet;
+    tf_study_run_options options;
+} study_args;
 
 static void usage(FILE *f)
 {
@@ -56,86 +64,69 @@ static void draw_progress(void *ctx, int done, int total)
     fflush(stderr);
 }
 
-int main(int argc, char **argv)
-{
-    const char *study_path = NULL, *csv_path = NULL, *svg_path = NULL, *profile_dir = NULL;
-    int quiet = 0;
-    tf_study_run_options options;
-    tf_study_run_options_init(&options);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        int has_value = i + 1 < argc;
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(arg, "--version")) {
-            printf("tf-study %s\n", TF_VERSION);
-            return 0;
-        } else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) {
-            quiet = 1;
-        } else if ((!strcmp(arg, "-o") || !strcmp(arg, "--output")) && has_value) {
-            csv_path = argv[++i];
-        } else if (!strcmp(arg, "--profiles") && has_value) {
-            profile_dir = argv[++i];
-        } else if (!strcmp(arg, "--plot") && has_value) {
-            svg_path = argv[++i];
-        } else if ((!strcmp(arg, "-j") || !strcmp(arg, "--jobs")) && has_value) {
-            char *end;
-            long jobs = strtol(argv[++i], &end, 10);
-            if (end == argv[i] || *end || jobs < 1 || jobs > 1024) {
-                fprintf(stderr, "tf-study: --jobs: expected an integer in [1, 1024], got \"%s\"\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-            options.threads = (int)jobs;
-        } else if (!strcmp(arg, "--objective") && has_value) {
-            if (tf_objective_parse(argv[++i], &options.objective)) {
-                fprintf(stderr,
-                        "tf-study: --objective: unknown objective \"%s\" (least-freeze, spread)\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--solver") && has_value) {
-            if (tf_solver_parse(argv[++i], &options.solver)) {
-                fprintf(stderr,
-                        "tf-study: --solver: unknown solver \"%s\" (auto, lp_solve, fast)\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "tf-study: %s: unknown option or missing value (see --help)\n", arg);
-            return EXIT_USAGE;
-        } else if (!study_path) {
-            study_path = arg;
-        } else {
-            fprintf(stderr, "tf-study: unexpected argument \"%s\" (one study at a time)\n", arg);
-            return EXIT_USAGE;
-        }
-    }
-    if (!study_path) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+enum { OPT_PLOT = 256, OPT_PROFILES, OPT_OBJECTIVE, OPT_SOLVER };
 
-    tf_error err = {0};
-    tf_study study;
-    int rc = tf_study_load(study_path, &study, &err);
-    if (rc) {
-        fprintf(stderr, "tf-study: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
-        return EXIT_INPUT;
+static const struct option long_options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {"profiles", required_argument, NULL, OPT_PROFILES},
+    {"jobs", required_argument, NULL, 'j'},
+    {"objective", required_argument, NULL, OPT_OBJECTIVE},
+    {"solver", required_argument, NULL, OPT_SOLVER},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, TF_CLI_HELP},
+    {"version", no_argument, NULL, TF_CLI_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static const tf_cli_program program = {prog, TF_VERSION, "o:j:qh", long_options, usage};
+
+/* One option (tf_cli_take). */
+static int take_option(int c, const char *value, void *ctx)
+{
+    study_args *a = ctx;
+    switch (c) {
+    case 'q':
+        a->quiet = 1;
+        return 0;
+    case 'o':
+        a->csv = value;
+        return 0;
+    case OPT_PLOT:
+        a->svg = value;
+        return 0;
+    case OPT_PROFILES:
+        a->profiles = value;
+        return 0;
+    case 'j':
+        if (tf_cli_parse_int(value, 1, 1024, &a->options.threads))
+            return tf_cli_bad_value(prog, "--jobs", "expected an integer in [1, 1024]", value);
+        return 0;
+    case OPT_OBJECTIVE: return tf_cli_objective(prog, value, &a->options.objective);
+    case OPT_SOLVER: return tf_cli_solver(prog, value, &a->options.solver);
+    default: return TF_EXIT_USAGE;
     }
-    if (!quiet && isatty(STDERR_FILENO))
-        options.progress = draw_progress;
-    tf_study_result result;
-    rc = tf_study_run(&study, &options, &result, &err);
-    if (rc) {
-        fprintf(stderr, "tf-study: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
-        tf_study_free(&study);
-        return EXIT_INPUT;
-    }
-    /* Skips and failures in sweep order, after the progress bar is gone. */
-    for (int i = 0; i < result.n_rows; i++) {
-        const tf_study_row *w = &result.rows[i];
+}
+
+/* Fills *a from the command line.  Returns TF_CLI_CONTINUE, or the exit
+ * status (0 after --help or --version). */
+static int parse_args(int argc, char **argv, study_args *a)
+{
+    memset(a, 0, sizeof *a);
+    tf_study_run_options_init(&a->options);
+    int rc = tf_cli_parse(&program, argc, argv, take_option, a);
+    if (rc == TF_CLI_CONTINUE)
+        rc = tf_cli_one_operand(&program, argc, argv, "study", &a->study);
+    return rc;
+}
+
+/* Skips and failures in sweep order, after the progress bar is gone.
+ * Returns the exit status the rows give: 0, or TF_EXIT_SOLVER when a
+ * configuration failed, TF_EXIT_INPUT when none could run. */
+static int report_rows(const study_args *a, const tf_study_result *result)
+{
+    for (int i = 0; i < result->n_rows; i++) {
+        const tf_study_row *w = &result->rows[i];
         if (w->status == TF_STUDY_SOLVED)
             continue;
         const tf_study_config *c = &w->config;
@@ -143,40 +134,71 @@ int main(int argc, char **argv)
                 w->status == TF_STUDY_SKIPPED ? "skipped" : "FAILED", c->schedule, c->ranks,
                 c->stages_per_rank, c->microbatches, w->reason);
     }
-    int status = 0;
-    if (result.failed) {
+    if (result->failed) {
         fprintf(stderr, "tf-study: %d configuration%s failed to solve; no output written\n",
-                result.failed, result.failed == 1 ? "" : "s");
-        status = EXIT_SOLVER;
-    } else if (!result.solved) {
+                result->failed, result->failed == 1 ? "" : "s");
+        return TF_EXIT_SOLVER;
+    }
+    if (!result->solved) {
         fprintf(stderr, "tf-study: %s: no configuration of the sweep can run; no output written\n",
-                study_path);
-        status = EXIT_INPUT;
+                a->study);
+        return TF_EXIT_INPUT;
     }
-    /* Everything is rendered first, then written as one unit. */
+    return 0;
+}
+
+/* Everything is rendered first, then written as one unit. */
+static int write_results(const study_args *a, const tf_study *study,
+                         const tf_study_result *result, tf_error *err)
+{
     char *csv = NULL, *svg = NULL;
-    if (!status && csv_path)
-        rc = tf_study_to_csv(&result, &csv, &err);
-    if (!status && !rc && svg_path)
-        rc = tf_study_to_svg(&result, &svg, &err);
-    if (!status && !rc && (csv_path || svg_path || profile_dir))
-        rc = tf_study_write_outputs(&study, &result, csv_path, csv, svg_path, svg, profile_dir,
-                                    &err);
-    if (!status && rc) {
-        fprintf(stderr, "tf-study: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
-        status = EXIT_INPUT;
-    }
-    if (!status && !quiet) {
-        tf_study_print_summary(&result, stdout);
-        if (csv_path)
-            printf("\nresults: %s\n", csv_path);
-        if (svg_path)
-            printf("plot:    %s\n", svg_path);
-        if (profile_dir)
-            printf("profiles: %s/\n", profile_dir);
-    }
+    int rc = 0;
+    if (a->csv)
+        rc = tf_study_to_csv(result, &csv, err);
+    if (!rc && a->svg)
+        rc = tf_study_to_svg(result, &svg, err);
+    if (!rc && (a->csv || a->svg || a->profiles))
+        rc = tf_study_write_outputs(study, result, a->csv, csv, a->svg, svg, a->profiles, err);
     free(csv);
     free(svg);
+    return rc;
+}
+
+static void print_summary(const study_args *a, const tf_study_result *result)
+{
+    tf_study_print_summary(result, stdout);
+    if (a->csv)
+        printf("\nresults: %s\n", a->csv);
+    if (a->svg)
+        printf("plot:    %s\n", a->svg);
+    if (a->profiles)
+        printf("profiles: %s/\n", a->profiles);
+}
+
+int main(int argc, char **argv)
+{
+    study_args a;
+    int status = parse_args(argc, argv, &a);
+    if (status != TF_CLI_CONTINUE)
+        return status;
+    tf_error err = {0};
+    tf_study study;
+    tf_study_result result = {0};
+    int rc = tf_study_load(a.study, &study, &err);
+    if (rc) {
+        tf_cli_report(prog, rc, &err);
+        return TF_EXIT_INPUT;
+    }
+    if (!a.quiet && isatty(STDERR_FILENO))
+        a.options.progress = draw_progress;
+    if ((rc = tf_study_run(&study, &a.options, &result, &err)) == 0 &&
+        (status = report_rows(&a, &result)) == 0 &&
+        (rc = write_results(&a, &study, &result, &err)) == 0 && !a.quiet)
+        print_summary(&a, &result);
+    if (rc) {
+        tf_cli_report(prog, rc, &err);
+        status = TF_EXIT_INPUT;
+    }
     tf_study_result_free(&result);
     tf_study_free(&study);
     return status;

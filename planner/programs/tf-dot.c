@@ -1,14 +1,21 @@
 /* tf-dot: draws a plan (or a profile's unfrozen schedule) as a timeline, a
  * comparison with the unfrozen timeline, or the dependency graph.  Parses
- * arguments and calls the planner library (tf/timeline.h). */
+ * arguments and calls the render library (tf/timeline.h). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "tf/plan.h"
 #include "tf/timeline.h"
 
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
+static const char *const prog = "tf-dot";
+
+typedef struct dot_args {
+    const char *input, *output, *format;
+    tf_timeline_options options;
+} dot_args;
 
 static void usage(FILE *f)
 {
@@ -38,100 +45,106 @@ static void usage(FILE *f)
             "exit status: 0 ok, 1 invalid input or output error, 2 usage error\n");
 }
 
-/* Parses a positive number option value; returns 0 or -1. */
-static int parse_positive(const char *text, double *out)
+enum { OPT_FORMAT = 256, OPT_COMPARE, OPT_DAG, OPT_WIDTH, OPT_DPI, OPT_TITLE };
+
+static const struct option long_options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"compare", required_argument, NULL, OPT_COMPARE},
+    {"dag", no_argument, NULL, OPT_DAG},
+    {"width", required_argument, NULL, OPT_WIDTH},
+    {"dpi", required_argument, NULL, OPT_DPI},
+    {"title", required_argument, NULL, OPT_TITLE},
+    {"help", no_argument, NULL, TF_CLI_HELP},
+    {"version", no_argument, NULL, TF_CLI_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static const tf_cli_program program = {prog, TF_VERSION, "o:T:h", long_options, usage};
+
+/* -T/--format FORMAT (also -TFORMAT, as dot takes it). */
+static int take_format(const char *option, const char *value, dot_args *a)
 {
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end || !(v > 0))
-        return -1;
+    if (!tf_timeline_format_valid(value))
+        return tf_cli_unknown(prog, option, "format", value, "dot, svg, png, pdf, chrome");
+    a->format = value;
+    return 0;
+}
+
+/* --width and --dpi: a positive number. */
+static int take_positive(const char *option, const char *what, const char *value, double *out)
+{
+    double v;
+    if (tf_cli_parse_number(value, &v) || !(v > 0))
+        return tf_cli_bad_value(prog, option, what, value);
     *out = v;
     return 0;
 }
 
-int main(int argc, char **argv)
+/* One option (tf_cli_take). */
+static int take_option(int c, const char *value, void *ctx)
 {
-    const char *input = NULL, *output = NULL, *format = NULL;
-    tf_timeline_options options;
-    tf_timeline_options_init(&options);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        int has_value = i + 1 < argc;
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(arg, "--version")) {
-            printf("tf-dot %s\n", TF_VERSION);
-            return 0;
-        } else if ((!strcmp(arg, "-o") || !strcmp(arg, "--output")) && has_value) {
-            output = argv[++i];
-        } else if ((!strcmp(arg, "-T") || !strcmp(arg, "--format")) && has_value) {
-            format = argv[++i];
-            if (!tf_timeline_format_valid(format)) {
-                fprintf(stderr, "tf-dot: %s: unknown format \"%s\" (dot, svg, png, pdf, chrome)\n",
-                        arg, format);
-                return EXIT_USAGE;
-            }
-        } else if (!strncmp(arg, "-T", 2) && arg[2]) { /* -Tsvg, as dot accepts */
-            format = arg + 2;
-            if (!tf_timeline_format_valid(format)) {
-                fprintf(stderr, "tf-dot: -T: unknown format \"%s\" (dot, svg, png, pdf, chrome)\n",
-                        format);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--compare") && has_value) {
-            if (strcmp(argv[++i], "unfrozen") != 0) {
-                fprintf(stderr, "tf-dot: --compare: expected \"unfrozen\", got \"%s\"\n", argv[i]);
-                return EXIT_USAGE;
-            }
-            options.compare_unfrozen = 1;
-        } else if (!strcmp(arg, "--dag")) {
-            options.dag = 1;
-        } else if (!strcmp(arg, "--width") && has_value) {
-            if (parse_positive(argv[++i], &options.width)) {
-                fprintf(stderr,
-                        "tf-dot: --width: expected a positive number of points, got \"%s\"\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--dpi") && has_value) {
-            if (parse_positive(argv[++i], &options.dpi)) {
-                fprintf(stderr, "tf-dot: --dpi: expected a positive number, got \"%s\"\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--title") && has_value) {
-            options.title = argv[++i];
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "tf-dot: %s: unknown option or missing value (see --help)\n", arg);
-            return EXIT_USAGE;
-        } else if (!input) {
-            input = arg;
-        } else {
-            fprintf(stderr, "tf-dot: unexpected argument \"%s\" (one input at a time)\n", arg);
-            return EXIT_USAGE;
-        }
+    dot_args *a = ctx;
+    switch (c) {
+    case 'o':
+        a->output = value;
+        return 0;
+    case 'T': return take_format("-T", value, a);
+    case OPT_FORMAT: return take_format("--format", value, a);
+    case OPT_COMPARE:
+        if (strcmp(value, "unfrozen") != 0)
+            return tf_cli_bad_value(prog, "--compare", "expected \"unfrozen\"", value);
+        a->options.compare_unfrozen = 1;
+        return 0;
+    case OPT_DAG:
+        a->options.dag = 1;
+        return 0;
+    case OPT_WIDTH:
+        return take_positive("--width", "expected a positive number of points", value,
+                             &a->options.width);
+    case OPT_DPI:
+        return take_positive("--dpi", "expected a positive number", value, &a->options.dpi);
+    case OPT_TITLE:
+        a->options.title = value;
+        return 0;
+    default: return TF_EXIT_USAGE;
     }
-    if (!input) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+}
+
+/* Fills *a from the command line.  Returns TF_CLI_CONTINUE, or the exit
+ * status (0 after --help or --version). */
+static int parse_args(int argc, char **argv, dot_args *a)
+{
+    memset(a, 0, sizeof *a);
+    tf_timeline_options_init(&a->options);
+    int rc = tf_cli_parse(&program, argc, argv, take_option, a);
+    if (rc == TF_CLI_CONTINUE)
+        rc = tf_cli_one_operand(&program, argc, argv, "input", &a->input);
     /* Check the output name before any work, so a typo costs nothing. */
-    if (output && strcmp(output, "-") != 0 && !format &&
-        !tf_timeline_format_for_path(output)) {
+    if (rc == TF_CLI_CONTINUE && a->output && strcmp(a->output, "-") != 0 && !a->format &&
+        !tf_timeline_format_for_path(a->output)) {
         fprintf(stderr,
                 "tf-dot: %s: cannot tell the format from the extension; use .dot .gv .svg "
                 ".png .pdf .json or -T FORMAT\n",
-                output);
-        return EXIT_USAGE;
+                a->output);
+        return TF_EXIT_USAGE;
     }
+    return rc;
+}
 
+int main(int argc, char **argv)
+{
+    dot_args a;
+    int status = parse_args(argc, argv, &a);
+    if (status != TF_CLI_CONTINUE)
+        return status;
     tf_error err = {0};
     tf_plan plan;
-    int rc = tf_timeline_load(input, &plan, &err);
+    int rc = tf_timeline_load(a.input, &plan, &err);
     if (!rc)
-        rc = tf_timeline_render(&plan, &options, output, format, &err);
+        rc = tf_timeline_render(&plan, &a.options, a.output, a.format, &err);
     if (rc)
-        fprintf(stderr, "tf-dot: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
+        tf_cli_report(prog, rc, &err);
     tf_plan_free(&plan);
-    return rc ? EXIT_INPUT : 0;
+    return rc ? TF_EXIT_INPUT : 0;
 }

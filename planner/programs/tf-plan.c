@@ -1,16 +1,24 @@
 /* tf-plan: profiled stage timings in, freeze plan out.  Parses arguments
  * and calls the planner library. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "tf/plan.h"
 #include "tf/profile.h"
 #include "tf/schedule.h"
 #include "tf/timeline.h"
 #include "tf/util.h"
 
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_SOLVER = 3 };
+static const char *const prog = "tf-plan";
+
+typedef struct plan_args {
+    const char *profile, *output, *csv, *timeline;
+    int quiet;
+    tf_plan_options options;
+} plan_args;
 
 static void usage(FILE *f)
 {
@@ -43,128 +51,149 @@ static void usage(FILE *f)
             tf_schedule_builtin_names());
 }
 
-static int exit_code(int rc)
+enum { OPT_OBJECTIVE = 256, OPT_MAX_FREEZE_RATIO, OPT_SOLVER, OPT_SCHEDULE_CSV, OPT_TIMELINE };
+
+static const struct option long_options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"objective", required_argument, NULL, OPT_OBJECTIVE},
+    {"max-freeze-ratio", required_argument, NULL, OPT_MAX_FREEZE_RATIO},
+    {"solver", required_argument, NULL, OPT_SOLVER},
+    {"schedule-csv", required_argument, NULL, OPT_SCHEDULE_CSV},
+    {"timeline", required_argument, NULL, OPT_TIMELINE},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, TF_CLI_HELP},
+    {"version", no_argument, NULL, TF_CLI_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static const tf_cli_program program = {prog, TF_VERSION, "o:qh", long_options, usage};
+
+static int take_timeline(const char *value, plan_args *a)
 {
-    return rc == TF_ESOLVER ? EXIT_SOLVER : EXIT_INPUT;
+    a->timeline = value;
+    if (tf_timeline_format_for_path(value))
+        return 0;
+    fprintf(stderr, "tf-plan: --timeline: cannot tell the format of \"%s\" (use .svg, .png, "
+                    ".pdf, .dot or .json)\n",
+            value);
+    return TF_EXIT_USAGE;
 }
 
-int main(int argc, char **argv)
+static int take_cap(const char *value, plan_args *a)
 {
-    const char *profile_path = NULL, *output = NULL, *csv = NULL, *timeline = NULL;
-    int quiet = 0;
-    tf_plan_options options;
-    tf_plan_options_init(&options);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        int has_value = i + 1 < argc;
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(arg, "--version")) {
-            printf("tf-plan %s\n", TF_VERSION);
-            return 0;
-        } else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) {
-            quiet = 1;
-        } else if ((!strcmp(arg, "-o") || !strcmp(arg, "--output")) && has_value) {
-            output = argv[++i];
-        } else if (!strcmp(arg, "--schedule-csv") && has_value) {
-            csv = argv[++i];
-        } else if (!strcmp(arg, "--timeline") && has_value) {
-            timeline = argv[++i];
-            if (!tf_timeline_format_for_path(timeline)) {
-                fprintf(stderr, "tf-plan: --timeline: cannot tell the format of \"%s\" (use .svg, "
-                                ".png, .pdf, .dot or .json)\n",
-                        timeline);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--objective") && has_value) {
-            if (tf_objective_parse(argv[++i], &options.objective)) {
-                fprintf(stderr, "tf-plan: --objective: unknown objective \"%s\" (least-freeze, spread)\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--solver") && has_value) {
-            if (tf_solver_parse(argv[++i], &options.solver)) {
-                fprintf(stderr, "tf-plan: --solver: unknown solver \"%s\" (auto, lp_solve, fast)\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(arg, "--max-freeze-ratio") && has_value) {
-            char *end;
-            double r = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(r >= 0.0 && r <= 1.0)) {
-                fprintf(stderr, "tf-plan: --max-freeze-ratio: expected a number in [0, 1], got \"%s\"\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-            options.max_freeze_ratio = r;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "tf-plan: %s: unknown option or missing value (see --help)\n", arg);
-            return EXIT_USAGE;
-        } else if (!profile_path) {
-            profile_path = arg;
-        } else {
-            fprintf(stderr, "tf-plan: unexpected argument \"%s\" (one profile at a time)\n", arg);
-            return EXIT_USAGE;
-        }
-    }
-    if (!profile_path) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    double ratio;
+    if (tf_cli_parse_number(value, &ratio) || !(ratio >= 0.0 && ratio <= 1.0))
+        return tf_cli_bad_value(prog, "--max-freeze-ratio", "expected a number in [0, 1]",
+                                value);
+    a->options.max_freeze_ratio = ratio;
+    return 0;
+}
 
-    tf_error err = {0};
-    tf_profile profile;
-    tf_plan plan = {0};
-    int rc = tf_profile_load(profile_path, &profile, &err);
-    if (!rc && csv) {
-        tf_schedule order;
-        rc = tf_schedule_read_csv(csv, &order, &err);
-        if (!rc) {
-            rc = tf_profile_set_schedule(&profile, &order, &err);
-            tf_schedule_free(&order);
-        }
+/* One option (tf_cli_take). */
+static int take_option(int c, const char *value, void *ctx)
+{
+    plan_args *a = ctx;
+    switch (c) {
+    case 'q':
+        a->quiet = 1;
+        return 0;
+    case 'o':
+        a->output = value;
+        return 0;
+    case OPT_SCHEDULE_CSV:
+        a->csv = value;
+        return 0;
+    case OPT_OBJECTIVE: return tf_cli_objective(prog, value, &a->options.objective);
+    case OPT_SOLVER: return tf_cli_solver(prog, value, &a->options.solver);
+    case OPT_TIMELINE: return take_timeline(value, a);
+    case OPT_MAX_FREEZE_RATIO: return take_cap(value, a);
+    default: return TF_EXIT_USAGE;
     }
-    if (!rc)
-        rc = tf_plan_from_profile(&profile, &options, &plan, &err);
-    /* The plan and its picture are written as one unit: either both
-     * replace their targets or neither does. */
+}
+
+/* Fills *a from the command line.  Returns TF_CLI_CONTINUE, or the exit
+ * status (0 after --help or --version). */
+static int parse_args(int argc, char **argv, plan_args *a)
+{
+    memset(a, 0, sizeof *a);
+    tf_plan_options_init(&a->options);
+    int rc = tf_cli_parse(&program, argc, argv, take_option, a);
+    if (rc == TF_CLI_CONTINUE)
+        rc = tf_cli_one_operand(&program, argc, argv, "profile", &a->profile);
+    return rc;
+}
+
+/* The profile, with the order of --schedule-csv when given. */
+static int load_profile(const plan_args *a, tf_profile *profile, tf_error *err)
+{
+    int rc = tf_profile_load(a->profile, profile, err);
+    if (rc || !a->csv)
+        return rc;
+    tf_schedule order;
+    if (!(rc = tf_schedule_read_csv(a->csv, &order, err))) {
+        rc = tf_profile_set_schedule(profile, &order, err);
+        tf_schedule_free(&order);
+    }
+    return rc;
+}
+
+/* The plan and its picture are written as one unit: either both replace
+ * their targets or neither does. */
+static int write_outputs(const plan_args *a, const tf_plan *plan, tf_error *err)
+{
     char *plan_json = NULL, *picture = NULL;
     size_t picture_len = 0;
     const char *paths[2];
     const void *data[2];
     size_t lens[2];
-    int files = 0;
-    if (!rc && output && (rc = tf_plan_to_json(&plan, &plan_json, &err)) == 0) {
-        paths[files] = output;
+    int files = 0, rc = 0;
+    if (a->output && !(rc = tf_plan_to_json(plan, &plan_json, err))) {
+        paths[files] = a->output;
         data[files] = plan_json;
         lens[files++] = strlen(plan_json);
     }
-    if (!rc && timeline &&
-        (rc = tf_timeline_render_data(&plan, NULL, tf_timeline_format_for_path(timeline),
-                                      &picture, &picture_len, &err)) == 0) {
-        paths[files] = timeline;
+    if (!rc && a->timeline &&
+        !(rc = tf_timeline_render_data(plan, NULL, tf_timeline_format_for_path(a->timeline),
+                                       &picture, &picture_len, err))) {
+        paths[files] = a->timeline;
         data[files] = picture;
         lens[files++] = picture_len;
     }
     if (!rc && files > 0)
-        rc = tf_write_files_atomic(files, paths, data, lens, &err);
+        rc = tf_write_files_atomic(files, paths, data, lens, err);
     free(plan_json);
     free(picture);
-    if (rc) {
-        fprintf(stderr, "tf-plan: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
-        tf_plan_free(&plan);
-        tf_profile_free(&profile);
-        return exit_code(rc);
-    }
-    if (!quiet) {
-        tf_plan_print_summary(&plan, stdout);
-        if (output)
-            printf("plan          %s\n", output);
-        if (timeline)
-            printf("timeline      %s\n", timeline);
-    }
+    return rc;
+}
+
+static void print_summary(const plan_args *a, const tf_plan *plan)
+{
+    tf_plan_print_summary(plan, stdout);
+    if (a->output)
+        printf("plan          %s\n", a->output);
+    if (a->timeline)
+        printf("timeline      %s\n", a->timeline);
+}
+
+int main(int argc, char **argv)
+{
+    plan_args a;
+    int status = parse_args(argc, argv, &a);
+    if (status != TF_CLI_CONTINUE)
+        return status;
+    tf_error err = {0};
+    tf_profile profile;
+    tf_plan plan = {0};
+    int rc = load_profile(&a, &profile, &err);
+    if (!rc)
+        rc = tf_plan_from_profile(&profile, &a.options, &plan, &err);
+    if (!rc)
+        rc = write_outputs(&a, &plan, &err);
+    if (rc)
+        tf_cli_report(prog, rc, &err);
+    else if (!a.quiet)
+        print_summary(&a, &plan);
     tf_plan_free(&plan);
     tf_profile_free(&profile);
-    return 0;
+    return !rc ? 0 : rc == TF_ESOLVER ? TF_EXIT_SOLVER : TF_EXIT_INPUT;
 }

@@ -1,0 +1,87 @@
+/* cli.h - what the toolkit's programs (tf-plan, tf-dot, tf-study,
+ * bench-solvers) share on their command lines: the getopt_long loop with
+ * --help and --version, exit statuses, and the wording of every usage
+ * error, so that each program says "PROG: OPTION: what was wrong" the
+ * same way and takes options as getopt does ("-j1" and "-j 1",
+ * "--jobs=1" and "--jobs 1", unique abbreviations of long options).
+ *
+ * Every function that complains prints one line on stderr and returns
+ * TF_EXIT_USAGE, so that a program's option handler can `return
+ * tf_cli_...(...)`.
+ */
+#ifndef TF_CLI_H
+#define TF_CLI_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "tf/error.h"
+#include "tf/freeze.h"
+
+enum {
+    TF_CLI_CONTINUE = -1, /* parsing went well: go on and do the work */
+    TF_EXIT_INPUT = 1,    /* invalid input, or an output that cannot be written */
+    TF_EXIT_USAGE = 2,    /* a bad command line */
+    TF_EXIT_SOLVER = 3    /* the LP solver failed */
+};
+
+/* The values getopt_long returns for the options tf_cli_parse handles
+ * itself: put {"help", no_argument, NULL, TF_CLI_HELP} (and "h" in the
+ * short options) and {"version", no_argument, NULL, TF_CLI_VERSION} in a
+ * program's table.  A program's own long-only options take values from
+ * 256 up, above any character. */
+enum { TF_CLI_HELP = 'h', TF_CLI_VERSION = 0x7000 };
+
+/* A program's command line. */
+typedef struct tf_cli_program {
+    const char *name;                  /* "tf-plan": the prefix of every message */
+    const char *version;               /* printed by --version as "NAME VERSION" */
+    const char *short_options;         /* getopt's, e.g. "o:qh" */
+    const struct option *long_options; /* getopt_long's table, ending in a zero entry */
+    void (*usage)(FILE *f);            /* prints the usage (--help, or no operand) */
+} tf_cli_program;
+
+/* A program's handler for one of its options: c as getopt_long returned
+ * it, value its argument (NULL for options without one), ctx the
+ * program's own.  Returns 0, or TF_EXIT_USAGE after a complaint. */
+typedef int (*tf_cli_take)(int c, const char *value, void *ctx);
+
+/* Runs getopt_long over argv: --help prints the usage on stdout,
+ * --version the version; an unknown option or a missing value gets "PROG:
+ * OPTION: unknown option or missing value (see --help)"; every other
+ * option goes to take.  Returns TF_CLI_CONTINUE with the operands in
+ * argv[optind .. argc - 1] (getopt moves them after the options), or the
+ * exit status: 0 after --help or --version, TF_EXIT_USAGE. */
+int tf_cli_parse(const tf_cli_program *p, int argc, char **argv, tf_cli_take take, void *ctx);
+
+/* After tf_cli_parse, for a program that takes exactly one operand
+ * (`what`: "profile", "input"...): stores it in *operand and returns
+ * TF_CLI_CONTINUE; without one prints the usage on stderr, with more says
+ * "PROG: unexpected argument "ARG" (one WHAT at a time)"; both return
+ * TF_EXIT_USAGE. */
+int tf_cli_one_operand(const tf_cli_program *p, int argc, char **argv, const char *what,
+                       const char **operand);
+
+/* Prints "PROG: OPTION: WHAT, got "VALUE"".  Returns TF_EXIT_USAGE. */
+int tf_cli_bad_value(const char *prog, const char *option, const char *what, const char *value);
+
+/* Prints "PROG: OPTION: unknown KIND "VALUE" (CHOICES)".  Returns
+ * TF_EXIT_USAGE. */
+int tf_cli_unknown(const char *prog, const char *option, const char *kind, const char *value,
+                   const char *choices);
+
+/* --objective and --solver, for every program that plans: parse value
+ * into *out, or complain naming the choices.  Return 0 or TF_EXIT_USAGE. */
+int tf_cli_objective(const char *prog, const char *value, tf_objective *out);
+int tf_cli_solver(const char *prog, const char *value, tf_solver *out);
+
+/* The whole of text as a number (strtod) / a base-10 integer in [min, max].
+ * Return 0, or -1 (nothing printed: the caller words the range). */
+int tf_cli_parse_number(const char *text, double *out);
+int tf_cli_parse_int(const char *text, long min, long max, int *out);
+
+/* Prints "PROG: MESSAGE" for a failed library call: err's message, else
+ * the name of code rc.  err may be NULL. */
+void tf_cli_report(const char *prog, int rc, const tf_error *err);
+
+#endif

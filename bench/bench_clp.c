@@ -64,19 +64,14 @@ static void add_precedence(triplets *t, const clp_lp *m, const double *span, int
     t->upper[t->rows++] = DBL_MAX;
 }
 
-static int build_lp(const tf_schedule *s, const tf_dag *g, const double *max_ms,
-                    const double *min_ms, const double *cap, clp_lp *m)
+/* Numbers the columns: t_i (0 .. n-1), then r_i of each freezable action
+ * (m->ratio_column, -1 if fixed, with its span and its stage counted),
+ * then T.  Returns the number of ratio columns. */
+static int number_columns(const tf_schedule *s, const double *max_ms, const double *min_ms,
+                          clp_lp *m, double *span, int *stage_count)
 {
     const int n = s->n_actions;
     int k = 0;
-    double *span = calloc((size_t)n + 1, sizeof *span);
-    int *stage_count = calloc((size_t)s->stages + 1, sizeof *stage_count);
-    m->ratio_column = malloc(((size_t)n + 1) * sizeof *m->ratio_column);
-    if (!span || !stage_count || !m->ratio_column) {
-        free(span);
-        free(stage_count);
-        return TF_ENOMEM;
-    }
     for (int i = 0; i < n; i++) {
         m->ratio_column[i] = -1;
         if (tf_freeze_is_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
@@ -87,10 +82,84 @@ static int build_lp(const tf_schedule *s, const tf_dag *g, const double *max_ms,
     }
     m->col_T = n + k;
     m->columns = n + k + 1;
+    return k;
+}
+
+/* The rows as triplets: one per kept DAG edge and per sink, one cap row
+ * per stage with freezable actions and a cap below 1. */
+static void add_rows(triplets *t, const tf_schedule *s, const tf_dag *g, const clp_lp *m,
+                     const double *span, const double *max_ms, const double *cap,
+                     const int *stage_count)
+{
+    const int n = s->n_actions;
+    for (int u = 0; u < n; u++) {
+        int first = g->succ_offset[u], last = g->succ_offset[u + 1];
+        for (int e = first; e < last; e++) {
+            int v = g->succ[e];
+            /* tf_freeze_edge_implied (planner/src/solve/freeze_common.c) */
+            if (!(g->rule[e] & TF_EDGE_RANK_ORDER) && s->actions[u].rank == s->actions[v].rank)
+                continue;
+            add_precedence(t, m, span, u, v, max_ms[u] + g->lag[e]);
+        }
+        if (first == last)
+            add_precedence(t, m, span, u, m->col_T, max_ms[u]);
+    }
+    for (int st = 0; st < s->stages; st++) {
+        if (stage_count[st] == 0 || cap[st] >= 1.0)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (m->ratio_column[i] >= 0 && s->actions[i].stage == st)
+                add_entry(t, m->ratio_column[i], 1.0);
+        t->lower[t->rows] = -DBL_MAX;
+        t->upper[t->rows++] = cap[st] * stage_count[st];
+    }
+}
+
+/* Row triplets -> CLP's columns (a counting sort keeps rows ascending);
+ * the row bounds move from t to m.  Returns 0 or TF_ENOMEM. */
+static int to_columns(triplets *t, clp_lp *m)
+{
+    m->rows = t->rows;
+    m->index = malloc(((size_t)t->count + 1) * sizeof *m->index);
+    m->value = malloc(((size_t)t->count + 1) * sizeof *m->value);
+    CoinBigIndex *fill = malloc((size_t)m->columns * sizeof *fill);
+    if (!m->index || !m->value || !fill) {
+        free(fill);
+        return TF_ENOMEM;
+    }
+    for (int e = 0; e < t->count; e++)
+        m->start[t->column[e] + 1]++;
+    for (int c = 0; c < m->columns; c++)
+        m->start[c + 1] += m->start[c];
+    memcpy(fill, m->start, (size_t)m->columns * sizeof *fill);
+    for (int e = 0; e < t->count; e++) {
+        CoinBigIndex at = fill[t->column[e]]++;
+        m->index[at] = t->row[e];
+        m->value[at] = t->value[e];
+    }
+    free(fill);
+    m->row_lower = t->lower;
+    m->row_upper = t->upper;
+    t->lower = t->upper = NULL;
+    return 0;
+}
+
+static int build_lp(const tf_schedule *s, const tf_dag *g, const double *max_ms,
+                    const double *min_ms, const double *cap, clp_lp *m)
+{
+    const int n = s->n_actions;
+    double *span = calloc((size_t)n + 1, sizeof *span);
+    int *stage_count = calloc((size_t)s->stages + 1, sizeof *stage_count);
+    m->ratio_column = malloc(((size_t)n + 1) * sizeof *m->ratio_column);
+    if (!span || !stage_count || !m->ratio_column) {
+        free(span);
+        free(stage_count);
+        return TF_ENOMEM;
+    }
+    int k = number_columns(s, max_ms, min_ms, m, span, stage_count);
     size_t max_rows = (size_t)g->n_edges + (size_t)n + (size_t)s->stages + 1;
     size_t max_entries = 3 * ((size_t)g->n_edges + (size_t)n) + (size_t)k + 1;
     triplets t = {0};
-    CoinBigIndex *fill = NULL;
     t.row = malloc(max_entries * sizeof *t.row);
     t.column = malloc(max_entries * sizeof *t.column);
     t.value = malloc(max_entries * sizeof *t.value);
@@ -102,62 +171,15 @@ static int build_lp(const tf_schedule *s, const tf_dag *g, const double *max_ms,
     m->start = calloc((size_t)m->columns + 1, sizeof *m->start);
     int rc = 0;
     if (!t.row || !t.column || !t.value || !t.lower || !t.upper || !m->col_lower ||
-        !m->col_upper || !m->obj || !m->start) {
+        !m->col_upper || !m->obj || !m->start)
         rc = TF_ENOMEM;
-        goto done;
+    if (!rc) {
+        for (int c = 0; c < m->columns; c++)
+            m->col_upper[c] = c >= n && c < m->col_T ? 1.0 : DBL_MAX;
+        m->obj[m->col_T] = 1.0;
+        add_rows(&t, s, g, m, span, max_ms, cap, stage_count);
+        rc = to_columns(&t, m);
     }
-    for (int c = 0; c < m->columns; c++)
-        m->col_upper[c] = c >= n && c < m->col_T ? 1.0 : DBL_MAX;
-    m->obj[m->col_T] = 1.0;
-    for (int u = 0; u < n; u++) {
-        int first = g->succ_offset[u], last = g->succ_offset[u + 1];
-        for (int e = first; e < last; e++) {
-            int v = g->succ[e];
-            /* tf_freeze_edge_implied (planner/src/solve/freeze_common.c) */
-            if (!(g->rule[e] & TF_EDGE_RANK_ORDER) && s->actions[u].rank == s->actions[v].rank)
-                continue;
-            add_precedence(&t, m, span, u, v, max_ms[u] + g->lag[e]);
-        }
-        if (first == last)
-            add_precedence(&t, m, span, u, m->col_T, max_ms[u]);
-    }
-    for (int st = 0; st < s->stages; st++) {
-        if (stage_count[st] == 0 || cap[st] >= 1.0)
-            continue;
-        for (int i = 0; i < n; i++)
-            if (m->ratio_column[i] >= 0 && s->actions[i].stage == st)
-                add_entry(&t, m->ratio_column[i], 1.0);
-        t.lower[t.rows] = -DBL_MAX;
-        t.upper[t.rows++] = cap[st] * stage_count[st];
-    }
-    /* Row triplets -> columns (a counting sort keeps rows ascending). */
-    m->rows = t.rows;
-    m->index = malloc(((size_t)t.count + 1) * sizeof *m->index);
-    m->value = malloc(((size_t)t.count + 1) * sizeof *m->value);
-    if (!m->index || !m->value) {
-        rc = TF_ENOMEM;
-        goto done;
-    }
-    for (int e = 0; e < t.count; e++)
-        m->start[t.column[e] + 1]++;
-    for (int c = 0; c < m->columns; c++)
-        m->start[c + 1] += m->start[c];
-    fill = malloc((size_t)m->columns * sizeof *fill);
-    if (!fill) {
-        rc = TF_ENOMEM;
-        goto done;
-    }
-    memcpy(fill, m->start, (size_t)m->columns * sizeof *fill);
-    for (int e = 0; e < t.count; e++) {
-        CoinBigIndex at = fill[t.column[e]]++;
-        m->index[at] = t.row[e];
-        m->value[at] = t.value[e];
-    }
-    free(fill);
-    m->row_lower = t.lower;
-    m->row_upper = t.upper;
-    t.lower = t.upper = NULL;
-done:
     free(t.row);
     free(t.column);
     free(t.value);

@@ -87,18 +87,33 @@ static void y_axis(st_text *t, double lo, double hi, double step, int x0, int x1
               x0, y0, x0, y0 + height, 16, y0 + height / 2, title);
 }
 
-int tf_study_to_svg(const tf_study_result *r, char **text, tf_error *err)
+/* Where everything goes: x[i] and group[i] for each solved row i (groups
+ * start where the schedule changes), the picture's size and both panels'
+ * scales. */
+typedef struct plot_layout {
+    double *x;
+    int *group;
+    int width, height, plot_right;
+    int a_top, b_top;          /* the throughput and speedup panels */
+    double step_a, top_a;      /* throughput axis: tick step and top */
+    double step_b, top_b;      /* speedup axis */
+} plot_layout;
+
+static const char *group_colour(int group)
 {
-    *text = NULL;
-    if (!r->solved)
-        return tf_fail(err, TF_EINVAL, "no configuration was solved, nothing to plot");
-    /* x position of each solved row; groups start where the schedule changes. */
-    double *x = calloc((size_t)r->n_rows + 1, sizeof *x);
-    int *group = calloc((size_t)r->n_rows + 1, sizeof *group);
-    if (!x || !group) {
-        free(x);
-        free(group);
-        return tf_fail(err, TF_ENOMEM, "out of memory drawing the plot");
+    return palette[group % (int)(sizeof palette / sizeof *palette)];
+}
+
+/* Places the solved rows and scales both panels to fit them.  Returns 0 or
+ * TF_ENOMEM (l then holds nothing to free). */
+static int lay_out(const tf_study_result *r, plot_layout *l)
+{
+    l->x = calloc((size_t)r->n_rows + 1, sizeof *l->x);
+    l->group = calloc((size_t)r->n_rows + 1, sizeof *l->group);
+    if (!l->x || !l->group) {
+        free(l->x);
+        free(l->group);
+        return TF_ENOMEM;
     }
     double cursor = LEFT + 10, max_tps = 0.0, max_speedup = 1.0;
     int groups = 0;
@@ -113,25 +128,28 @@ int tf_study_to_svg(const tf_study_result *r, char **text, tf_error *err)
             groups++;
             previous = w->config.schedule;
         }
-        group[i] = groups - 1;
-        x[i] = cursor;
+        l->group[i] = groups - 1;
+        l->x[i] = cursor;
         cursor += SLOT;
         max_tps = fmax(max_tps, w->tokens_per_s_planned / w->config.ranks);
         max_speedup = fmax(max_speedup, w->speedup);
     }
-    const int width = (int)cursor + 10 + RIGHT;
-    const int plot_right = width - RIGHT;
-    const int a_top = TOP, b_top = TOP + PANEL_A + BETWEEN;
-    const int height = b_top + PANEL_B + BOTTOM;
-    double step_a = nice_step(max_tps, 5);
-    double top_a = fmax(step_a, ceil(max_tps / step_a) * step_a);
-    double step_b = nice_step(max_speedup - 1.0, 4);
-    if (step_b < 0.05)
-        step_b = 0.05;
-    double top_b = 1.0 + fmax(step_b, ceil((max_speedup - 1.0) / step_b) * step_b);
+    l->width = (int)cursor + 10 + RIGHT;
+    l->plot_right = l->width - RIGHT;
+    l->a_top = TOP;
+    l->b_top = TOP + PANEL_A + BETWEEN;
+    l->height = l->b_top + PANEL_B + BOTTOM;
+    l->step_a = nice_step(max_tps, 5);
+    l->top_a = fmax(l->step_a, ceil(max_tps / l->step_a) * l->step_a);
+    l->step_b = fmax(nice_step(max_speedup - 1.0, 4), 0.05);
+    l->top_b = 1.0 + fmax(l->step_b, ceil((max_speedup - 1.0) / l->step_b) * l->step_b);
+    return 0;
+}
 
-    st_text t = {0};
-    st_printf(&t,
+/* The SVG's opening, its title and the legend. */
+static void write_head(st_text *t, const tf_study_result *r, const plot_layout *l)
+{
+    st_printf(t,
               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
               "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n"
@@ -139,12 +157,12 @@ int tf_study_to_svg(const tf_study_result *r, char **text, tf_error *err)
               ".label{font-size:10px;fill:#333}.group{font-size:13px;font-weight:bold}"
               ".title{font-size:16px;font-weight:bold}.legend{font-size:12px;fill:#222}</style>\n"
               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-              width, height, width, height);
-    st_printf(&t, "<text x=\"%d\" y=\"24\" class=\"title\">tf-study: ", LEFT);
-    st_xml(&t, r->name);
-    st_printf(&t, " &#8212; throughput and speedup of the freeze plan</text>\n");
+              l->width, l->height, l->width, l->height);
+    st_printf(t, "<text x=\"%d\" y=\"24\" class=\"title\">tf-study: ", LEFT);
+    st_xml(t, r->name);
+    st_printf(t, " &#8212; throughput and speedup of the freeze plan</text>\n");
     /* Legend (in the first schedule's colour; every group uses the same code). */
-    st_printf(&t,
+    st_printf(t,
               "<rect x=\"%d\" y=\"36\" width=\"12\" height=\"12\" fill=\"#777\"/>"
               "<text x=\"%d\" y=\"46\" class=\"legend\">unfrozen</text>\n"
               "<rect x=\"%d\" y=\"36\" width=\"12\" height=\"12\" fill=\"#777\" "
@@ -152,78 +170,101 @@ int tf_study_to_svg(const tf_study_result *r, char **text, tf_error *err)
               "<text x=\"%d\" y=\"46\" class=\"legend\">gain from the freeze plan (planned = "
               "whole bar)</text>\n",
               LEFT, LEFT + 16, LEFT + 90, LEFT + 106);
+}
 
-    /* Alternating group bands and group names. */
+/* Alternating group bands and group names. */
+static void write_groups(st_text *t, const tf_study_result *r, const plot_layout *l)
+{
     int g = -1;
     for (int i = 0; i < r->n_rows; i++) {
-        if (r->rows[i].status != TF_STUDY_SOLVED || group[i] == g)
+        if (r->rows[i].status != TF_STUDY_SOLVED || l->group[i] == g)
             continue;
-        g = group[i];
-        double start = x[i], end = x[i];
+        g = l->group[i];
+        double start = l->x[i], end = l->x[i];
         for (int j = i; j < r->n_rows; j++)
-            if (r->rows[j].status == TF_STUDY_SOLVED && group[j] == g)
-                end = x[j] + SLOT;
-        const char *colour = palette[g % (int)(sizeof palette / sizeof *palette)];
+            if (r->rows[j].status == TF_STUDY_SOLVED && l->group[j] == g)
+                end = l->x[j] + SLOT;
         if (g % 2)
-            st_printf(&t,
+            st_printf(t,
                       "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#f4f4f4\"/>\n",
-                      start - 4, a_top, end - start + 8, b_top + PANEL_B - a_top);
-        st_printf(&t, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" class=\"group\" "
-                      "fill=\"%s\">",
-                  (start + end) / 2, a_top - 12, colour);
-        st_xml(&t, r->rows[i].config.schedule);
-        st_printf(&t, "</text>\n");
+                      start - 4, l->a_top, end - start + 8, l->b_top + PANEL_B - l->a_top);
+        st_printf(t, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" class=\"group\" "
+                     "fill=\"%s\">",
+                  (start + end) / 2, l->a_top - 12, group_colour(g));
+        st_xml(t, r->rows[i].config.schedule);
+        st_printf(t, "</text>\n");
     }
+}
 
-    y_axis(&t, 0.0, top_a, step_a, LEFT, plot_right, a_top, PANEL_A, "tokens/s per GPU", "");
-    y_axis(&t, 1.0, top_b, step_b, LEFT, plot_right, b_top, PANEL_B, "speedup", "x");
-    st_printf(&t,
+static void write_axes(st_text *t, const plot_layout *l)
+{
+    y_axis(t, 0.0, l->top_a, l->step_a, LEFT, l->plot_right, l->a_top, PANEL_A,
+           "tokens/s per GPU", "");
+    y_axis(t, 1.0, l->top_b, l->step_b, LEFT, l->plot_right, l->b_top, PANEL_B, "speedup", "x");
+    st_printf(t,
               "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n"
               "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n",
-              LEFT, a_top + PANEL_A, plot_right, a_top + PANEL_A, LEFT, b_top + PANEL_B,
-              plot_right, b_top + PANEL_B);
+              LEFT, l->a_top + PANEL_A, l->plot_right, l->a_top + PANEL_A, LEFT,
+              l->b_top + PANEL_B, l->plot_right, l->b_top + PANEL_B);
+}
 
-    for (int i = 0; i < r->n_rows; i++) {
-        const tf_study_row *w = &r->rows[i];
-        if (w->status != TF_STUDY_SOLVED)
-            continue;
-        const tf_study_config *c = &w->config;
-        const char *colour = palette[group[i] % (int)(sizeof palette / sizeof *palette)];
-        double bx = x[i] + (SLOT - BAR) / 2.0;
-        double planned = w->tokens_per_s_planned / c->ranks;
-        double unfrozen = w->tokens_per_s_unfrozen / c->ranks;
-        double h_planned = planned / top_a * PANEL_A, h_unfrozen = unfrozen / top_a * PANEL_A;
-        double h_speedup = (w->speedup - 1.0) / (top_b - 1.0) * PANEL_B;
-        char tip[256];
-        snprintf(tip, sizeof tip,
-                 "%s, %d ranks x %d stages, %d microbatches, cap %g, p2p %g ms: "
-                 "%.0f -> %.0f tokens/s per GPU, speedup %.3fx, mean freeze %.2f",
-                 c->schedule, c->ranks, c->stages_per_rank, c->microbatches, c->max_freeze_ratio,
-                 c->p2p_ms, unfrozen, planned, w->speedup, w->mean_freeze_ratio);
-        st_printf(&t, "<g><title>");
-        st_xml(&t, tip);
-        st_printf(&t,
-                  "</title>\n"
-                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\" "
-                  "fill-opacity=\"0.35\"/>\n"
-                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"/>\n"
-                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"/></g>\n",
-                  bx, a_top + PANEL_A - h_planned, BAR, h_planned, colour, bx,
-                  a_top + PANEL_A - h_unfrozen, BAR, h_unfrozen, colour, bx,
-                  b_top + PANEL_B - h_speedup, BAR, h_speedup, colour);
-        char label[96];
-        config_label(r, c, label, sizeof label);
-        double lx = x[i] + SLOT / 2.0 + 4, ly = b_top + PANEL_B + 8;
-        st_printf(&t,
-                  "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"end\" "
-                  "class=\"label\">",
-                  lx, ly);
-        st_xml(&t, label);
-        st_printf(&t, "</text>\n");
-    }
+/* Solved row i: its bars in both panels with a tooltip, and its label. */
+static void write_bars(st_text *t, const tf_study_result *r, const plot_layout *l, int i)
+{
+    const tf_study_row *w = &r->rows[i];
+    const tf_study_config *c = &w->config;
+    const char *colour = group_colour(l->group[i]);
+    double bx = l->x[i] + (SLOT - BAR) / 2.0;
+    double planned = w->tokens_per_s_planned / c->ranks;
+    double unfrozen = w->tokens_per_s_unfrozen / c->ranks;
+    double h_planned = planned / l->top_a * PANEL_A, h_unfrozen = unfrozen / l->top_a * PANEL_A;
+    double h_speedup = (w->speedup - 1.0) / (l->top_b - 1.0) * PANEL_B;
+    char tip[256];
+    snprintf(tip, sizeof tip,
+             "%s, %d ranks x %d stages, %d microbatches, cap %g, p2p %g ms: "
+             "%.0f -> %.0f tokens/s per GPU, speedup %.3fx, mean freeze %.2f",
+             c->schedule, c->ranks, c->stages_per_rank, c->microbatches, c->max_freeze_ratio,
+             c->p2p_ms, unfrozen, planned, w->speedup, w->mean_freeze_ratio);
+    st_printf(t, "<g><title>");
+    st_xml(t, tip);
+    st_printf(t,
+              "</title>\n"
+              "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\" "
+              "fill-opacity=\"0.35\"/>\n"
+              "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"/>\n"
+              "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"/></g>\n",
+              bx, l->a_top + PANEL_A - h_planned, BAR, h_planned, colour, bx,
+              l->a_top + PANEL_A - h_unfrozen, BAR, h_unfrozen, colour, bx,
+              l->b_top + PANEL_B - h_speedup, BAR, h_speedup, colour);
+    char label[96];
+    config_label(r, c, label, sizeof label);
+    double lx = l->x[i] + SLOT / 2.0 + 4, ly = l->b_top + PANEL_B + 8;
+    st_printf(t,
+              "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"end\" "
+              "class=\"label\">",
+              lx, ly);
+    st_xml(t, label);
+    st_printf(t, "</text>\n");
+}
+
+int tf_study_to_svg(const tf_study_result *r, char **text, tf_error *err)
+{
+    *text = NULL;
+    if (!r->solved)
+        return tf_fail(err, TF_EINVAL, "no configuration was solved, nothing to plot");
+    plot_layout l;
+    if (lay_out(r, &l))
+        return tf_fail(err, TF_ENOMEM, "out of memory drawing the plot");
+    st_text t = {0};
+    write_head(&t, r, &l);
+    write_groups(&t, r, &l);
+    write_axes(&t, &l);
+    for (int i = 0; i < r->n_rows; i++)
+        if (r->rows[i].status == TF_STUDY_SOLVED)
+            write_bars(&t, r, &l, i);
     st_printf(&t, "</svg>\n");
-    free(x);
-    free(group);
+    free(l.x);
+    free(l.group);
     if (st_finish(&t, text))
         return tf_fail(err, TF_ENOMEM, "out of memory drawing the plot");
     return 0;

@@ -113,35 +113,15 @@ static int report_cycle(const tf_schedule *s, const edge *edges, int n_edges,
                    text);
 }
 
-int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err)
+/* The edges the five rules give (SPEC section 4), duplicates included;
+ * index finds actions by key.  Returns the count. */
+static int collect_edges(const tf_schedule *s, const int *index, edge *edges)
 {
-    memset(out, 0, sizeof *out);
-    const int n = s->n_actions;
-    size_t keys = (size_t)4 * s->stages * s->microbatches;
-    int *index = malloc((keys ? keys : 1) * sizeof *index);
-    /* Each action adds at most one edge per rule: rank order, next
-     * microbatch, backward after forward (or W after I), next stage, previous
-     * stage. */
-    size_t max_edges = (size_t)n * 5 + 1;
-    edge *edges = malloc(max_edges * sizeof *edges);
-    int *indegree = calloc((size_t)n + 1, sizeof *indegree);
-    int rc = 0;
-    if (!index || !edges || !indegree) {
-        rc = tf_fail(err, TF_ENOMEM, "out of memory building the DAG of %d actions", n);
-        goto done;
-    }
-    for (size_t k = 0; k < keys; k++)
-        index[k] = -1;
-    for (int i = 0; i < n; i++) {
-        const tf_action *a = &s->actions[i];
-        index[key_of(s, a->type, a->stage, a->microbatch)] = i;
-    }
-
     int n_edges = 0;
     for (int r = 0; r < s->ranks; r++)
         for (int i = s->rank_offset[r]; i + 1 < s->rank_offset[r + 1]; i++)
             push_edge(edges, &n_edges, i, i + 1, TF_EDGE_RANK_ORDER);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < s->n_actions; i++) {
         const tf_action *a = &s->actions[i];
         int m = a->microbatch, st = a->stage;
         push_edge(edges, &n_edges, i, lookup(s, index, a->type, st, m + 1), TF_EDGE_MICROBATCH);
@@ -166,8 +146,13 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
         case TF_ACT_W: break;
         }
     }
+    return n_edges;
+}
 
-    /* Merge duplicate edges (one pair can come from several rules). */
+/* Sorts the edges and merges duplicates (one pair can come from several
+ * rules).  Returns the count left. */
+static int merge_edges(edge *edges, int n_edges)
+{
     qsort(edges, (size_t)n_edges, sizeof *edges, compare_edges);
     int unique = 0;
     for (int e = 0; e < n_edges; e++) {
@@ -177,8 +162,15 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
         else
             edges[unique++] = edges[e];
     }
-    n_edges = unique;
+    return unique;
+}
 
+/* Fills out's CSR arrays from the sorted edges, with lag p2p_ms between
+ * ranks, and counts each action's predecessors into indegree. */
+static int fill_csr(const tf_schedule *s, const edge *edges, int n_edges, double p2p_ms,
+                    tf_dag *out, int *indegree)
+{
+    const int n = s->n_actions;
     out->n = n;
     out->n_edges = n_edges;
     out->succ_offset = calloc((size_t)n + 1, sizeof *out->succ_offset);
@@ -186,10 +178,8 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
     out->lag = malloc(((size_t)n_edges + 1) * sizeof *out->lag);
     out->rule = malloc((size_t)n_edges + 1);
     out->topo = malloc(((size_t)n + 1) * sizeof *out->topo);
-    if (!out->succ_offset || !out->succ || !out->lag || !out->rule || !out->topo) {
-        rc = tf_fail(err, TF_ENOMEM, "out of memory building the DAG of %d actions", n);
-        goto done;
-    }
+    if (!out->succ_offset || !out->succ || !out->lag || !out->rule || !out->topo)
+        return TF_ENOMEM;
     for (int e = 0; e < n_edges; e++) {
         const edge *x = &edges[e];
         out->succ_offset[x->from + 1]++;
@@ -200,21 +190,55 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
     }
     for (int i = 0; i < n; i++)
         out->succ_offset[i + 1] += out->succ_offset[i];
+    return 0;
+}
 
-    /* Kahn's algorithm; topo doubles as the queue. */
+/* Kahn's algorithm into g->topo (which doubles as the queue); consumes
+ * indegree.  Returns how many actions it ordered: g->n unless a cycle
+ * holds the rest back. */
+static int order_topologically(tf_dag *g, int *indegree)
+{
     int head = 0, tail = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < g->n; i++)
         if (indegree[i] == 0)
-            out->topo[tail++] = i;
+            g->topo[tail++] = i;
     while (head < tail) {
-        int u = out->topo[head++];
-        for (int e = out->succ_offset[u]; e < out->succ_offset[u + 1]; e++)
-            if (--indegree[out->succ[e]] == 0)
-                out->topo[tail++] = out->succ[e];
+        int u = g->topo[head++];
+        for (int e = g->succ_offset[u]; e < g->succ_offset[u + 1]; e++)
+            if (--indegree[g->succ[e]] == 0)
+                g->topo[tail++] = g->succ[e];
     }
-    if (tail < n)
-        rc = report_cycle(s, edges, n_edges, indegree, err);
+    return tail;
+}
 
+int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const int n = s->n_actions;
+    size_t keys = (size_t)4 * s->stages * s->microbatches;
+    int *index = malloc((keys ? keys : 1) * sizeof *index);
+    /* Each action adds at most one edge per rule: rank order, next
+     * microbatch, backward after forward (or W after I), next stage, previous
+     * stage. */
+    size_t max_edges = (size_t)n * 5 + 1;
+    edge *edges = malloc(max_edges * sizeof *edges);
+    int *indegree = calloc((size_t)n + 1, sizeof *indegree);
+    int rc = 0;
+    if (!index || !edges || !indegree) {
+        rc = tf_fail(err, TF_ENOMEM, "out of memory building the DAG of %d actions", n);
+        goto done;
+    }
+    for (size_t k = 0; k < keys; k++)
+        index[k] = -1;
+    for (int i = 0; i < n; i++) {
+        const tf_action *a = &s->actions[i];
+        index[key_of(s, a->type, a->stage, a->microbatch)] = i;
+    }
+    int n_edges = merge_edges(edges, collect_edges(s, index, edges));
+    if (fill_csr(s, edges, n_edges, p2p_ms, out, indegree))
+        rc = tf_fail(err, TF_ENOMEM, "out of memory building the DAG of %d actions", n);
+    else if (order_topologically(out, indegree) < n)
+        rc = report_cycle(s, edges, n_edges, indegree, err);
 done:
     free(index);
     free(edges);

@@ -144,180 +144,245 @@ static int parse_plan_action(const tfj_ctx *at, const cJSON *o, int ranks, int s
     return 0;
 }
 
-static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_error *err)
+/* The shape a plan's header declares; the actions must agree with it. */
+typedef struct plan_shape {
+    const char *name;
+    int ranks, stages_per_rank, microbatches;
+} plan_shape;
+
+/* "format", "version", the schedule's name and shape, tokens, lag and
+ * objective. */
+static int parse_plan_header(const tfj_ctx *ctx, const cJSON *root, plan_shape *shape,
+                             tf_plan *plan, tf_error *err)
 {
-    tfj_ctx ctx = {.where = where, .path = "$"};
-    if (!cJSON_IsObject(root))
-        return tfj_fail(&ctx, root, "expected a JSON object (a tf-plan)", err);
-    const char *format, *name, *objective;
-    int rc, version, ranks, spr, microbatches;
-    if ((rc = tfj_string(&ctx, root, "format", 1, NULL, &format, err)))
+    const char *format, *objective;
+    int rc, version;
+    if ((rc = tfj_string(ctx, root, "format", 1, NULL, &format, err)))
         return rc;
+    tfj_ctx at;
     if (strcmp(format, "tf-plan") != 0) {
-        tfj_ctx at;
-        tfj_child(&ctx, "format", &at);
+        tfj_child(ctx, "format", &at);
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "format"),
                         "expected \"tf-plan\" (is this a plan written by tf-plan?)", err);
     }
-    if ((rc = tfj_int(&ctx, root, "version", 1, 1, 1, 1, &version, err)) ||
-        (rc = tfj_string(&ctx, root, "schedule", 1, NULL, &name, err)) ||
-        (rc = tfj_int(&ctx, root, "ranks", 1, 0, 1, 4096, &ranks, err)) ||
-        (rc = tfj_int(&ctx, root, "stages_per_rank", 1, 1, 1, 64, &spr, err)) ||
-        (rc = tfj_int(&ctx, root, "microbatches", 1, 0, 1, 65536, &microbatches, err)) ||
-        (rc = tfj_number(&ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL,
+    if ((rc = tfj_int(ctx, root, "version", 1, 1, 1, 1, &version, err)) ||
+        (rc = tfj_string(ctx, root, "schedule", 1, NULL, &shape->name, err)) ||
+        (rc = tfj_int(ctx, root, "ranks", 1, 0, 1, 4096, &shape->ranks, err)) ||
+        (rc = tfj_int(ctx, root, "stages_per_rank", 1, 1, 1, 64, &shape->stages_per_rank,
+                      err)) ||
+        (rc = tfj_int(ctx, root, "microbatches", 1, 0, 1, 65536, &shape->microbatches, err)) ||
+        (rc = tfj_number(ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL,
                          &plan->microbatch_tokens, err)) ||
-        (rc = tfj_number(&ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &plan->p2p_ms, err)) ||
-        (rc = tfj_string(&ctx, root, "objective", 0, "least-freeze", &objective, err)))
+        (rc = tfj_number(ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &plan->p2p_ms, err)) ||
+        (rc = tfj_string(ctx, root, "objective", 0, "least-freeze", &objective, err)))
         return rc;
     if (tf_objective_parse(objective, &plan->objective)) {
-        tfj_ctx at;
-        tfj_child(&ctx, "objective", &at);
+        tfj_child(ctx, "objective", &at);
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "objective"),
                         "expected \"least-freeze\" or \"spread\"", err);
     }
-    const int stages = ranks * spr;
-    const cJSON *actions;
-    if ((rc = tfj_array(&ctx, root, "actions", 1, &actions, err)))
-        return rc;
-    int n = cJSON_GetArraySize(actions);
-    plan->actions = calloc((size_t)n + 1, sizeof *plan->actions);
-    plan->max_freeze_ratio = calloc((size_t)stages + 1, sizeof *plan->max_freeze_ratio);
-    plan->freeze_ratio_stage = calloc((size_t)stages + 1, sizeof *plan->freeze_ratio_stage);
-    int *row_len = calloc((size_t)ranks, sizeof *row_len);
-    char *cells = malloc(((size_t)n + 1) * 32);
-    const char ***rows = calloc((size_t)ranks, sizeof *rows);
-    const char **cell_ptrs = calloc((size_t)n + 1, sizeof *cell_ptrs);
-    if (!plan->actions || !plan->max_freeze_ratio || !plan->freeze_ratio_stage || !row_len ||
-        !cells || !rows || !cell_ptrs) {
-        rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
-        goto done;
-    }
+    return 0;
+}
+
+/* The cells of the plan's order, rank by rank, for tf_schedule_from_cells. */
+typedef struct plan_cells {
+    char *text;             /* 32 bytes per action */
+    const char **cell;      /* per action, into text */
+    const char ***rows;     /* per rank, into cell */
+    int *row_len;           /* per rank */
+} plan_cells;
+
+static void plan_cells_free(plan_cells *c)
+{
+    free(c->text);
+    free(c->cell);
+    free(c->rows);
+    free(c->row_len);
+}
+
+/* Reads every entry of "actions" into plan->actions (n of them) and its
+ * cell into c, checking they come rank by rank. */
+static int parse_plan_action_list(const tfj_ctx *ctx, const cJSON *actions,
+                                  const plan_shape *shape, tf_plan *plan, plan_cells *c,
+                                  tf_error *err)
+{
+    const int stages = shape->ranks * shape->stages_per_rank;
     tfj_ctx actions_at;
-    tfj_child(&ctx, "actions", &actions_at);
-    int i = 0, previous_rank = 0;
+    tfj_child(ctx, "actions", &actions_at);
+    int i = 0, previous_rank = 0, rc;
     const cJSON *o;
     cJSON_ArrayForEach(o, actions)
     {
         tfj_ctx at;
         tfj_index(&actions_at, i, &at);
         tf_plan_action *a = &plan->actions[i];
-        if ((rc = parse_plan_action(&at, o, ranks, stages, microbatches, a, err)))
-            goto done;
-        if (a->action.rank < previous_rank) {
-            rc = tf_fail(err, TF_EINVAL,
-                         "%s: %s.rank: actions must be listed rank by rank, got rank %d after "
-                         "rank %d",
-                         where, at.path, a->action.rank, previous_rank);
-            goto done;
-        }
+        if ((rc = parse_plan_action(&at, o, shape->ranks, stages, shape->microbatches, a, err)))
+            return rc;
+        if (a->action.rank < previous_rank)
+            return tf_fail(err, TF_EINVAL,
+                           "%s: %s.rank: actions must be listed rank by rank, got rank %d "
+                           "after rank %d",
+                           ctx->where, at.path, a->action.rank, previous_rank);
         previous_rank = a->action.rank;
-        cell_ptrs[i] = tf_action_format(&a->action, cells + (size_t)i * 32);
-        row_len[a->action.rank]++;
+        c->cell[i] = tf_action_format(&a->action, c->text + (size_t)i * 32);
+        c->row_len[a->action.rank]++;
         i++;
     }
-    for (int r = 0, first = 0; r < ranks; first += row_len[r], r++)
-        rows[r] = cell_ptrs + first;
-    char order_where[300];
-    snprintf(order_where, sizeof order_where, "%s: $.actions", where);
-    if ((rc = tf_schedule_from_cells((const char *const *const *)rows, row_len, ranks,
-                                     microbatches, order_where, &plan->schedule, err)))
-        goto done;
-    snprintf(plan->schedule.name, sizeof plan->schedule.name, "%s", name);
-    if (plan->schedule.stages != stages) {
-        rc = tf_fail(err, TF_EINVAL,
-                     "%s: $.actions: use %d stages, but ranks x stages_per_rank = %d", where,
-                     plan->schedule.stages, stages);
-        goto done;
+    for (int r = 0, first = 0; r < shape->ranks; first += c->row_len[r], r++)
+        c->rows[r] = c->cell + first;
+    return 0;
+}
+
+/* "actions": every action, then the schedule they form (an order that
+ * deadlocks is refused later, by tf_dag_build). */
+static int parse_plan_actions(const tfj_ctx *ctx, const cJSON *root, const plan_shape *shape,
+                              tf_plan *plan, tf_error *err)
+{
+    const int stages = shape->ranks * shape->stages_per_rank;
+    const cJSON *actions;
+    int rc = tfj_array(ctx, root, "actions", 1, &actions, err);
+    if (rc)
+        return rc;
+    int n = cJSON_GetArraySize(actions);
+    plan->actions = calloc((size_t)n + 1, sizeof *plan->actions);
+    plan->max_freeze_ratio = calloc((size_t)stages + 1, sizeof *plan->max_freeze_ratio);
+    plan->freeze_ratio_stage = calloc((size_t)stages + 1, sizeof *plan->freeze_ratio_stage);
+    plan_cells c = {malloc(((size_t)n + 1) * 32), calloc((size_t)n + 1, sizeof *c.cell),
+                    calloc((size_t)shape->ranks, sizeof *c.rows),
+                    calloc((size_t)shape->ranks, sizeof *c.row_len)};
+    if (!plan->actions || !plan->max_freeze_ratio || !plan->freeze_ratio_stage || !c.text ||
+        !c.cell || !c.rows || !c.row_len) {
+        plan_cells_free(&c);
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
     }
+    char order_where[300];
+    snprintf(order_where, sizeof order_where, "%s: $.actions", ctx->where);
+    if (!(rc = parse_plan_action_list(ctx, actions, shape, plan, &c, err)))
+        rc = tf_schedule_from_cells((const char *const *const *)c.rows, c.row_len,
+                                    shape->ranks, shape->microbatches, order_where,
+                                    &plan->schedule, err);
+    plan_cells_free(&c);
+    if (rc)
+        return rc;
+    snprintf(plan->schedule.name, sizeof plan->schedule.name, "%s", shape->name);
+    if (plan->schedule.stages != stages)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: $.actions: use %d stages, but ranks x stages_per_rank = %d",
+                       ctx->where, plan->schedule.stages, stages);
     for (int k = 0; k < n; k++)
         plan->actions[k].action = plan->schedule.actions[k];
+    return 0;
+}
 
-    /* Caps, totals and solver details: informative, but checked for type. */
+/* "max_freeze_ratio": one cap, or one per stage.  Informative (the plan's
+ * ratios are what counts), but checked for type. */
+static int parse_plan_caps(const tfj_ctx *ctx, const cJSON *root, tf_plan *plan, tf_error *err)
+{
+    const int stages = plan->schedule.stages;
     const cJSON *caps = cJSON_GetObjectItemCaseSensitive(root, "max_freeze_ratio");
     if (cJSON_IsArray(caps) && cJSON_GetArraySize(caps) == stages) {
         int st = 0;
         const cJSON *c;
         cJSON_ArrayForEach(c, caps) plan->max_freeze_ratio[st++] =
             cJSON_IsNumber(c) ? c->valuedouble : 0.9;
-    } else {
-        double cap;
-        if ((rc = tfj_number(&ctx, root, "max_freeze_ratio", 0, 0.9, 0, 1, &cap, err)))
-            goto done;
-        for (int st = 0; st < stages; st++)
-            plan->max_freeze_ratio[st] = cap;
+        return 0;
     }
+    double cap;
+    int rc = tfj_number(ctx, root, "max_freeze_ratio", 0, 0.9, 0, 1, &cap, err);
+    for (int st = 0; !rc && st < stages; st++)
+        plan->max_freeze_ratio[st] = cap;
+    return rc;
+}
+
+/* "solver": who solved, how and how fast.  Informative, checked for type. */
+static int parse_plan_solver(const tfj_ctx *ctx, const cJSON *root, tf_plan *plan,
+                             tf_error *err)
+{
     const cJSON *solver = cJSON_GetObjectItemCaseSensitive(root, "solver");
-    tfj_ctx solver_at;
-    tfj_child(&ctx, "solver", &solver_at);
-    const char *solver_name = "unknown", *solver_version = "", *solver_status = "";
-    const char *solver_requested = "";
+    tfj_ctx at;
+    tfj_child(ctx, "solver", &at);
+    const char *name = "unknown", *version = "", *status = "", *requested = "";
+    int rc;
     if (cJSON_IsObject(solver) &&
-        ((rc = tfj_string(&solver_at, solver, "name", 0, "unknown", &solver_name, err)) ||
-         (rc = tfj_string(&solver_at, solver, "version", 0, "", &solver_version, err)) ||
-         (rc = tfj_string(&solver_at, solver, "requested", 0, "", &solver_requested, err)) ||
-         (rc = tfj_string(&solver_at, solver, "status", 0, "", &solver_status, err)) ||
-         (rc = tfj_number(&solver_at, solver, "seconds", 0, 0, 0, HUGE_VAL,
-                          &plan->solver_seconds, err))))
-        goto done;
-    snprintf(plan->solver_name, sizeof plan->solver_name, "%s", solver_name);
-    snprintf(plan->solver_version, sizeof plan->solver_version, "%s", solver_version);
-    snprintf(plan->solver_requested, sizeof plan->solver_requested, "%s", solver_requested);
-    snprintf(plan->solver_status, sizeof plan->solver_status, "%s", solver_status);
+        ((rc = tfj_string(&at, solver, "name", 0, "unknown", &name, err)) ||
+         (rc = tfj_string(&at, solver, "version", 0, "", &version, err)) ||
+         (rc = tfj_string(&at, solver, "requested", 0, "", &requested, err)) ||
+         (rc = tfj_string(&at, solver, "status", 0, "", &status, err)) ||
+         (rc = tfj_number(&at, solver, "seconds", 0, 0, 0, HUGE_VAL, &plan->solver_seconds,
+                          err))))
+        return rc;
+    snprintf(plan->solver_name, sizeof plan->solver_name, "%s", name);
+    snprintf(plan->solver_version, sizeof plan->solver_version, "%s", version);
+    snprintf(plan->solver_requested, sizeof plan->solver_requested, "%s", requested);
+    snprintf(plan->solver_status, sizeof plan->solver_status, "%s", status);
     if (cJSON_IsObject(solver)) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(solver, "variables");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(solver, "constraints");
         plan->solver_variables = cJSON_IsNumber(v) ? v->valueint : 0;
         plan->solver_constraints = cJSON_IsNumber(c) ? c->valueint : 0;
     }
+    return 0;
+}
 
-    /* Recompute the figures from the actions rather than trust the header,
-     * so a plan edited by hand is drawn and executed as it really is. */
-    {
-        int count = plan->schedule.n_actions;
-        double *max_ms = malloc(((size_t)count + 1) * sizeof *max_ms);
-        double *min_ms = malloc(((size_t)count + 1) * sizeof *min_ms);
-        double *ratio = malloc(((size_t)count + 1) * sizeof *ratio);
-        double *dur = malloc(((size_t)count + 1) * sizeof *dur);
-        double *start = malloc(((size_t)count + 1) * sizeof *start);
-        unsigned char *critical = malloc((size_t)count + 1);
-        tf_dag g = {0};
-        if (!max_ms || !min_ms || !ratio || !dur || !start || !critical)
-            rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
-        else
-            rc = tf_dag_build(&plan->schedule, plan->p2p_ms, &g, err);
-        if (!rc) {
-            for (int k = 0; k < count; k++) {
-                max_ms[k] = plan->actions[k].max_ms;
-                min_ms[k] = plan->actions[k].min_ms;
-            }
-            /* start serves as scratch for the bounds before it is filled. */
-            plan->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, start);
-            plan->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, start);
-            for (int k = 0; k < count; k++) {
-                ratio[k] = plan->actions[k].freeze_ratio;
-                dur[k] = plan->actions[k].ms;
-                start[k] = plan->actions[k].start_ms;
-            }
-            plan->batch_ms_planned = 0.0;
-            for (int k = 0; k < count; k++)
-                plan->batch_ms_planned = fmax(plan->batch_ms_planned, start[k] + dur[k]);
-            if (tf_plan_fill(plan, &g, max_ms, min_ms, ratio, dur, start, critical))
-                rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
-        }
-        tf_dag_free(&g);
-        free(max_ms);
-        free(min_ms);
-        free(ratio);
-        free(dur);
-        free(start);
-        free(critical);
+/* The plan's figures recomputed from its actions rather than trusted from
+ * the header, so a plan edited by hand is drawn and executed as it really
+ * is.  Returns 0, TF_ECYCLE (the order deadlocks) or TF_ENOMEM. */
+static int recompute_figures(tf_plan *plan, const char *where, tf_error *err)
+{
+    const size_t count = (size_t)plan->schedule.n_actions;
+    double *max_ms = malloc((count + 1) * sizeof *max_ms);
+    double *min_ms = malloc((count + 1) * sizeof *min_ms);
+    double *ratio = malloc((count + 1) * sizeof *ratio);
+    double *dur = malloc((count + 1) * sizeof *dur);
+    double *start = malloc((count + 1) * sizeof *start);
+    unsigned char *critical = malloc(count + 1);
+    tf_dag g = {0};
+    int rc;
+    if (!max_ms || !min_ms || !ratio || !dur || !start || !critical)
+        rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
+    else
+        rc = tf_dag_build(&plan->schedule, plan->p2p_ms, &g, err);
+    for (size_t k = 0; !rc && k < count; k++) {
+        max_ms[k] = plan->actions[k].max_ms;
+        min_ms[k] = plan->actions[k].min_ms;
     }
-done:
-    free(row_len);
-    free(cells);
-    free(rows);
-    free(cell_ptrs);
+    if (!rc) {
+        /* start serves as scratch for the bounds before it is filled. */
+        plan->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, start);
+        plan->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, start);
+        plan->batch_ms_planned = 0.0;
+        for (size_t k = 0; k < count; k++) {
+            ratio[k] = plan->actions[k].freeze_ratio;
+            dur[k] = plan->actions[k].ms;
+            start[k] = plan->actions[k].start_ms;
+            plan->batch_ms_planned = fmax(plan->batch_ms_planned, start[k] + dur[k]);
+        }
+        if (tf_plan_fill(plan, &g, max_ms, min_ms, ratio, dur, start, critical))
+            rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
+    }
+    tf_dag_free(&g);
+    free(max_ms);
+    free(min_ms);
+    free(ratio);
+    free(dur);
+    free(start);
+    free(critical);
     return rc;
+}
+
+static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_error *err)
+{
+    tfj_ctx ctx = {.where = where, .path = "$"};
+    if (!cJSON_IsObject(root))
+        return tfj_fail(&ctx, root, "expected a JSON object (a tf-plan)", err);
+    plan_shape shape;
+    int rc;
+    if ((rc = parse_plan_header(&ctx, root, &shape, plan, err)) ||
+        (rc = parse_plan_actions(&ctx, root, &shape, plan, err)) ||
+        (rc = parse_plan_caps(&ctx, root, plan, err)) ||
+        (rc = parse_plan_solver(&ctx, root, plan, err)))
+        return rc;
+    return recompute_figures(plan, where, err);
 }
 
 int tf_plan_parse(const char *json, const char *where, tf_plan *out, tf_error *err)

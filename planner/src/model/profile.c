@@ -243,13 +243,144 @@ static int check_overrides_unique(const tfj_ctx *ctx, const tf_profile *p, tf_er
     return rc;
 }
 
+/* The schedule of a profile: its explicit "order", else the built-in one
+ * named by "schedule" for the shape given; p->schedule on success. */
+static int parse_schedule(const tfj_ctx *ctx, const cJSON *root, tf_profile *p, tf_error *err)
+{
+    const cJSON *order;
+    const char *name;
+    int rc, ranks, spr, microbatches;
+    if ((rc = tfj_array(ctx, root, "order", 0, &order, err)) ||
+        (rc = tfj_string(ctx, root, "schedule", order == NULL, "custom", &name, err)))
+        return rc;
+    tfj_ctx at;
+    if (!order && !tf_schedule_is_builtin(name)) {
+        tfj_child(ctx, "schedule", &at);
+        char what[200];
+        snprintf(what, sizeof what, "unknown schedule (built-in: %s; or give an explicit \"order\")",
+                 tf_schedule_builtin_names());
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "schedule"), what, err);
+    }
+    int default_spr = order ? 1 : tf_schedule_default_stages_per_rank(name);
+    if ((rc = tfj_int(ctx, root, "ranks", 1, 0, 1, TF_MAX_RANKS, &ranks, err)) ||
+        (rc = tfj_int(ctx, root, "stages_per_rank", 0, default_spr, 1, TF_MAX_STAGES_PER_RANK,
+                      &spr, err)) ||
+        (rc = tfj_int(ctx, root, "microbatches", 1, 0, 1, TF_MAX_MICROBATCHES, &microbatches,
+                      err)))
+        return rc;
+    if ((double)ranks * spr * microbatches * 3 > TF_MAX_ACTIONS)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: $: %d ranks x %d stages per rank x %d microbatches is more than the "
+                       "%d actions the planner accepts",
+                       ctx->where, ranks, spr, microbatches, TF_MAX_ACTIONS);
+    if ((rc = tfj_number(ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL, &p->microbatch_tokens,
+                         err)) ||
+        (rc = tfj_number(ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &p->p2p_ms, err)))
+        return rc;
+    if (!order) {
+        if ((rc = tf_schedule_build(name, ranks, spr, microbatches, &p->schedule, err))) {
+            char inner[sizeof err->msg];
+            snprintf(inner, sizeof inner, "%s", err ? err->msg : "");
+            return tf_fail(err, rc, "%s: $.schedule: %s", ctx->where, inner);
+        }
+        return 0;
+    }
+    if ((rc = parse_order(ctx, order, ranks, microbatches, &p->schedule, err)))
+        return rc;
+    snprintf(p->schedule.name, sizeof p->schedule.name, "%s", name);
+    if (p->schedule.stages != ranks * spr) {
+        tfj_child(ctx, "order", &at);
+        return tf_fail(err, TF_EINVAL,
+                       "%s: %s: uses %d stages, but ranks x stages_per_rank = %d x %d = %d",
+                       ctx->where, at.path, p->schedule.stages, ranks, spr, ranks * spr);
+    }
+    return 0;
+}
+
+/* "stages": one entry of timings per stage, with the fields the
+ * schedule's action types need. */
+static int parse_stages(const tfj_ctx *ctx, const cJSON *root, const stage_use *use,
+                        tf_profile *p, tf_error *err)
+{
+    const int stages = p->schedule.stages;
+    const cJSON *stage_list;
+    int rc = tfj_array(ctx, root, "stages", 1, &stage_list, err);
+    if (rc)
+        return rc;
+    tfj_ctx stages_at;
+    tfj_child(ctx, "stages", &stages_at);
+    if (cJSON_GetArraySize(stage_list) != stages)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: %s: expected ranks x stages_per_rank = %d entries, found %d",
+                       ctx->where, stages_at.path, stages, cJSON_GetArraySize(stage_list));
+    int s = 0;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, stage_list)
+    {
+        tfj_ctx at;
+        tfj_index(&stages_at, s, &at);
+        if ((rc = parse_stage(&at, entry, use[s], &p->stages[s], err)))
+            return rc;
+        s++;
+    }
+    return 0;
+}
+
+/* The caps and the stage timings. */
+static int parse_stage_times(const tfj_ctx *ctx, const cJSON *root, tf_profile *p,
+                             tf_error *err)
+{
+    const int stages = p->schedule.stages;
+    p->max_freeze_ratio = calloc((size_t)stages, sizeof *p->max_freeze_ratio);
+    p->stages = calloc((size_t)stages, sizeof *p->stages);
+    stage_use *use = calloc((size_t)stages, sizeof *use);
+    int rc;
+    if (!p->max_freeze_ratio || !p->stages || !use)
+        rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
+    else if (!(rc = parse_caps(ctx, root, stages, p->max_freeze_ratio, err))) {
+        stage_uses(&p->schedule, use);
+        rc = parse_stages(ctx, root, use, p, err);
+    }
+    free(use);
+    return rc;
+}
+
+/* "actions": measured durations of single actions, each named once. */
+static int parse_overrides(const tfj_ctx *ctx, const cJSON *root, tf_profile *p, tf_error *err)
+{
+    const cJSON *actions;
+    int rc = tfj_array(ctx, root, "actions", 0, &actions, err);
+    if (rc || !actions)
+        return rc;
+    tfj_ctx actions_at;
+    tfj_child(ctx, "actions", &actions_at);
+    int n = cJSON_GetArraySize(actions);
+    p->overrides = calloc((size_t)n + 1, sizeof *p->overrides);
+    if (!p->overrides)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
+    /* Without memory for the index each action is searched for. */
+    int *index = tf_schedule_index(&p->schedule);
+    const cJSON *a;
+    cJSON_ArrayForEach(a, actions)
+    {
+        tfj_ctx at;
+        tfj_index(&actions_at, p->n_overrides, &at);
+        if ((rc = parse_override(&at, a, &p->schedule, index, &p->overrides[p->n_overrides],
+                                 err)))
+            break;
+        p->n_overrides++;
+    }
+    free(index);
+    return rc ? rc : check_overrides_unique(ctx, p, err);
+}
+
 static int parse_profile(const cJSON *root, const char *where, tf_profile *p, tf_error *err)
 {
     tfj_ctx ctx = {.where = where, .path = "$"};
     if (!cJSON_IsObject(root))
         return tfj_fail(&ctx, root, "expected a JSON object (a tf-profile)", err);
-    int rc, version, ranks, spr, microbatches;
-    const char *format, *name;
+    int rc, version;
+    const char *format;
     if ((rc = tfj_string(&ctx, root, "format", 0, "tf-profile", &format, err)))
         return rc;
     if (strcmp(format, "tf-profile") != 0) {
@@ -258,124 +389,11 @@ static int parse_profile(const cJSON *root, const char *where, tf_profile *p, tf
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "format"),
                         "expected \"tf-profile\"", err);
     }
-    if ((rc = tfj_int(&ctx, root, "version", 0, 1, 1, 1, &version, err)))
+    if ((rc = tfj_int(&ctx, root, "version", 0, 1, 1, 1, &version, err)) ||
+        (rc = parse_schedule(&ctx, root, p, err)) ||
+        (rc = parse_stage_times(&ctx, root, p, err)))
         return rc;
-    const cJSON *order;
-    if ((rc = tfj_array(&ctx, root, "order", 0, &order, err)))
-        return rc;
-    if ((rc = tfj_string(&ctx, root, "schedule", order == NULL, "custom", &name, err)))
-        return rc;
-    if (!order && !tf_schedule_is_builtin(name)) {
-        tfj_ctx at;
-        tfj_child(&ctx, "schedule", &at);
-        char what[200];
-        snprintf(what, sizeof what, "unknown schedule (built-in: %s; or give an explicit \"order\")",
-                 tf_schedule_builtin_names());
-        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "schedule"), what, err);
-    }
-    int default_spr = order ? 1 : tf_schedule_default_stages_per_rank(name);
-    if ((rc = tfj_int(&ctx, root, "ranks", 1, 0, 1, TF_MAX_RANKS, &ranks, err)) ||
-        (rc = tfj_int(&ctx, root, "stages_per_rank", 0, default_spr, 1, TF_MAX_STAGES_PER_RANK,
-                      &spr, err)) ||
-        (rc = tfj_int(&ctx, root, "microbatches", 1, 0, 1, TF_MAX_MICROBATCHES, &microbatches,
-                      err)))
-        return rc;
-    if ((double)ranks * spr * microbatches * 3 > TF_MAX_ACTIONS)
-        return tf_fail(err, TF_EINVAL,
-                       "%s: $: %d ranks x %d stages per rank x %d microbatches is more than the "
-                       "%d actions the planner accepts",
-                       where, ranks, spr, microbatches, TF_MAX_ACTIONS);
-    if ((rc = tfj_number(&ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL, &p->microbatch_tokens,
-                         err)) ||
-        (rc = tfj_number(&ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &p->p2p_ms, err)))
-        return rc;
-
-    if (order) {
-        if ((rc = parse_order(&ctx, order, ranks, microbatches, &p->schedule, err)))
-            return rc;
-        snprintf(p->schedule.name, sizeof p->schedule.name, "%s", name);
-        if (p->schedule.stages != ranks * spr) {
-            tfj_ctx at;
-            tfj_child(&ctx, "order", &at);
-            return tf_fail(err, TF_EINVAL,
-                           "%s: %s: uses %d stages, but ranks x stages_per_rank = %d x %d = %d",
-                           where, at.path, p->schedule.stages, ranks, spr, ranks * spr);
-        }
-    } else if ((rc = tf_schedule_build(name, ranks, spr, microbatches, &p->schedule, err))) {
-        char inner[sizeof err->msg];
-        snprintf(inner, sizeof inner, "%s", err ? err->msg : "");
-        return tf_fail(err, rc, "%s: $.schedule: %s", where, inner);
-    }
-    const int stages = p->schedule.stages;
-
-    p->max_freeze_ratio = calloc((size_t)stages, sizeof *p->max_freeze_ratio);
-    p->stages = calloc((size_t)stages, sizeof *p->stages);
-    stage_use *use = calloc((size_t)stages, sizeof *use);
-    if (!p->max_freeze_ratio || !p->stages || !use) {
-        free(use);
-        return tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
-    }
-    stage_uses(&p->schedule, use);
-    if ((rc = parse_caps(&ctx, root, stages, p->max_freeze_ratio, err))) {
-        free(use);
-        return rc;
-    }
-    const cJSON *stage_list;
-    if ((rc = tfj_array(&ctx, root, "stages", 1, &stage_list, err))) {
-        free(use);
-        return rc;
-    }
-    tfj_ctx stages_at;
-    tfj_child(&ctx, "stages", &stages_at);
-    if (cJSON_GetArraySize(stage_list) != stages) {
-        free(use);
-        return tf_fail(err, TF_EINVAL,
-                       "%s: %s: expected ranks x stages_per_rank = %d entries, found %d", where,
-                       stages_at.path, stages, cJSON_GetArraySize(stage_list));
-    }
-    int s = 0;
-    const cJSON *entry;
-    cJSON_ArrayForEach(entry, stage_list)
-    {
-        tfj_ctx at;
-        tfj_index(&stages_at, s, &at);
-        if ((rc = parse_stage(&at, entry, use[s], &p->stages[s], err))) {
-            free(use);
-            return rc;
-        }
-        s++;
-    }
-    free(use);
-
-    const cJSON *actions;
-    if ((rc = tfj_array(&ctx, root, "actions", 0, &actions, err)))
-        return rc;
-    if (actions) {
-        tfj_ctx actions_at;
-        tfj_child(&ctx, "actions", &actions_at);
-        int n = cJSON_GetArraySize(actions);
-        p->overrides = calloc((size_t)n + 1, sizeof *p->overrides);
-        if (!p->overrides)
-            return tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
-        /* Without memory for the index each action is searched for. */
-        int *index = tf_schedule_index(&p->schedule);
-        const cJSON *a;
-        cJSON_ArrayForEach(a, actions)
-        {
-            tfj_ctx at;
-            tfj_index(&actions_at, p->n_overrides, &at);
-            if ((rc = parse_override(&at, a, &p->schedule, index,
-                                     &p->overrides[p->n_overrides], err))) {
-                free(index);
-                return rc;
-            }
-            p->n_overrides++;
-        }
-        free(index);
-        if ((rc = check_overrides_unique(&ctx, p, err)))
-            return rc;
-    }
-    return 0;
+    return parse_overrides(&ctx, root, p, err);
 }
 
 int tf_profile_parse(const char *json, const char *where, tf_profile *out, tf_error *err)

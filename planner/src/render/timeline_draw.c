@@ -582,8 +582,10 @@ static void draw_saving(canvas *c, const tl_model *m, const frame *f, double top
         put_text(c, (x0 + x1) / 2, (top + bottom) / 2, text, 10, 'c', "#2d6a2a", 1);
 }
 
-static int build_timeline(canvas *c, const tl_model *m, const tf_timeline_options *opt,
-                          tf_error *err)
+/* Draws the timeline (one panel, or two with --compare) into c with pinned
+ * positions, for the nop layout.  Returns 0 or TF_EINVAL (too narrow). */
+static int draw_timeline(canvas *c, const tl_model *m, const tf_timeline_options *opt,
+                         tf_error *err)
 {
     char line1[512], line2[512];
     title_lines(m, opt, line1, line2, sizeof line1);
@@ -648,13 +650,10 @@ static const struct {
 };
 enum { N_RULES = sizeof rule_styles / sizeof *rule_styles };
 
-static int build_dag(canvas *c, const tl_model *m, const tf_timeline_options *opt,
-                     tf_error *err)
+/* The graph's title (the timeline's two lines) and the attributes every
+ * cluster, node and edge of the dependency graph starts from. */
+static void set_graph_defaults(Agraph_t *g, const tl_model *m, const tf_timeline_options *opt)
 {
-    const tf_plan *plan = m->plan;
-    const tf_schedule *s = &plan->schedule;
-    const tl_panel *p = &m->panels[m->n_panels - 1];
-    Agraph_t *g = c->g;
     char line1[512], line2[512], escaped[512], title[1100];
     title_lines(m, opt, line1, line2, sizeof line1);
     /* Two left-justified lines ("\\l" ends a left-justified line). */
@@ -687,73 +686,88 @@ static int build_dag(canvas *c, const tl_model *m, const tf_timeline_options *op
     agattr(g, AGEDGE, "id", "");
     agattr(g, AGEDGE, "class", "");
     agattr(g, AGEDGE, "tooltip", "");
+}
 
-    Agnode_t **nodes = calloc((size_t)m->n + 1, sizeof *nodes);
-    if (!nodes)
-        return tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
+/* Action i of panel p as a node of cluster, filled and outlined as on the
+ * timeline. */
+static Agnode_t *draw_dag_node(Agraph_t *cluster, const tl_model *m, const tl_panel *p, int i)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    const tf_action *a = &s->actions[i];
+    char cell[32], hex[8], text[256];
+    tf_action_format(a, cell);
+    Agnode_t *n = agnode(cluster, cell, 1);
+    if (s->stages_per_rank > 1)
+        set(n, "label", cell);
+    else
+        setf(n, "label", "%c%d", tf_action_letter(a->type), a->microbatch);
+    rgb fill = action_fill(m, i, p->ratio[i]);
+    set(n, "fillcolor", rgb_hex(fill, hex));
+    set(n, "fontcolor", luminance(fill) > 0.6 ? "#1b1b1b" : "#ffffff");
+    set(n, "color", p->critical[i] ? "#1b1b1b" : "#ffffff");
+    set(n, "penwidth", p->critical[i] ? "1.6" : "0.6");
+    setf(n, "id", "%s_%s", p->id_prefix, cell);
+    setf(n, "class", "action %c%s", tf_action_letter(a->type), p->critical[i] ? " critical" : "");
+    snprintf(text, sizeof text, "%s: start %.3f ms, %.3f ms, freeze ratio %.3f%s", cell,
+             p->start[i], p->ms[i], p->ratio[i], p->critical[i] ? ", critical" : "");
+    set(n, "tooltip", text);
+    return n;
+}
+
+/* One cluster per rank holding its actions; nodes[i] gets action i. */
+static void draw_dag_nodes(Agraph_t *g, const tl_model *m, Agnode_t **nodes)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    const tl_panel *p = &m->panels[m->n_panels - 1];
     for (int r = 0; r < s->ranks; r++) {
         char name[32], label[32];
         snprintf(name, sizeof name, "cluster_rank%d", r);
         Agraph_t *cluster = agsubg(g, name, 1);
         snprintf(label, sizeof label, "rank %d", r);
         agset(cluster, "label", label);
-        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++) {
-            const tf_action *a = &s->actions[i];
-            char cell[32], hex[8], text[256];
-            tf_action_format(a, cell);
-            Agnode_t *n = nodes[i] = agnode(cluster, cell, 1);
-            if (s->stages_per_rank > 1)
-                set(n, "label", cell);
-            else
-                setf(n, "label", "%c%d", tf_action_letter(a->type), a->microbatch);
-            rgb fill = action_fill(m, i, p->ratio[i]);
-            set(n, "fillcolor", rgb_hex(fill, hex));
-            set(n, "fontcolor", luminance(fill) > 0.6 ? "#1b1b1b" : "#ffffff");
-            set(n, "color", p->critical[i] ? "#1b1b1b" : "#ffffff");
-            set(n, "penwidth", p->critical[i] ? "1.6" : "0.6");
-            setf(n, "id", "%s_%s", p->id_prefix, cell);
-            setf(n, "class", "action %c%s", tf_action_letter(a->type),
-                 p->critical[i] ? " critical" : "");
-            snprintf(text, sizeof text, "%s: start %.3f ms, %.3f ms, freeze ratio %.3f%s", cell,
-                     p->start[i], p->ms[i], p->ratio[i], p->critical[i] ? ", critical" : "");
-            set(n, "tooltip", text);
-        }
+        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
+            nodes[i] = draw_dag_node(cluster, m, p, i);
     }
-    const tf_dag *dag = &m->dag;
-    for (int u = 0; u < dag->n; u++) {
-        for (int e = dag->succ_offset[u]; e < dag->succ_offset[u + 1]; e++) {
-            int v = dag->succ[e], style = N_RULES - 1;
-            for (int k = N_RULES - 1; k >= 0; k--)
-                if (dag->rule[e] & rule_styles[k].rule)
-                    style = k;
-            Agedge_t *edge = agedge(g, nodes[u], nodes[v], NULL, 1);
-            char a_cell[32], b_cell[32], classes[160] = "dep", tip[256];
-            tf_action_format(&s->actions[u], a_cell);
-            tf_action_format(&s->actions[v], b_cell);
-            int tip_used = snprintf(tip, sizeof tip, "%s -> %s:", a_cell, b_cell);
-            for (int k = 0; k < N_RULES; k++) {
-                if (!(dag->rule[e] & rule_styles[k].rule))
-                    continue;
-                size_t len = strlen(classes);
-                snprintf(classes + len, sizeof classes - len, " rule%d",
-                         (int)log2(rule_styles[k].rule) + 1);
-                if (tip_used < (int)sizeof tip)
-                    tip_used += snprintf(tip + tip_used, sizeof tip - (size_t)tip_used, " %s;",
-                                         rule_styles[k].name);
-            }
-            if (dag->lag[e] > 0 && tip_used < (int)sizeof tip)
-                snprintf(tip + tip_used, sizeof tip - (size_t)tip_used, " p2p %g ms", dag->lag[e]);
-            setf(edge, "id", "e_%s_%s", a_cell, b_cell);
-            set(edge, "class", classes);
-            set(edge, "tooltip", tip);
-            set(edge, "color", rule_styles[style].colour);
-            set(edge, "style", rule_styles[style].style);
-            set(edge, "penwidth", rule_styles[style].penwidth);
-        }
-    }
-    free(nodes);
+}
 
-    /* Legend: one sample edge per rule, in its own cluster. */
+/* Edge e of the DAG (u -> its successor), styled by the first of its rules
+ * in rule_styles, with every rule in its classes and tooltip. */
+static void draw_dag_edge(Agraph_t *g, const tl_model *m, Agnode_t **nodes, int u, int e)
+{
+    const tf_dag *dag = &m->dag;
+    const tf_schedule *s = &m->plan->schedule;
+    int v = dag->succ[e], style = N_RULES - 1;
+    for (int k = N_RULES - 1; k >= 0; k--)
+        if (dag->rule[e] & rule_styles[k].rule)
+            style = k;
+    Agedge_t *edge = agedge(g, nodes[u], nodes[v], NULL, 1);
+    char a_cell[32], b_cell[32], classes[160] = "dep", tip[256];
+    tf_action_format(&s->actions[u], a_cell);
+    tf_action_format(&s->actions[v], b_cell);
+    int tip_used = snprintf(tip, sizeof tip, "%s -> %s:", a_cell, b_cell);
+    for (int k = 0; k < N_RULES; k++) {
+        if (!(dag->rule[e] & rule_styles[k].rule))
+            continue;
+        size_t len = strlen(classes);
+        snprintf(classes + len, sizeof classes - len, " rule%d",
+                 (int)log2(rule_styles[k].rule) + 1);
+        if (tip_used < (int)sizeof tip)
+            tip_used += snprintf(tip + tip_used, sizeof tip - (size_t)tip_used, " %s;",
+                                 rule_styles[k].name);
+    }
+    if (dag->lag[e] > 0 && tip_used < (int)sizeof tip)
+        snprintf(tip + tip_used, sizeof tip - (size_t)tip_used, " p2p %g ms", dag->lag[e]);
+    setf(edge, "id", "e_%s_%s", a_cell, b_cell);
+    set(edge, "class", classes);
+    set(edge, "tooltip", tip);
+    set(edge, "color", rule_styles[style].colour);
+    set(edge, "style", rule_styles[style].style);
+    set(edge, "penwidth", rule_styles[style].penwidth);
+}
+
+/* Legend: one sample edge per rule, in its own cluster. */
+static void draw_dag_legend(Agraph_t *g)
+{
     Agraph_t *legend = agsubg(g, "cluster_legend", 1);
     agset(legend, "label",
           "edges by DAG rule; boxes coloured by type (F blue, B red, I orange, W green),\\l"
@@ -783,6 +797,24 @@ static int build_dag(canvas *c, const tl_model *m, const tf_timeline_options *op
         set(edge, "style", rule_styles[k].style);
         set(edge, "penwidth", rule_styles[k].penwidth);
     }
+}
+
+/* Draws the dependency graph (--dag) into c: the actions in one cluster
+ * per rank, every DAG edge styled by its rule, and a legend; dot lays it
+ * out.  Returns 0 or TF_ENOMEM. */
+static int draw_dependency_graph(canvas *c, const tl_model *m, const tf_timeline_options *opt,
+                                 tf_error *err)
+{
+    set_graph_defaults(c->g, m, opt);
+    Agnode_t **nodes = calloc((size_t)m->n + 1, sizeof *nodes);
+    if (!nodes)
+        return tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
+    draw_dag_nodes(c->g, m, nodes);
+    for (int u = 0; u < m->dag.n; u++)
+        for (int e = m->dag.succ_offset[u]; e < m->dag.succ_offset[u + 1]; e++)
+            draw_dag_edge(c->g, m, nodes, u, e);
+    free(nodes);
+    draw_dag_legend(c->g);
     return 0;
 }
 
@@ -833,7 +865,7 @@ int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const 
     char dpi[32];
     snprintf(dpi, sizeof dpi, "%g", !strcmp(format, "png") ? opt->dpi : 72.0);
     agattr(c.g, AGRAPH, "dpi", dpi);
-    rc = opt->dag ? build_dag(&c, m, opt, err) : build_timeline(&c, m, opt, err);
+    rc = opt->dag ? draw_dependency_graph(&c, m, opt, err) : draw_timeline(&c, m, opt, err);
     if (rc)
         goto done;
     if (gvLayout(gvc, c.g, opt->dag ? "dot" : "nop") != 0) {

@@ -81,13 +81,12 @@ static void net_free(fast_net *g)
     memset(g, 0, sizeof *g);
 }
 
-static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms,
-                     const double *min_ms, fast_net *g)
+/* Numbers the nodes: 0 = O, 1 = T, 2 .. n+1 the starts, then the ends of
+ * the freezable actions (a fixed action's end is its start plus max). */
+static int net_place_nodes(const tf_schedule *s, const double *max_ms, const double *min_ms,
+                           fast_net *g)
 {
     const int n = s->n_actions;
-    memset(g, 0, sizeof *g);
-    g->n = n;
-    g->stages = s->stages;
     size_t nn = (size_t)n + 1;
     g->start_node = malloc(nn * sizeof *g->start_node);
     g->end_node = malloc(nn * sizeof *g->end_node);
@@ -95,13 +94,8 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
     g->freezable = malloc(nn * sizeof *g->freezable);
     g->freeze_index = malloc(nn * sizeof *g->freeze_index);
     g->span = malloc(nn * sizeof *g->span);
-    g->in_arc_first = calloc(nn + 1, sizeof *g->in_arc_first);
-    g->sink_arc = malloc(nn * sizeof *g->sink_arc);
-    g->short_arc = malloc(nn * sizeof *g->short_arc);
-    g->long_arc = malloc(nn * sizeof *g->long_arc);
     if (!g->start_node || !g->end_node || !g->end_offset || !g->freezable ||
-        !g->freeze_index || !g->span || !g->in_arc_first || !g->sink_arc || !g->short_arc ||
-        !g->long_arc)
+        !g->freeze_index || !g->span)
         return TF_ENOMEM;
     g->k = 0;
     for (int u = 0; u < n; u++) {
@@ -112,7 +106,6 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
             g->freezable[g->k++] = u;
         }
     }
-    /* Nodes: 0 = O, 1 = T, 2 .. n+1 starts, then the ends of freezable ones. */
     g->node_T = 1;
     g->nodes = 2 + n + g->k;
     for (int u = 0; u < n; u++) {
@@ -121,8 +114,18 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
         g->end_node[u] = j >= 0 ? 2 + n + j : 2 + u;
         g->end_offset[u] = j >= 0 ? 0.0 : max_ms[u];
     }
-    /* Count arcs: kept precedence edges, sources, sinks, two per freezable,
-     * and the makespan bound T -> O. */
+    return 0;
+}
+
+/* Counts the arcs (kept precedence edges, sources, sinks, two per
+ * freezable action, and the makespan bound T -> O) into g->arcs, and the
+ * arcs into each start node as the CSR offsets g->in_arc_first. */
+static int net_count_arcs(const tf_schedule *s, const tf_dag *d, fast_net *g)
+{
+    const int n = s->n_actions;
+    g->in_arc_first = calloc((size_t)n + 2, sizeof *g->in_arc_first);
+    if (!g->in_arc_first)
+        return TF_ENOMEM;
     int *indegree = g->in_arc_first; /* counts into [v + 1] first */
     int arcs = 2 * g->k + 1;
     for (int u = 0; u < n; u++) {
@@ -143,66 +146,95 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
     for (int v = 0; v < n; v++)
         g->in_arc_first[v + 1] += g->in_arc_first[v];
     g->arcs = arcs;
-    g->tail = malloc(((size_t)arcs + 1) * sizeof *g->tail);
-    g->head = malloc(((size_t)arcs + 1) * sizeof *g->head);
-    g->len = malloc(((size_t)arcs + 1) * sizeof *g->len);
+    return 0;
+}
+
+/* Sets arc *a to tail -> head with length len; returns its index and
+ * moves *a on. */
+static int net_arc(fast_net *g, int *a, int tail, int head, double len)
+{
+    g->tail[*a] = tail;
+    g->head[*a] = head;
+    g->len[*a] = len;
+    return (*a)++;
+}
+
+/* The arcs out of action u: its kept precedence edges (listed into their
+ * heads' in_arc by fill), its sink arc, and for a freezable action the
+ * pair bounding its duration. */
+static void net_action_arcs(const tf_schedule *s, const tf_dag *d, const double *max_ms,
+                            const double *min_ms, int u, fast_net *g, int *fill, int *a)
+{
+    int first = d->succ_offset[u], last = d->succ_offset[u + 1];
+    g->sink_arc[u] = g->short_arc[u] = g->long_arc[u] = -1;
+    for (int e = first; e < last; e++) {
+        if (tf_freeze_edge_implied(s, d, u, e))
+            continue;
+        int v = d->succ[e];
+        g->in_arc[fill[v]++] =
+            net_arc(g, a, g->end_node[u], g->start_node[v], g->end_offset[u] + d->lag[e]);
+    }
+    if (first == last)
+        g->sink_arc[u] = net_arc(g, a, g->end_node[u], g->node_T, g->end_offset[u]);
+    if (g->freeze_index[u] >= 0) {
+        g->short_arc[u] = net_arc(g, a, g->start_node[u], g->end_node[u], min_ms[u]);
+        g->long_arc[u] = net_arc(g, a, g->end_node[u], g->start_node[u], -max_ms[u]);
+    }
+}
+
+/* Allocates and fills the arcs counted by net_count_arcs.  Returns 0,
+ * TF_ENOMEM, or TF_EINVAL if the count and the arcs disagree. */
+static int net_fill_arcs(const tf_schedule *s, const tf_dag *d, const double *max_ms,
+                         const double *min_ms, fast_net *g)
+{
+    const int n = s->n_actions;
+    size_t arcs = (size_t)g->arcs + 1, nn = (size_t)n + 1;
+    g->tail = malloc(arcs * sizeof *g->tail);
+    g->head = malloc(arcs * sizeof *g->head);
+    g->len = malloc(arcs * sizeof *g->len);
     g->in_arc = malloc(((size_t)g->in_arc_first[n] + 1) * sizeof *g->in_arc);
+    g->sink_arc = malloc(nn * sizeof *g->sink_arc);
+    g->short_arc = malloc(nn * sizeof *g->short_arc);
+    g->long_arc = malloc(nn * sizeof *g->long_arc);
     int *fill = malloc(nn * sizeof *fill);
-    if (!g->tail || !g->head || !g->len || !g->in_arc || !fill) {
+    if (!g->tail || !g->head || !g->len || !g->in_arc || !g->sink_arc || !g->short_arc ||
+        !g->long_arc || !fill) {
         free(fill);
         return TF_ENOMEM;
     }
-    for (int v = 0; v < n; v++)
-        fill[v] = g->in_arc_first[v];
+    memcpy(fill, g->in_arc_first, (size_t)n * sizeof *fill);
     int a = 0;
-    for (int u = 0; u < n; u++) {
-        int first = d->succ_offset[u], last = d->succ_offset[u + 1];
-        g->sink_arc[u] = g->short_arc[u] = g->long_arc[u] = -1;
-        for (int e = first; e < last; e++) {
-            if (tf_freeze_edge_implied(s, d, u, e))
-                continue;
-            int v = d->succ[e];
-            g->tail[a] = g->end_node[u];
-            g->head[a] = g->start_node[v];
-            g->len[a] = g->end_offset[u] + d->lag[e];
-            g->in_arc[fill[v]++] = a++;
-        }
-        if (first == last) {
-            g->tail[a] = g->end_node[u];
-            g->head[a] = g->node_T;
-            g->len[a] = g->end_offset[u];
-            g->sink_arc[u] = a++;
-        }
-        if (g->freeze_index[u] >= 0) {
-            g->tail[a] = g->start_node[u];
-            g->head[a] = g->end_node[u];
-            g->len[a] = min_ms[u];
-            g->short_arc[u] = a++;
-            g->tail[a] = g->end_node[u];
-            g->head[a] = g->start_node[u];
-            g->len[a] = -max_ms[u];
-            g->long_arc[u] = a++;
-        }
-    }
+    for (int u = 0; u < n; u++)
+        net_action_arcs(s, d, max_ms, min_ms, u, g, fill, &a);
     for (int v = 0; v < n; v++)
-        if (fill[v] == g->in_arc_first[v]) {
-            g->tail[a] = 0;
-            g->head[a] = g->start_node[v];
-            g->len[a] = 0.0;
-            g->in_arc[fill[v]++] = a++;
-        }
+        if (fill[v] == g->in_arc_first[v])
+            g->in_arc[fill[v]++] = net_arc(g, &a, 0, g->start_node[v], 0.0);
     /* No bound yet: a length far below any path, so the arc never binds. */
     double total = 0.0;
     for (int u = 0; u < n; u++)
         total += max_ms[u];
     for (int e = 0; e < a; e++)
         total += fabs(g->len[e]);
-    g->bound_arc = a;
-    g->tail[a] = g->node_T;
-    g->head[a] = 0;
-    g->len[a++] = -4.0 * (total + 1.0);
+    g->bound_arc = net_arc(g, &a, g->node_T, 0, -4.0 * (total + 1.0));
     free(fill);
-    return a == arcs ? 0 : TF_EINVAL;
+    return a == g->arcs ? 0 : TF_EINVAL;
+}
+
+/* The network of the LP's precedence part for schedule s with DAG d.
+ * Returns 0, TF_ENOMEM or TF_EINVAL (an internal miscount); g then holds
+ * what was allocated, for net_free. */
+static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms,
+                     const double *min_ms, fast_net *g)
+{
+    memset(g, 0, sizeof *g);
+    g->n = s->n_actions;
+    g->stages = s->stages;
+    int rc = net_place_nodes(s, max_ms, min_ms, g);
+    if (!rc)
+        rc = net_count_arcs(s, d, g);
+    if (!rc)
+        rc = net_fill_arcs(s, d, max_ms, min_ms, g);
+    return rc;
 }
 
 /* Dantzig-Wolfe state: the network, its simplex, and the master LP.

@@ -36,6 +36,8 @@ typedef struct revised {
     int *position;         /* cols + rows: where a column is basic, or -1 */
     unsigned char *barred; /* cols + rows: may not enter (artificials in phase 2) */
     long pivots_since_refactor;
+    real *reals;           /* the block every real array above lies in */
+    int *ints;             /* the block every int array above lies in */
 } revised;
 
 #define INV(m, i, j) ((m)->inverse[(size_t)(i) * (size_t)(m)->rows + (size_t)(j)])
@@ -376,6 +378,84 @@ static int phase_one(revised *m, const char *sense, real eps, real scale)
     return 0;
 }
 
+/* All of m's arrays in three blocks: reals, ints and the barred flags (+1
+ * each: rows may be 0).  Returns 0 or TF_ENOMEM (revised_free frees what
+ * was allocated). */
+static int revised_alloc(revised *m)
+{
+    const size_t n = (size_t)m->rows, square = n * n, width = (size_t)m->cols + n;
+    real *reals = m->reals = malloc((4 * square + 4 * n + width + 1) * sizeof *reals);
+    int *ints = m->ints = malloc((3 * n + width + 1) * sizeof *ints);
+    m->barred = calloc(width + 1, 1);
+    if (!reals || !ints || !m->barred)
+        return TF_ENOMEM;
+    /* refactor swaps inverse and spare, so the blocks are freed by name. */
+    m->inverse = reals;
+    m->basis = ints;
+    m->work = m->inverse + square;
+    m->block = m->work + square;
+    m->spare = m->block + square;
+    m->value = m->spare + square;
+    m->spare_value = m->value + n;
+    m->dual = m->spare_value + n;
+    m->column = m->dual + n;
+    m->cost = m->column + n;
+    m->free_row = m->basis + n;
+    m->structural = m->free_row + n;
+    m->position = m->structural + n;
+    return 0;
+}
+
+static void revised_free(revised *m)
+{
+    free(m->reals);
+    free(m->ints);
+    free(m->barred);
+}
+
+/* Warm start: the given basis, rebuilt from the data, if it is a feasible
+ * one with every 'E' row's artificial at zero; phase 2 goes on from there.
+ * Else the slack basis.  Returns whether the warm start took. */
+static int warm_start(revised *m, const int *basis, const char *sense, real scale)
+{
+    const int rows = m->rows, cols = m->cols;
+    start_from_slacks(m);
+    if (!basis || !basis_valid(m, basis))
+        return 0;
+    for (int j = 0; j < cols + rows; j++)
+        m->position[j] = -1;
+    for (int k = 0; k < rows; k++)
+        set_basis(m, k, basis[k]);
+    int warm = !refactor(m, 1e-11L * scale);
+    for (int k = 0; k < rows && warm; k++)
+        if (m->basis[k] >= cols && sense[m->basis[k] - cols] == 'E' &&
+            m->value[k] > 1e-11L * scale)
+            warm = 0;
+    if (!warm)
+        start_from_slacks(m);
+    return warm;
+}
+
+/* The optimum in the caller's form: x, the duals y, the objective and the
+ * basis (when asked for). */
+static void write_solution(revised *m, double *x, double *y, double *objective, int *basis)
+{
+    compute_duals(m);
+    for (int j = 0; j < m->cols; j++)
+        x[j] = 0.0;
+    real value = 0.0L;
+    for (int k = 0; k < m->rows; k++) {
+        if (m->basis[k] < m->cols)
+            x[m->basis[k]] = (double)m->value[k];
+        value += m->cost[m->basis[k]] * m->value[k];
+    }
+    for (int i = 0; i < m->rows; i++)
+        y[i] = (double)m->dual[i];
+    *objective = (double)value;
+    if (basis)
+        memcpy(basis, m->basis, (size_t)m->rows * sizeof *basis);
+}
+
 int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, const double *b,
                        const double *c, double *x, double *y, double *objective, int *basis)
 {
@@ -384,28 +464,9 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
     m.cols = cols;
     m.a = a;
     m.b = b;
-    /* All arrays in two blocks, real and int (+1 each: rows may be 0). */
-    const size_t n = (size_t)rows, square = n * n, width = (size_t)cols + n;
-    real *reals = malloc((4 * square + 4 * n + width + 1) * sizeof *reals);
-    int *ints = malloc((3 * n + width + 1) * sizeof *ints);
-    m.barred = calloc(width + 1, 1);
-    int rc = TF_ENOMEM;
-    if (!reals || !ints || !m.barred)
+    int rc = revised_alloc(&m);
+    if (rc)
         goto done;
-    m.inverse = reals;
-    m.work = m.inverse + square;
-    m.block = m.work + square;
-    m.spare = m.block + square;
-    m.value = m.spare + square;
-    m.spare_value = m.value + n;
-    m.dual = m.spare_value + n;
-    m.column = m.dual + n;
-    m.cost = m.column + n;
-    m.basis = ints;
-    m.free_row = m.basis + n;
-    m.structural = m.free_row + n;
-    m.position = m.structural + n;
-    rc = 0;
     real scale = 1.0L;
     int artificials = 0;
     for (int i = 0; i < rows; i++) {
@@ -420,24 +481,7 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
             artificials = 1;
     }
     const real eps = 1e-13L;
-    /* Warm start: the given basis, rebuilt from the data, if it is a
-     * feasible one with every 'E' row's artificial at zero; phase 2 goes
-     * on from there.  Else the slack basis. */
-    start_from_slacks(&m);
-    int warm = 0;
-    if (basis && basis_valid(&m, basis)) {
-        for (int j = 0; j < cols + rows; j++)
-            m.position[j] = -1;
-        for (int k = 0; k < rows; k++)
-            set_basis(&m, k, basis[k]);
-        warm = !refactor(&m, 1e-11L * scale);
-        for (int k = 0; k < rows && warm; k++)
-            if (m.basis[k] >= cols && sense[m.basis[k] - cols] == 'E' &&
-                m.value[k] > 1e-11L * scale)
-                warm = 0;
-        if (!warm)
-            start_from_slacks(&m);
-    }
+    int warm = warm_start(&m, basis, sense, scale);
     for (int i = 0; i < rows; i++)
         if (sense[i] == 'E')
             m.barred[cols + i] = warm;
@@ -456,24 +500,8 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
         if ((rc = iterate(&m, eps)))
             goto done;
     }
-    compute_duals(&m);
-    for (int j = 0; j < cols; j++)
-        x[j] = 0.0;
-    real value = 0.0L;
-    for (int k = 0; k < rows; k++) {
-        if (m.basis[k] < cols)
-            x[m.basis[k]] = (double)m.value[k];
-        value += m.cost[m.basis[k]] * m.value[k];
-    }
-    for (int i = 0; i < rows; i++)
-        y[i] = (double)m.dual[i];
-    *objective = (double)value;
-    if (basis)
-        memcpy(basis, m.basis, (size_t)rows * sizeof *basis);
-
+    write_solution(&m, x, y, objective, basis);
 done:
-    free(reals);
-    free(ints);
-    free(m.barred);
+    revised_free(&m);
     return rc;
 }

@@ -130,6 +130,16 @@ expect_refused() {
     pass
 }
 
+# expect_refused_with STATUS WHAT NEEDLE [FILE...] -- COMMAND...: as
+# expect_refused, and the command must exit with STATUS exactly (1 for bad
+# input, 2 for a usage error...).
+expect_refused_with() {
+    local want=$1 what=$2
+    shift
+    expect_refused "$@"
+    check "$what: exit status $rc, expected $want" [ "$rc" -eq "$want" ]
+}
+
 # finish NAME: prints the tally; exits 1 when a check failed.
 finish() {
     echo "$1: $tl_passed passed, $tl_failed failed"

@@ -9,16 +9,9 @@
 # Also the instances where the fast solver once stopped at a wrong answer
 # and lp_solve once cycled or aborted, both objectives.
 # Run by ctest with TF_BENCH_SOLVERS and TF_PLAN set.
-set -u
-bench=${TF_BENCH_SOLVERS:?}
-plan=${TF_PLAN:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/../lib.sh"
+need TF_BENCH_SOLVERS TF_PLAN
+bench=$TF_BENCH_SOLVERS
 
 # Every solver row of bench-solvers output $1 is ok and agrees with lp_solve.
 # Columns by header name; rows: actions micro solver status ...
@@ -42,51 +35,54 @@ agree() {
     }' "$1"
 }
 
-# run NAME BENCH-ARGS...: exit 0 and every solver agrees.
-run() {
+# solvers_agree NAME BENCH-ARGS...: exit 0 and every solver agrees.
+solvers_agree() {
   local name=$1
   shift
-  if "$bench" --limit 150 "$@" > "$work/out" 2> "$work/err" && agree "$work/out"; then ok
-  else bad "$name: exit or figures"; cat "$work/out" "$work/err"; fi
+  expect_status 0 "$name: exit" "$bench" --limit 150 "$@"
+  check "$name: figures" agree "$work/out"
 }
 
-run "smoke" 256
-grep -q 'speed-up  fast over lp_solve [0-9.]*x' "$work/out" && ok || bad "speed-up of fast"
+solvers_agree "smoke" 256
+check "speed-up of fast" grep -q 'speed-up  fast over lp_solve [0-9.]*x' "$work/out"
 
 # Regressions.  lp_solve's default dual simplex cycles on Interleaved1F1B
 # 4 x 64: the guard in freeze_lpsolve.c stops it and re-solves with the primal
 # simplex (for spread, from the slack basis, with a larger guard).  The fast
 # solver's master duals once drifted to 1e12 there and on the next two,
 # and it stopped with a total freeze up to 0.33 above the optimum.
-run "Interleaved1F1B 4 ranks" --schedule Interleaved1F1B --ranks 4 1024
-run "Interleaved1F1B 4 ranks, spread" --schedule Interleaved1F1B --ranks 4 --objective spread 1024
-run "Interleaved1F1B 8 ranks" --schedule Interleaved1F1B --ranks 8 1024
-run "ZBVZeroBubble 2 ranks" --schedule ZBVZeroBubble --ranks 2 1024
+solvers_agree "Interleaved1F1B 4 ranks" --schedule Interleaved1F1B --ranks 4 1024
+solvers_agree "Interleaved1F1B 4 ranks, spread" --schedule Interleaved1F1B --ranks 4 --objective spread 1024
+solvers_agree "Interleaved1F1B 8 ranks" --schedule Interleaved1F1B --ranks 8 1024
+solvers_agree "ZBVZeroBubble 2 ranks" --schedule ZBVZeroBubble --ranks 2 1024
 
 # A limit far below the solve time: killed, reported, still exit 0.
-if "$bench" --limit 0.001 --solvers lp_solve 2048 > "$work/out" 2>&1 &&
-   grep -Eq '^ +2048 +128 +lp_solve +timeout' "$work/out"; then ok; else bad "timeout"; cat "$work/out"; fi
+expect_status 0 "timeout" "$bench" --limit 0.001 --solvers lp_solve 2048
+check "timeout: reported" grep -Eq '^ +2048 +128 +lp_solve +timeout' "$work/out"
 
 # HiGHS missing: its row says why, the others run, exit 0.
-if "$bench" --highs-dir "$work/none" --solvers fast,highs 256 > "$work/out" 2>&1 &&
-   grep -Eq "^ +256 +16 +highs +not installed: no $work/none/solve.mjs" "$work/out"; then ok
-else bad "missing HiGHS"; cat "$work/out"; fi
+expect_status 0 "missing HiGHS" "$bench" --highs-dir "$work/none" --solvers fast,highs 256
+check "missing HiGHS: said" grep -Eq "^ +256 +16 +highs +not installed: no $work/none/solve.mjs" \
+  "$work/out"
 
 # HiGHS installed: a timeout kills node with the child (its process group).
-if "$bench" --solvers highs --limit 600 256 > "$work/out" 2>&1 &&
-   ! grep -q 'not installed' "$work/out"; then
-  if "$bench" --limit 0.5 --solvers highs 8192 > "$work/out" 2>&1 &&
-     grep -Eq '^ +8192 +512 +highs +timeout' "$work/out"; then ok; else bad "HiGHS timeout"; cat "$work/out"; fi
+run "$bench" --solvers highs --limit 600 256
+if [ "$rc" -eq 0 ] && ! grep -q 'not installed' "$work/out"; then
+  expect_status 0 "HiGHS timeout" "$bench" --limit 0.5 --solvers highs 8192
+  check "HiGHS timeout: reported" grep -Eq '^ +8192 +512 +highs +timeout' "$work/out"
   sleep 1
-  if pgrep -f 'solve.mjs /tmp/tf-bench-highs' > /dev/null; then bad "node still running after the timeout"
-  else ok; fi
+  check "node still running after the timeout" \
+    bash -c '! pgrep -f "solve.mjs /tmp/tf-bench-highs" > /dev/null'
 fi
 
 # --save-profiles: tf-plan, JSON in and out, finds the bench's batch time.
 mkdir "$work/profiles"
-if "$bench" --solvers fast --save-profiles "$work/profiles" 256 > "$work/out" 2> "$work/err" &&
-   "$plan" "$work/profiles/profile-256.json" -o "$work/plan.json" --solver fast > /dev/null &&
-   python3 - "$work/out" "$work/plan.json" <<'PY'
+expect_status 0 "--save-profiles" "$bench" --solvers fast --save-profiles "$work/profiles" 256
+cp "$work/out" "$work/bench.out"
+expect_status 0 "tf-plan on a saved profile" "$TF_PLAN" "$work/profiles/profile-256.json" \
+  -o "$work/plan.json" --solver fast
+check "--save-profiles and tf-plan: same batch time" \
+  python3 - "$work/bench.out" "$work/plan.json" <<'PY'
 import json, sys
 rows = [line.split() for line in open(sys.argv[1])]
 header = next(r for r in rows if r[:1] == ["actions"])
@@ -95,19 +91,16 @@ bench_ms = float(fast[header.index("batch_ms")])
 plan_ms = json.load(open(sys.argv[2]))["batch_ms"]["planned"]
 sys.exit(0 if abs(plan_ms - bench_ms) <= 1e-9 * bench_ms else 1)
 PY
-then ok; else bad "--save-profiles and tf-plan"; cat "$work/out" "$work/err"; fi
-if ! "$bench" --solvers fast --save-profiles "$work/profiles" 256 > "$work/out" 2> "$work/err" &&
-   grep -q "profile-256.json exists; not overwritten" "$work/err"; then ok
-else bad "--save-profiles over an existing file"; cat "$work/err"; fi
+run "$bench" --solvers fast --save-profiles "$work/profiles" 256
+check "--save-profiles over an existing file: refused" [ "$rc" -ne 0 ]
+expect_stderr "--save-profiles over an existing file" "profile-256.json exists; not overwritten"
 
 # Usage errors name the flag and the value.
 usage_error() {
   local part=$1
   shift
-  "$bench" "$@" > "$work/out" 2> "$work/err"
-  local rc=$?
-  if [ "$rc" -eq 2 ] && grep -qF -- "$part" "$work/err"; then ok
-  else bad "$*: exit $rc, stderr:"; cat "$work/err"; fi
+  expect_status 2 "$*" "$bench" "$@"
+  expect_stderr "$*" "$part"
 }
 usage_error '--schedule: unknown schedule "Zigzag"' --schedule Zigzag 256
 usage_error '--limit: expected seconds' --limit -1 256
@@ -115,7 +108,7 @@ usage_error '--solvers: expected a comma-separated list' --solvers lp_solve,simp
 usage_error '--ranks: expected an integer' --ranks 0 256
 usage_error '--objective: expected least-freeze or spread, got "spready"' --objective spready 256
 usage_error 'ACTIONS: expected an integer' 2k
-"$bench" --help | grep -q 'usage: bench-solvers' && ok || bad "--help"
+expect_status 0 "--help" "$bench" --help
+expect_stdout "--help" 'usage: bench-solvers'
 
-echo "bench-solvers smoke: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "bench-solvers smoke"

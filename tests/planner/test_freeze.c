@@ -168,34 +168,6 @@ static optimum path_optimum(const instance *x, tf_objective objective)
     return o;
 }
 
-/* Checks everything a plan promises against the instance. */
-static void check_plan(const instance *x, const tf_freeze_result *r)
-{
-    int n = x->s.n_actions;
-    double sum_by_stage[64] = {0};
-    int count_by_stage[64] = {0};
-    for (int i = 0; i < n; i++) {
-        assert_true(r->ratio[i] >= 0.0 && r->ratio[i] <= 1.0);
-        assert_close(r->duration[i], x->max_ms[i] - r->ratio[i] * (x->max_ms[i] - x->min_ms[i]),
-                     1e-12);
-        if (tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
-            sum_by_stage[x->s.actions[i].stage] += r->ratio[i];
-            count_by_stage[x->s.actions[i].stage]++;
-        } else {
-            assert_true(r->ratio[i] == 0.0);
-        }
-    }
-    for (int st = 0; st < x->s.stages; st++)
-        if (count_by_stage[st])
-            assert_true(sum_by_stage[st] / count_by_stage[st] <= x->cap[st] + 1e-7);
-    /* Re-simulating the planned durations gives the planned batch time. */
-    assert_close(tf_dag_longest_path(&x->g, r->duration, NULL), r->makespan, 1e-12);
-    for (int u = 0; u < n; u++)
-        for (int e = x->g.succ_offset[u]; e < x->g.succ_offset[u + 1]; e++)
-            assert_true(r->start[u] + r->duration[u] + x->g.lag[e] <=
-                        r->start[x->g.succ[e]] + 1e-9);
-}
-
 static void compare_with_paths(const char *name, int ranks, int spr, int mb, uint64_t seed_value,
                                int *checked)
 {
@@ -217,7 +189,7 @@ static void compare_with_paths(const char *name, int ranks, int spr, int mb, uin
         int rc = tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, objective, &r, &err);
         if (rc)
             fail_msg("%s p=%d m=%d: %s", name, ranks, mb, err.msg);
-        check_plan(&x, &r);
+        instance_check_plan(&x, &r);
         optimum o = path_optimum(&x, objective);
         assert_close(r.makespan, o.makespan, 1e-6);
         double sum = 0.0, largest = 0.0;
@@ -398,7 +370,7 @@ static void uniform_deep_pipelines_solve(void **state)
         if (tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, TF_OBJECTIVE_LEAST_FREEZE, &r,
                             &err))
             fail_msg("%s: %s", cases[k].name, err.msg);
-        check_plan(&x, &r);
+        instance_check_plan(&x, &r);
         assert_true(r.makespan < tf_dag_longest_path(&x.g, x.max_ms, NULL));
         if (tf_freeze_solve_fast(&x.s, &x.g, x.max_ms, x.min_ms, x.cap,
                                  TF_OBJECTIVE_LEAST_FREEZE, &fast, &err))

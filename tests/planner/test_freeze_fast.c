@@ -32,30 +32,6 @@ static void summarise(const instance *x, const tf_freeze_result *r, double *sum,
     }
 }
 
-/* The plan keeps ratios in [0, 1], zero for fixed actions, meets every cap
- * (within round-off) and its durations give the reported makespan. */
-static void check_plan(const instance *x, const tf_freeze_result *r)
-{
-    int n = x->s.n_actions, stages = x->s.stages;
-    double *used = calloc(stages, sizeof *used);
-    int *count = calloc(stages, sizeof *count);
-    for (int i = 0; i < n; i++) {
-        assert_true(r->ratio[i] >= 0.0 && r->ratio[i] <= 1.0);
-        if (!tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
-            assert_true(r->ratio[i] == 0.0);
-            continue;
-        }
-        used[x->s.actions[i].stage] += r->ratio[i];
-        count[x->s.actions[i].stage]++;
-    }
-    for (int st = 0; st < stages; st++)
-        if (x->cap[st] < 1.0)
-            assert_true(used[st] <= x->cap[st] * count[st] + 1e-8 * (1 + count[st]));
-    assert_close(tf_dag_longest_path(&x->g, r->duration, NULL), r->makespan, 1e-12);
-    free(used);
-    free(count);
-}
-
 static int compare(const char *name, int ranks, int spr, int mb, double p2p, int equal,
                    tf_objective objective, uint64_t seed_value)
 {
@@ -72,7 +48,7 @@ static int compare(const char *name, int ranks, int spr, int mb, double p2p, int
                  (unsigned long long)seed_value, err.msg);
     assert_string_equal(fast.solver, "fast");
     assert_string_equal(fast.status, "optimal");
-    check_plan(&x, &fast);
+    instance_check_plan(&x, &fast);
     double ref_sum, ref_max, fast_sum, fast_max;
     summarise(&x, &ref, &ref_sum, &ref_max);
     summarise(&x, &fast, &fast_sum, &fast_max);

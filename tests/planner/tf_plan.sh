@@ -2,115 +2,106 @@
 # Command-line behaviour of tf-plan: a good run, and bad input that must
 # exit non-zero with a message naming the problem while leaving an existing
 # plan untouched.  Run by ctest with TF_PLAN and TF_SOURCE_DIR set.
-set -u
-plan_bin=${TF_PLAN:?}
-src=${TF_SOURCE_DIR:?}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/../lib.sh"
+need TF_PLAN TF_SOURCE_DIR
+src=$TF_SOURCE_DIR
+trace=$src/traces/examples/1f1b-p4-m8.profile.json
 
 # expect_error NAME EXIT_CODE MESSAGE_PART ARGS...: runs tf-plan with -o on a
 # plan that already exists, and checks the exit code, the message on stderr,
 # that the plan is unchanged and that no temporary file is left behind.
 expect_error() {
-  local name=$1 code=$2 part=$3
-  shift 3
-  printf 'precious' > "$work/plan.json"
-  "$plan_bin" "$@" -o "$work/plan.json" > "$work/out" 2> "$work/err"
-  local rc=$?
-  if [ "$rc" -ne "$code" ]; then bad "$name: exit $rc, expected $code"; cat "$work/err"; return; fi
-  if ! grep -qF -- "$part" "$work/err"; then bad "$name: stderr lacks '$part':"; cat "$work/err"; return; fi
-  if [ "$(cat "$work/plan.json")" != precious ]; then bad "$name: existing plan overwritten"; return; fi
-  if ls "$work"/plan.json.* > /dev/null 2>&1; then bad "$name: temporary file left"; return; fi
-  ok
+    local name=$1 code=$2 part=$3
+    shift 3
+    printf 'precious' >"$work/plan.json"
+    expect_refused_with "$code" "$name" "$part" "$work/plan.json" -- \
+        "$TF_PLAN" "$@" -o "$work/plan.json"
 }
 
 # A good run writes a plan and prints the summary.
-if "$plan_bin" "$src/traces/examples/1f1b-p4-m8.profile.json" -o "$work/good.json" > "$work/out" 2>&1 &&
-   grep -Eq '"format":[[:space:]]*"tf-plan"' "$work/good.json" && grep -q 'speedup' "$work/out" &&
-   grep -q 'lp_solve' "$work/out"; then ok; else bad "good run"; cat "$work/out"; fi
+expect_status 0 "good run" "$TF_PLAN" "$trace" -o "$work/good.json"
+check "good run: the plan says tf-plan" grep -Eq '"format":[[:space:]]*"tf-plan"' "$work/good.json"
+expect_stdout "good run" "speedup"
+expect_stdout "good run" "lp_solve"
 
 # --objective spread and a cap override change the plan's header.
-if "$plan_bin" "$src/traces/examples/1f1b-p4-m8.profile.json" --objective spread \
-     --max-freeze-ratio 0.5 -q -o "$work/spread.json" &&
-   grep -Eq '"objective":[[:space:]]*"spread"' "$work/spread.json" &&
-   grep -Eq '"max_freeze_ratio":[[:space:]]*0.5,' "$work/spread.json"; then ok; else bad "spread"; fi
+expect_status 0 "spread" "$TF_PLAN" "$trace" --objective spread --max-freeze-ratio 0.5 -q \
+    -o "$work/spread.json"
+check "spread: objective" grep -Eq '"objective":[[:space:]]*"spread"' "$work/spread.json"
+check "spread: cap" grep -Eq '"max_freeze_ratio":[[:space:]]*0.5,' "$work/spread.json"
 
 # --schedule-csv replaces the order: GPipe's order on a 1F1B profile.
-printf '0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n' > "$work/gpipe.csv"
-cat > "$work/two.json" <<'JSON'
+printf '0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n' >"$work/gpipe.csv"
+cat >"$work/two.json" <<'JSON'
 {"schedule": "1F1B", "ranks": 2, "microbatches": 2,
  "stages": [{"forward_ms": 1, "backward_ms": 2}, {"forward_ms": 1, "backward_ms": 2}]}
 JSON
 # (1F1B would run 1B0 before 1F1 on rank 1; the plan must keep the CSV's order.)
-if "$plan_bin" "$work/two.json" --schedule-csv "$work/gpipe.csv" -q -o "$work/csv.json" &&
-   python3 - "$work/csv.json" <<'PY'
+expect_status 0 "schedule csv" "$TF_PLAN" "$work/two.json" --schedule-csv "$work/gpipe.csv" -q \
+    -o "$work/csv.json"
+check "schedule csv: the plan keeps the CSV's order" python3 - "$work/csv.json" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
 rank1 = [f"{a['stage']}{a['type']}{a['microbatch']}" for a in plan["actions"] if a["rank"] == 1]
 assert rank1 == ["1F0", "1F1", "1B0", "1B1"], rank1
 assert plan["batch_ms"]["unfrozen"] == 9, plan["batch_ms"]  # by hand: F 1, B 2
 PY
-then ok; else bad "schedule csv"; fi
 
 # --timeline draws the plan from the same library call as tf-dot.
-if "$plan_bin" "$src/traces/examples/1f1b-p4-m8.profile.json" -q -o "$work/t.json" \
-     --timeline "$work/t.svg" && grep -q '<svg' "$work/t.svg" &&
-   [ "$(grep -c 'class="node action ' "$work/t.svg")" -eq 64 ]; then ok; else bad "--timeline svg"; fi
-if "$plan_bin" "$src/traces/examples/zbv-p4-m8.profile.json" -q --timeline "$work/t.json" &&
-   python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert sum(e["ph"]=="X" for e in t["traceEvents"])==192' "$work/t.json"
-then ok; else bad "--timeline chrome trace"; fi
+expect_status 0 "--timeline svg" "$TF_PLAN" "$trace" -q -o "$work/t.json" --timeline "$work/t.svg"
+check "--timeline svg: an SVG" grep -q '<svg' "$work/t.svg"
+check "--timeline svg: 64 boxes" [ "$(grep -c 'class="node action ' "$work/t.svg")" -eq 64 ]
+expect_status 0 "--timeline chrome trace" "$TF_PLAN" "$src/traces/examples/zbv-p4-m8.profile.json" \
+    -q --timeline "$work/t.json"
+check "--timeline chrome trace: 192 events" python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert sum(e["ph"]=="X" for e in t["traceEvents"])==192' "$work/t.json"
 
 # Input from a pipe, and a schedule name in another letter case.
-sed 's/"1F1B"/"1f1b"/' "$src/traces/examples/1f1b-p4-m8.profile.json" |
-  "$plan_bin" /dev/stdin -q -o "$work/pipe.json" &&
-  grep -Eq '"schedule":[[:space:]]*"1F1B"' "$work/pipe.json" && ok || bad "profile from a pipe"
+expect_status 0 "profile from a pipe" bash -c 'sed "s/\"1F1B\"/\"1f1b\"/" "$1" | "$2" /dev/stdin -q -o "$3"' \
+    _ "$trace" "$TF_PLAN" "$work/pipe.json"
+check "profile from a pipe: canonical name" grep -Eq '"schedule":[[:space:]]*"1F1B"' "$work/pipe.json"
 
 # Help and version.
-"$plan_bin" --help | grep -q 'usage: tf-plan' && ok || bad "--help"
-"$plan_bin" --version | grep -q 'tf-plan' && ok || bad "--version"
+expect_status 0 "--help" "$TF_PLAN" --help
+expect_stdout "--help" "usage: tf-plan"
+expect_status 0 "--version" "$TF_PLAN" --version
+expect_stdout "--version" "tf-plan"
 
 # Bad input.
 expect_error "missing file" 1 "$work/none.json" "$work/none.json"
-printf '{"schedule": "1F1B", "ranks": 2, "microb' > "$work/truncated.json"
+printf '{"schedule": "1F1B", "ranks": 2, "microb' >"$work/truncated.json"
 expect_error "truncated" 1 "not valid JSON" "$work/truncated.json"
-printf '{"schedule": "1F1B", "ranks": "four", "microbatches": 2, "stages": []}' > "$work/type.json"
+printf '{"schedule": "1F1B", "ranks": "four", "microbatches": 2, "stages": []}' >"$work/type.json"
 expect_error "wrong type" 1 '$.ranks' "$work/type.json"
-printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": -1, "backward_ms": 2}]}' > "$work/neg.json"
+printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": -1, "backward_ms": 2}]}' >"$work/neg.json"
 expect_error "negative time" 1 '$.stages[0].forward_ms' "$work/neg.json"
-printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": 1e400, "backward_ms": 2}]}' > "$work/inf.json"
+printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": 1e400, "backward_ms": 2}]}' >"$work/inf.json"
 expect_error "non-finite time" 1 'finite' "$work/inf.json"
-printf '{"schedule": "1F1B", "ranks": 2, "microbatches": 2, "stages": [{"forward_ms": 1, "backward_ms": 2}]}' > "$work/count.json"
+printf '{"schedule": "1F1B", "ranks": 2, "microbatches": 2, "stages": [{"forward_ms": 1, "backward_ms": 2}]}' >"$work/count.json"
 expect_error "counts" 1 '$.stages' "$work/count.json"
-printf '{"schedule": "Zigzag", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": 1, "backward_ms": 2}]}' > "$work/unknown.json"
+printf '{"schedule": "Zigzag", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": 1, "backward_ms": 2}]}' >"$work/unknown.json"
 expect_error "unknown schedule" 1 'Zigzag' "$work/unknown.json"
-cat > "$work/cycle.json" <<'JSON'
+cat >"$work/cycle.json" <<'JSON'
 {"schedule": "custom", "ranks": 2, "microbatches": 2,
  "stages": [{"forward_ms": 1, "backward_ms": 2}, {"forward_ms": 1, "backward_ms": 2}],
  "order": [["0F0", "0F1", "0B0", "0B1"], ["1F1", "1B1", "1F0", "1B0"]]}
 JSON
 expect_error "cyclic order" 1 'deadlocks' "$work/cycle.json"
-python3 -c 'print("[" * 200000 + "]" * 200000)' > "$work/deep.json"
+python3 -c 'print("[" * 200000 + "]" * 200000)' >"$work/deep.json"
 expect_error "deep nesting" 1 'nested deeper' "$work/deep.json"
-printf '0F0,0B0\n1F0,1B0\n' > "$work/short.csv"
+printf '0F0,0B0\n1F0,1B0\n' >"$work/short.csv"
 expect_error "csv microbatches" 1 'microbatches' "$work/two.json" --schedule-csv "$work/short.csv"
 expect_error "bad cap" 2 'max-freeze-ratio' "$work/two.json" --max-freeze-ratio 1.5
 expect_error "bad objective" 2 'objective' "$work/two.json" --objective fastest
 expect_error "unknown option" 2 '--frobnicate' "$work/two.json" --frobnicate
 expect_error "timeline format" 2 'timeline.txt' "$work/two.json" --timeline "$work/timeline.txt"
-printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": 1e12, "backward_ms": 2e12}]}' > "$work/huge.json"
+printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": 1e12, "backward_ms": 2e12}]}' >"$work/huge.json"
 expect_error "huge time" 1 '$.stages[0].forward_ms' "$work/huge.json"
 # The plan and its timeline are one unit: an unwritable timeline keeps the plan untouched.
 expect_error "unwritable timeline" 1 'no/such/dir/t.svg' "$work/two.json" --timeline "$work/no/such/dir/t.svg"
 
 # An unwritable output location fails cleanly.
-if "$plan_bin" "$work/two.json" -q -o "$work/no/such/dir/plan.json" 2> "$work/err"; then
-  bad "unwritable output accepted"
-elif grep -q 'no/such/dir/plan.json' "$work/err"; then ok; else bad "unwritable output message"; fi
+run "$TF_PLAN" "$work/two.json" -q -o "$work/no/such/dir/plan.json"
+check "unwritable output refused" [ "$rc" -ne 0 ]
+expect_stderr "unwritable output message" 'no/such/dir/plan.json'
 
-echo "tf-plan CLI: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "tf-plan CLI"

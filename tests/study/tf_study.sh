@@ -4,37 +4,8 @@
 # overwritten), skips on stderr, and a CSV row checked against tf-plan run
 # on a hand-written profile of the same configuration.
 # Needs TF_STUDY, TF_PLAN (the programs) and TF_SOURCE_DIR.
-set -u
-: "${TF_STUDY:?}" "${TF_PLAN:?}" "${TF_SOURCE_DIR:?}"
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect_status WANT DESCRIPTION COMMAND...: runs the command, output in
-# $work/out and $work/err.
-expect_status() {
-    local want=$1 what=$2
-    shift 2
-    "$@" >"$work/out" 2>"$work/err"
-    local got=$?
-    if [ "$got" -ne "$want" ]; then
-        fail "$what: exit status $got, expected $want"
-        sed 's/^/    /' "$work/err" >&2
-    fi
-}
-
-expect_stderr() {
-    if ! grep -qF -- "$2" "$work/err"; then
-        fail "$1: stderr lacks \"$2\""
-        sed 's/^/    /' "$work/err" >&2
-    fi
-}
+. "$(dirname "$0")/../lib.sh"
+need TF_STUDY TF_PLAN TF_SOURCE_DIR
 
 cat >"$work/good.json" <<'EOF'
 { "format": "tf-study", "version": 1, "name": "cli test",
@@ -46,37 +17,39 @@ EOF
 
 # --- a good study: CSV, SVG, summary, skips on stderr ---------------------
 expect_status 0 "good study" "$TF_STUDY" "$work/good.json" -o "$work/r.csv" --plot "$work/r.svg" -j 2
-[ -s "$work/r.csv" ] || fail "good study: no CSV written"
-[ -s "$work/r.svg" ] || fail "good study: no SVG written"
-grep -q '^# tf-study: cli test' "$work/out" || fail "good study: no markdown summary on stdout"
-grep -q '^| 1F1B |' "$work/out" || fail "good study: summary has no table rows"
+check "good study: no CSV written" [ -s "$work/r.csv" ]
+check "good study: no SVG written" [ -s "$work/r.svg" ]
+check "good study: no markdown summary on stdout" grep -q '^# tf-study: cli test' "$work/out"
+check "good study: summary has no table rows" grep -q '^| 1F1B |' "$work/out"
 # PyTorch's interleaved schedule needs microbatches to be a multiple of
 # max(1, microbatches / ranks): 5 on 2 ranks is refused.
 expect_stderr "good study" "skipped Interleaved1F1B ranks=2 stages_per_rank=2 microbatches=5"
 rows=$(($(wc -l <"$work/r.csv") - 1))
-[ "$rows" -eq 7 ] || fail "good study: $rows CSV rows, expected 7 (8 configurations, 1 skipped)"
-head -1 "$work/r.csv" | grep -q '^schedule,ranks,stages_per_rank,' || fail "CSV header"
-grep -q '</svg>' "$work/r.svg" || fail "SVG is not complete"
+check "good study: $rows CSV rows, expected 7 (8 configurations, 1 skipped)" [ "$rows" -eq 7 ]
+check "CSV header" grep -q '^schedule,ranks,stages_per_rank,' <(head -1 "$work/r.csv")
+check "SVG is not complete" grep -q '</svg>' "$work/r.svg"
 
 # --- outputs are one unit: an unwritable plot leaves the CSV untouched ----
 printf 'precious' >"$work/keep.csv"
-expect_status 1 "unwritable plot" "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" \
-    --plot "$work/no/such/dir/r.svg"
-[ "$(cat "$work/keep.csv")" = precious ] || fail "unwritable plot: the CSV was replaced"
-ls "$work"/keep.csv.* >/dev/null 2>&1 && fail "unwritable plot: a temporary file was left"
+expect_refused_with 1 "unwritable plot" "no/such/dir/r.svg" "$work/keep.csv" -- \
+    "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --plot "$work/no/such/dir/r.svg"
 
 # --- huge but finite layer times are input errors, not crashes -----------
 sed 's/"layer_forward_ms": 1.5/"layer_forward_ms": 1e308/' "$work/good.json" >"$work/huge.json"
 expect_status 1 "huge layer time" "$TF_STUDY" "$work/huge.json" -q -o "$work/huge.csv"
 expect_stderr "huge layer time" '$.model.layer_forward_ms'
-[ -e "$work/huge.csv" ] && fail "huge layer time: a CSV was written"
+check "huge layer time: a CSV was written" [ ! -e "$work/huge.csv" ]
 
-# Bounds on every row: all_frozen <= planned <= unfrozen, speedup >= 1.
-awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+# rows_within_bounds CSV: on every row all_frozen <= planned <= unfrozen,
+# speedup >= 1.
+rows_within_bounds() {
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     { u = $col["batch_ms_unfrozen"]; a = $col["batch_ms_all_frozen"]; p = $col["batch_ms_planned"]
       s = $col["speedup"]
       if (!(a <= p * (1 + 1e-9) && p <= u * (1 + 1e-9) && s >= 1 - 1e-9)) { print "row " NR ": " $0; bad = 1 } }
-    END { exit bad }' "$work/r.csv" || fail "a row breaks the bounds"
+    END { exit bad }' "$1"
+}
+check "a row breaks the bounds" rows_within_bounds "$work/r.csv"
 
 # --- a row against tf-plan on a hand-written profile ----------------------
 # 1F1B, 4 ranks, 4 microbatches: 2 layers per stage.
@@ -92,8 +65,12 @@ expect_status 0 "tf-plan on the hand-written profile" "$TF_PLAN" "$work/profile.
 # The first three numbers after "batch_ms" in plan.json: unfrozen, all_frozen, planned.
 plan_batch=$(tr -d ' \t\n' <"$work/plan.json" | sed -n 's/.*"batch_ms":{"unfrozen":\([^,]*\),"all_frozen":\([^,]*\),"planned":\([^,}]*\)}.*/\1 \2 \3/p')
 plan_speedup=$(tr -d ' \t\n' <"$work/plan.json" | sed -n 's/.*"speedup":\([^,}]*\).*/\1/p')
-[ -n "$plan_batch" ] && [ -n "$plan_speedup" ] || fail "cannot read batch_ms/speedup from tf-plan's plan.json"
-awk -F, -v plan="$plan_batch" -v speedup="$plan_speedup" '
+check "cannot read batch_ms from tf-plan's plan.json" [ -n "$plan_batch" ]
+check "cannot read speedup from tf-plan's plan.json" [ -n "$plan_speedup" ]
+# row_matches_plan CSV: the 1F1B ranks=4 microbatches=4 row has tf-plan's
+# batch times and speedup (1e-6 relative).
+row_matches_plan() {
+    awk -F, -v plan="$plan_batch" -v speedup="$plan_speedup" '
     function close_to(x, y) { d = x - y; if (d < 0) d = -d; return d <= 1e-6 * (y < 0 ? -y : y) + 1e-9 }
     NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     $col["schedule"] == "1F1B" && $col["ranks"] == 4 && $col["microbatches"] == 4 {
@@ -102,18 +79,21 @@ awk -F, -v plan="$plan_batch" -v speedup="$plan_speedup" '
             !close_to($col["batch_ms_planned"], b[3]) || !close_to($col["speedup"], speedup)) {
             print "tf-study: " $col["batch_ms_unfrozen"] " " $col["batch_ms_all_frozen"] " " \
                   $col["batch_ms_planned"] " " $col["speedup"] "; tf-plan: " plan " " speedup; bad = 1 } }
-    END { exit !found || bad }' "$work/r.csv" || fail "the 1F1B ranks=4 microbatches=4 row differs from tf-plan"
+    END { exit !found || bad }' "$1"
+}
+check "the 1F1B ranks=4 microbatches=4 row differs from tf-plan" row_matches_plan "$work/r.csv"
 
 # --profiles writes each planned configuration's profile; tf-plan on it
 # gives the row's planned batch time.
 expect_status 0 "--profiles" "$TF_STUDY" "$work/good.json" -q --profiles "$work/profiles"
 saved="$work/profiles/1F1B-p4-v1-m4-cap0.6-p2p0.1.profile.json"
-[ -s "$saved" ] || fail "--profiles: $saved not written"
-[ "$(ls "$work/profiles" | wc -l)" -eq 7 ] || fail "--profiles: expected 7 profiles"
+check "--profiles: $saved not written" [ -s "$saved" ]
+check "--profiles: expected 7 profiles" [ "$(ls "$work/profiles" | wc -l)" -eq 7 ]
 expect_status 0 "tf-plan on a saved profile" "$TF_PLAN" "$saved" -q -o "$work/plan2.json"
 saved_planned=$(tr -d ' \t\n' <"$work/plan2.json" | sed -n 's/.*"batch_ms":{[^}]*"planned":\([^,}]*\)}.*/\1/p')
-[ -n "$saved_planned" ] && [ "$saved_planned" = "$(echo "$plan_batch" | cut -d' ' -f3)" ] ||
-    fail "--profiles: tf-plan on the saved profile gives $saved_planned, the hand-written one $plan_batch"
+check "--profiles: no planned batch time in tf-plan's plan of the saved profile" [ -n "$saved_planned" ]
+check "--profiles: tf-plan on the saved profile gives $saved_planned, the hand-written one $plan_batch" \
+    [ "$saved_planned" = "$(echo "$plan_batch" | cut -d' ' -f3)" ]
 
 # --- invalid studies: exit 1, the path and value named, no output ---------
 bad_study() { # NAME JSON EXPECTED-TEXT...
@@ -123,7 +103,8 @@ bad_study() { # NAME JSON EXPECTED-TEXT...
     rm -f "$work/bad.csv" "$work/bad.svg"
     expect_status 1 "$name" "$TF_STUDY" "$work/bad.json" -o "$work/bad.csv" --plot "$work/bad.svg"
     for text in "$@"; do expect_stderr "$name" "$text"; done
-    [ ! -e "$work/bad.csv" ] && [ ! -e "$work/bad.svg" ] || fail "$name: output written anyway"
+    check "$name: CSV written anyway" [ ! -e "$work/bad.csv" ]
+    check "$name: SVG written anyway" [ ! -e "$work/bad.svg" ]
 }
 model='"model": {"layers": 4, "layer_forward_ms": 1, "layer_backward_ms": 2, "microbatch_tokens": 8}'
 bad_study "unknown schedule" "{$model, \"sweep\": {\"schedule\": [\"1F1B\", \"Fast\"], \"ranks\": 2, \"microbatches\": 4}}" \
@@ -142,30 +123,33 @@ bad_study "nothing can run" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"rank
 cp "$work/r.csv" "$work/keep.csv"
 printf '{"model": 1}\n' >"$work/bad.json"
 expect_status 1 "bad study over existing output" "$TF_STUDY" "$work/bad.json" -o "$work/keep.csv"
-cmp -s "$work/r.csv" "$work/keep.csv" || fail "a failed run changed the existing CSV"
+check "a failed run changed the existing CSV" cmp -s "$work/r.csv" "$work/keep.csv"
 
 # --- --solver is passed through: lp_solve and fast plan every row alike ---
 expect_status 0 "--solver lp_solve" "$TF_STUDY" "$work/good.json" -q -o "$work/lp.csv" --solver lp_solve
 expect_status 0 "--solver fast" "$TF_STUDY" "$work/good.json" -q -o "$work/fast.csv" --solver fast
-# Same rows, same planned batch time (1e-9 relative; the CSV keeps enough digits).
-paste -d, "$work/lp.csv" "$work/fast.csv" | awk -F, '
+# same_plans A.csv B.csv: same rows, same planned batch time (1e-9
+# relative; the CSV keeps enough digits).
+same_plans() {
+    paste -d, "$1" "$2" | awk -F, '
     NR == 1 { half = NF / 2; for (i = 1; i <= half; i++) col[$i] = i; next }
     { p = $col["batch_ms_planned"]; q = $(half + col["batch_ms_planned"]); d = p - q
       if (d < 0) d = -d
       if ($1 != $(half + 1) || d > 1e-9 * p) { print "row " NR ": " p " vs " q; bad = 1 } }
-    END { exit bad }' || fail "--solver lp_solve and fast plan differently"
-[ "$(wc -l <"$work/lp.csv")" -eq "$(wc -l <"$work/fast.csv")" ] || fail "--solver: row counts differ"
+    END { exit bad }'
+}
+check "--solver lp_solve and fast plan differently" same_plans "$work/lp.csv" "$work/fast.csv"
+check "--solver: row counts differ" [ "$(wc -l <"$work/lp.csv")" -eq "$(wc -l <"$work/fast.csv")" ]
 printf 'precious' >"$work/keep.csv"
-expect_status 2 "bad --solver" "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --solver bogus
-expect_stderr "bad --solver" '--solver: unknown solver "bogus" (auto, lp_solve, fast)'
-[ "$(cat "$work/keep.csv")" = precious ] || fail "bad --solver: the CSV was replaced"
+expect_refused_with 2 "bad --solver" '--solver: unknown solver "bogus" (auto, lp_solve, fast)' \
+    "$work/keep.csv" -- "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --solver bogus
 
 # --- usage ---------------------------------------------------------------
 expect_status 2 "no arguments" "$TF_STUDY"
 expect_status 2 "bad --jobs" "$TF_STUDY" "$work/good.json" -j 0
 expect_status 2 "unknown option" "$TF_STUDY" "$work/good.json" --frobnicate
 expect_status 0 "--help" "$TF_STUDY" --help
-grep -q 'usage: tf-study' "$work/out" || fail "--help prints no usage"
+expect_stdout "--help prints no usage" 'usage: tf-study'
 expect_status 1 "missing file" "$TF_STUDY" "$work/does-not-exist.json"
 
 # The bundled issue example parses and its first configurations solve
@@ -173,10 +157,6 @@ expect_status 1 "missing file" "$TF_STUDY" "$work/does-not-exist.json"
 sed 's/"ranks": \[2, 4, 8\]/"ranks": [2]/; s/"microbatches": \[8, 16, 32\]/"microbatches": [8]/' \
     "$TF_SOURCE_DIR/tools/examples/issue-example.json" >"$work/issue-small.json"
 expect_status 0 "issue example (cut down)" "$TF_STUDY" "$work/issue-small.json" -q -o "$work/issue.csv"
-[ "$(($(wc -l <"$work/issue.csv") - 1))" -eq 8 ] || fail "issue example: expected 8 rows"
+check "issue example: expected 8 rows" [ "$(($(wc -l <"$work/issue.csv") - 1))" -eq 8 ]
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures failure(s)" >&2
-    exit 1
-fi
-echo "tf-study CLI: all checks passed"
+finish "tf-study CLI"

@@ -1,12 +1,15 @@
 /* freeze_instance.h - a freeze-LP instance for the solver tests: a schedule,
- * its DAG, durations and caps, all owned by the instance. */
+ * its DAG, durations and caps, all owned by the instance; random instances;
+ * and the check every solver's plan must pass on one. */
 #ifndef TF_FREEZE_INSTANCE_H
 #define TF_FREEZE_INSTANCE_H
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "test_util.h"
 #include "tf/dag.h"
+#include "tf/freeze.h"
 #include "tf/schedule.h"
 
 typedef struct instance {
@@ -75,6 +78,45 @@ static inline void random_instance(instance *x, const char *name, int ranks, int
         double c = test_random(seed);
         x->cap[st] = c < o->cap_zero_below ? 0.0 : c > o->cap_one_above ? 1.0 : c;
     }
+}
+
+/* Everything a plan r promises on x, whichever solver made it: ratios in
+ * [0, 1] and 0 for fixed actions, each duration max - ratio (max - min),
+ * every stage's cap met (in mean and in sum, within round-off), the
+ * reported makespan that of the durations, and start times that respect
+ * every edge. */
+static inline void instance_check_plan(const instance *x, const tf_freeze_result *r)
+{
+    const int n = x->s.n_actions, stages = x->s.stages;
+    double *used = calloc((size_t)stages + 1, sizeof *used);
+    int *count = calloc((size_t)stages + 1, sizeof *count);
+    assert_non_null(used);
+    assert_non_null(count);
+    for (int i = 0; i < n; i++) {
+        assert_true(r->ratio[i] >= 0.0 && r->ratio[i] <= 1.0);
+        assert_close(r->duration[i], x->max_ms[i] - r->ratio[i] * (x->max_ms[i] - x->min_ms[i]),
+                     1e-12);
+        if (!tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
+            assert_true(r->ratio[i] == 0.0);
+            continue;
+        }
+        used[x->s.actions[i].stage] += r->ratio[i];
+        count[x->s.actions[i].stage]++;
+    }
+    for (int st = 0; st < stages; st++) {
+        if (count[st])
+            assert_true(used[st] / count[st] <= x->cap[st] + 1e-7);
+        if (x->cap[st] < 1.0)
+            assert_true(used[st] <= x->cap[st] * count[st] + 1e-8 * (1 + count[st]));
+    }
+    free(used);
+    free(count);
+    /* Re-simulating the planned durations gives the planned batch time. */
+    assert_close(tf_dag_longest_path(&x->g, r->duration, NULL), r->makespan, 1e-12);
+    for (int u = 0; u < n; u++)
+        for (int e = x->g.succ_offset[u]; e < x->g.succ_offset[u + 1]; e++)
+            assert_true(r->start[u] + r->duration[u] + x->g.lag[e] <=
+                        r->start[x->g.succ[e]] + 1e-9);
 }
 
 #endif

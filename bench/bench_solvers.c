@@ -215,7 +215,7 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const tf_cli_program program = {prog, NULL, "h", long_options, usage};
+static const tf_cli_program program = {prog, NULL, "h", long_options, usage, NULL};
 
 static int take_schedule(const char *value, bench_options *o)
 {
@@ -309,7 +309,7 @@ static int parse_args(int argc, char **argv, bench_options *o)
     for (int s = 0; s < N_SOLVERS; s++)
         o->use[s] = 1;
     snprintf(o->highs_dir, sizeof o->highs_dir, "%s", TF_BENCH_HIGHS_DIR);
-    int rc = tf_cli_parse(&program, argc, argv, take_option, o);
+    int rc = tf_cli_parse(&program, argc, argv, take_option, o, NULL);
     if (rc == TF_CLI_CONTINUE)
         rc = take_sizes(argc, argv, o);
     if (o->stages_per_rank == 0)

@@ -79,7 +79,8 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const tf_cli_program program = {prog, TF_VERSION, "o:j:qh", long_options, usage};
+static const tf_cli_program program = {prog, TF_VERSION, "o:j:qh", long_options, usage,
+                                       "study"};
 
 /* One option (tf_cli_take). */
 static int take_option(int c, const char *value, void *ctx)
@@ -114,10 +115,7 @@ static int parse_args(int argc, char **argv, study_args *a)
 {
     memset(a, 0, sizeof *a);
     tf_study_run_options_init(&a->options);
-    int rc = tf_cli_parse(&program, argc, argv, take_option, a);
-    if (rc == TF_CLI_CONTINUE)
-        rc = tf_cli_one_operand(&program, argc, argv, "study", &a->study);
-    return rc;
+    return tf_cli_parse(&program, argc, argv, take_option, a, &a->study);
 }
 
 /* Skips and failures in sweep order, after the progress bar is gone.

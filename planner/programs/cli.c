@@ -48,7 +48,9 @@ int tf_cli_unknown(const char *prog, const char *option, const char *kind, const
     return TF_EXIT_USAGE;
 }
 
-int tf_cli_parse(const tf_cli_program *p, int argc, char **argv, tf_cli_take take, void *ctx)
+/* The options, up to the operands. */
+static int parse_options(const tf_cli_program *p, int argc, char **argv, tf_cli_take take,
+                         void *ctx)
 {
     /* A leading ':' keeps getopt quiet, so that bad_option words it. */
     char short_options[64];
@@ -71,8 +73,8 @@ int tf_cli_parse(const tf_cli_program *p, int argc, char **argv, tf_cli_take tak
     return TF_CLI_CONTINUE;
 }
 
-int tf_cli_one_operand(const tf_cli_program *p, int argc, char **argv, const char *what,
-                       const char **operand)
+/* Exactly one operand, named p->operand in messages. */
+static int one_operand(const tf_cli_program *p, int argc, char **argv, const char **operand)
 {
     if (optind >= argc) {
         p->usage(stderr);
@@ -80,11 +82,20 @@ int tf_cli_one_operand(const tf_cli_program *p, int argc, char **argv, const cha
     }
     if (optind + 1 < argc) {
         fprintf(stderr, "%s: unexpected argument \"%s\" (one %s at a time)\n", p->name,
-                argv[optind + 1], what);
+                argv[optind + 1], p->operand);
         return TF_EXIT_USAGE;
     }
     *operand = argv[optind];
     return TF_CLI_CONTINUE;
+}
+
+int tf_cli_parse(const tf_cli_program *p, int argc, char **argv, tf_cli_take take, void *ctx,
+                 const char **operand)
+{
+    int rc = parse_options(p, argc, argv, take, ctx);
+    if (rc == TF_CLI_CONTINUE && p->operand)
+        rc = one_operand(p, argc, argv, operand);
+    return rc;
 }
 
 int tf_cli_objective(const char *prog, const char *value, tf_objective *out)

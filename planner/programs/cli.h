@@ -39,6 +39,8 @@ typedef struct tf_cli_program {
     const char *short_options;         /* getopt's, e.g. "o:qh" */
     const struct option *long_options; /* getopt_long's table, ending in a zero entry */
     void (*usage)(FILE *f);            /* prints the usage (--help, or no operand) */
+    const char *operand;               /* "profile": the one operand a program takes, named
+                                        * in messages; NULL: it takes any number */
 } tf_cli_program;
 
 /* A program's handler for one of its options: c as getopt_long returned
@@ -49,18 +51,15 @@ typedef int (*tf_cli_take)(int c, const char *value, void *ctx);
 /* Runs getopt_long over argv: --help prints the usage on stdout,
  * --version the version; an unknown option or a missing value gets "PROG:
  * OPTION: unknown option or missing value (see --help)"; every other
- * option goes to take.  Returns TF_CLI_CONTINUE with the operands in
- * argv[optind .. argc - 1] (getopt moves them after the options), or the
- * exit status: 0 after --help or --version, TF_EXIT_USAGE. */
-int tf_cli_parse(const tf_cli_program *p, int argc, char **argv, tf_cli_take take, void *ctx);
-
-/* After tf_cli_parse, for a program that takes exactly one operand
- * (`what`: "profile", "input"...): stores it in *operand and returns
- * TF_CLI_CONTINUE; without one prints the usage on stderr, with more says
- * "PROG: unexpected argument "ARG" (one WHAT at a time)"; both return
- * TF_EXIT_USAGE. */
-int tf_cli_one_operand(const tf_cli_program *p, int argc, char **argv, const char *what,
-                       const char **operand);
+ * option goes to take.  Then the operands (getopt moves them after the
+ * options): with p->operand set, exactly one, stored in *operand (no
+ * operand prints the usage on stderr, a second one gets "PROG: unexpected
+ * argument "ARG" (one OPERAND at a time)"); without, they are left in
+ * argv[optind .. argc - 1] and operand may be NULL.  Returns
+ * TF_CLI_CONTINUE to go on, or the exit status: 0 after --help or
+ * --version, TF_EXIT_USAGE. */
+int tf_cli_parse(const tf_cli_program *p, int argc, char **argv, tf_cli_take take, void *ctx,
+                 const char **operand);
 
 /* Prints "PROG: OPTION: WHAT, got "VALUE"".  Returns TF_EXIT_USAGE. */
 int tf_cli_bad_value(const char *prog, const char *option, const char *what, const char *value);

@@ -60,7 +60,8 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const tf_cli_program program = {prog, TF_VERSION, "o:T:h", long_options, usage};
+static const tf_cli_program program = {prog, TF_VERSION, "o:T:h", long_options, usage,
+                                       "input"};
 
 /* -T/--format FORMAT (also -TFORMAT, as dot takes it). */
 static int take_format(const char *option, const char *value, dot_args *a)
@@ -117,9 +118,7 @@ static int parse_args(int argc, char **argv, dot_args *a)
 {
     memset(a, 0, sizeof *a);
     tf_timeline_options_init(&a->options);
-    int rc = tf_cli_parse(&program, argc, argv, take_option, a);
-    if (rc == TF_CLI_CONTINUE)
-        rc = tf_cli_one_operand(&program, argc, argv, "input", &a->input);
+    int rc = tf_cli_parse(&program, argc, argv, take_option, a, &a->input);
     /* Check the output name before any work, so a typo costs nothing. */
     if (rc == TF_CLI_CONTINUE && a->output && strcmp(a->output, "-") != 0 && !a->format &&
         !tf_timeline_format_for_path(a->output)) {

@@ -66,7 +66,8 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const tf_cli_program program = {prog, TF_VERSION, "o:qh", long_options, usage};
+static const tf_cli_program program = {prog, TF_VERSION, "o:qh", long_options, usage,
+                                       "profile"};
 
 static int take_timeline(const char *value, plan_args *a)
 {
@@ -117,10 +118,7 @@ static int parse_args(int argc, char **argv, plan_args *a)
 {
     memset(a, 0, sizeof *a);
     tf_plan_options_init(&a->options);
-    int rc = tf_cli_parse(&program, argc, argv, take_option, a);
-    if (rc == TF_CLI_CONTINUE)
-        rc = tf_cli_one_operand(&program, argc, argv, "profile", &a->profile);
-    return rc;
+    return tf_cli_parse(&program, argc, argv, take_option, a, &a->profile);
 }
 
 /* The profile, with the order of --schedule-csv when given. */

@@ -53,12 +53,17 @@ check "--timeline svg: an SVG" grep -q '<svg' "$work/t.svg"
 check "--timeline svg: 64 boxes" [ "$(grep -c 'class="node action ' "$work/t.svg")" -eq 64 ]
 expect_status 0 "--timeline chrome trace" "$TF_PLAN" "$src/traces/examples/zbv-p4-m8.profile.json" \
     -q --timeline "$work/t.json"
-check "--timeline chrome trace: 192 events" python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert sum(e["ph"]=="X" for e in t["traceEvents"])==192' "$work/t.json"
+check "--timeline chrome trace: 192 events" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert sum(e["ph"] == "X" for e in t["traceEvents"]) == 192' "$work/t.json"
 
 # Input from a pipe, and a schedule name in another letter case.
-expect_status 0 "profile from a pipe" bash -c 'sed "s/\"1F1B\"/\"1f1b\"/" "$1" | "$2" /dev/stdin -q -o "$3"' \
-    _ "$trace" "$TF_PLAN" "$work/pipe.json"
-check "profile from a pipe: canonical name" grep -Eq '"schedule":[[:space:]]*"1F1B"' "$work/pipe.json"
+expect_status 0 "profile from a pipe" \
+    bash -c 'sed "s/\"1F1B\"/\"1f1b\"/" "$1" | "$2" /dev/stdin -q -o "$3"' _ "$trace" "$TF_PLAN" \
+    "$work/pipe.json"
+check "profile from a pipe: canonical name" \
+    grep -Eq '"schedule":[[:space:]]*"1F1B"' "$work/pipe.json"
 
 # Help and version.
 expect_status 0 "--help" "$TF_PLAN" --help

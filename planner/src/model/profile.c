@@ -257,7 +257,8 @@ static int parse_schedule(const tfj_ctx *ctx, const cJSON *root, tf_profile *p, 
     if (!order && !tf_schedule_is_builtin(name)) {
         tfj_child(ctx, "schedule", &at);
         char what[200];
-        snprintf(what, sizeof what, "unknown schedule (built-in: %s; or give an explicit \"order\")",
+        snprintf(what, sizeof what,
+                 "unknown schedule (built-in: %s; or give an explicit \"order\")",
                  tf_schedule_builtin_names());
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "schedule"), what, err);
     }

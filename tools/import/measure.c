@@ -103,7 +103,7 @@ void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *
     int shared_clock = 1;
     for (int r = 0; r < run->ranks; r++) {
         shared_clock &= run->traces[r].has_clock;
-        base = fmin(base, run->traces[r].base_us);
+        base = fmin(base, run->traces[r].base_ns);
     }
     double *off = calloc((size_t)run->ranks, sizeof *off);
     double *x = malloc(((size_t)s->n_actions * run->n_steps + 1) * sizeof *x);
@@ -112,8 +112,10 @@ void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *
         free(x);
         return;
     }
+    /* Differences of the bases first: two nearby large doubles subtract
+     * exactly, where microseconds since 1970 would keep only 0.25 us. */
     for (int r = 0; r < run->ranks; r++)
-        off[r] = run->traces[r].base_us - base;
+        off[r] = (run->traces[r].base_ns - base) / 1000.0;
     for (int k = 0; k < run->n_steps; k++)
         for (int r = 0; r < run->ranks; r++) {
             const tfi_step *step = tfi_run_step(run, r, k);

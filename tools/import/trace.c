@@ -165,7 +165,7 @@ static int read_metadata(const char *path, const cJSON *root, tfi_trace *t, tf_e
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "baseTimeNanoseconds");
     if (cJSON_IsNumber(base) && isfinite(base->valuedouble)) {
         t->has_clock = 1;
-        t->base_us = base->valuedouble / 1000.0;
+        t->base_ns = base->valuedouble;
     }
     return 0;
 }

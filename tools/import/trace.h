@@ -32,7 +32,7 @@ typedef struct tfi_trace {
     int rank;            /* distributedInfo.rank, -1 when absent */
     int world_size;      /* distributedInfo.world_size, -1 when absent */
     int has_clock;       /* baseTimeNanoseconds present: times comparable across traces */
-    double base_us;      /* baseTimeNanoseconds / 1000 */
+    double base_ns;      /* baseTimeNanoseconds: the time that ts 0 stands for */
     tfi_span *spans;     /* sorted by start (ties: file order) */
     int n_spans;
 } tfi_trace;

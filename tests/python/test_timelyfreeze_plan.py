@@ -185,6 +185,58 @@ class SameAsTfExecTest(unittest.TestCase):
         self.compare(self.plans["1f1b"], "rotate", 1, "5,5,3,2")
 
 
+def torch_any():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+@unittest.skipUnless(torch_any(), "needs torch")
+class FreezeHandleTest(unittest.TestCase):
+    """The hook's mechanism with any torch: a stand-in for a pipeline stage
+    whose forward_one_chunk records the graph of one microbatch, and a
+    backward per microbatch afterwards, 1F1B-like (forward of microbatch 1
+    before backward of microbatch 0)."""
+
+    def test_frozen_parameters_skip_their_weight_gradient(self):
+        import torch
+        from timelyfreeze_plan.torch_stage import FreezeHandle
+
+        class Stage:
+            stage_index = 0
+
+            def __init__(self):
+                torch.manual_seed(1)
+                self.submod = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+                self.outputs = {}
+
+            def forward_one_chunk(self, fwd_chunk_id, x):
+                self.outputs[fwd_chunk_id] = self.submod(x).sum()
+
+        stage = Stage()
+        plan = parse_plan(plan_doc(ranks=1, microbatches=2, ratios={(0, 0): 0.5}))
+        sched = FreezeSchedule(plan, [4], "rotate", warmup=0, ramp=0)
+        handle = FreezeHandle(stage, sched, 0)
+        stage.forward_one_chunk = handle.forward_one_chunk
+        x = torch.randn(2, 4)
+        stage.forward_one_chunk(0, x)
+        stage.forward_one_chunk(1, x)
+        self.assertTrue(all(p.requires_grad for p in stage.submod.parameters()))
+        stage.outputs[0].backward()
+        grads = [p.grad for p in stage.submod.parameters()]
+        self.assertEqual(handle.masks[0], [True, True, False, False])
+        self.assertEqual([g is None for g in grads], [True, True, False, False])
+        stage.outputs[1].backward()       # microbatch 1 froze nothing
+        self.assertTrue(all(p.grad is not None for p in stage.submod.parameters()))
+        stage.forward_one_chunk(0, x)     # the next step
+        self.assertEqual(handle.step, 1)
+        self.assertEqual(handle.masks[0], [False, False, True, True])
+        handle.detach()
+        self.assertNotEqual(stage.forward_one_chunk, handle.forward_one_chunk)
+
+
 def torch_pipelining():
     try:
         import torch

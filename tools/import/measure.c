@@ -105,9 +105,11 @@ void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *
         shared_clock &= run->traces[r].has_clock;
         base = fmin(base, run->traces[r].base_ns);
     }
-    double *off = calloc((size_t)run->ranks, sizeof *off);
-    double *x = malloc(((size_t)s->n_actions * run->n_steps + 1) * sizeof *x);
-    if (!off || !x || !shared_clock) {
+    if (!shared_clock || run->ranks < 1)
+        return;
+    double *off = calloc((size_t)(unsigned)run->ranks, sizeof *off);
+    double *x = malloc(((size_t)(unsigned)s->n_actions * (unsigned)run->n_steps + 1) * sizeof *x);
+    if (!off || !x) {
         free(off);
         free(x);
         return;

@@ -6,7 +6,7 @@
  */
 #include "tfx/backend.h"
 #ifdef TF_HAVE_CUDA
-#include "tfx_cuda.h"
+#include "tfx/cuda.h"
 #endif
 
 #include <cblas.h>

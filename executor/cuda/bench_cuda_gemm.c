@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfx_cuda.h"
+#include "tfx/cuda.h"
 
 typedef struct shape {
     const char *label;

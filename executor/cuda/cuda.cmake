@@ -110,13 +110,13 @@ if(_tf_cuda_ok)
     ${_tf_cuda_dir}/transport_cuda.cu
     ${_tf_cuda_dir}/transport_nccl.cu)
   target_include_directories(tfexec_cuda
-    PUBLIC ${_tf_cuda_dir} ${CMAKE_CURRENT_SOURCE_DIR}/executor/include
+    PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/executor/include
     PRIVATE ${NCCL_INCLUDE_DIR})
   # nvcc compiles .cu files as C++: programs linked by the C compiler need
   # its runtime library too.
   target_link_libraries(tfexec_cuda PUBLIC tfplanner CUDA::cudart CUDA::cublas ${NCCL_LIBRARY}
                                            Threads::Threads stdc++)
-  # transport_nccl.cu uses the rendezvous helpers of tfexec (src/launch_env.c):
+  # transport_nccl.cu uses the rendezvous helpers of tfexec (src/launch/launch_env.c):
   # CMake repeats the two static libraries on the link line for the cycle.
   target_link_libraries(tfexec_cuda PUBLIC tfexec)
   set_target_properties(tfexec_cuda PROPERTIES

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tfx_cuda.h"
+#include "tfx/cuda.h"
 
 #define TFX_CUDA_TRY(call)                                                                 \
     do {                                                                                   \

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "test_util.h"
-#include "tfx_cuda.h"
+#include "tfx/cuda.h"
 
 static const char *ALL_VARS[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",

@@ -1,4 +1,4 @@
-/* tfx_cuda.h - the CUDA backend of tf-exec and its two transports.
+/* cuda.h - the CUDA backend of tf-exec and its two transports.
  *
  * Built only when CMake found nvcc, cuBLAS and NCCL (TF_CUDA=AUTO|ON); the
  * tfexec library then defines TF_HAVE_CUDA=1 for everything that links it,

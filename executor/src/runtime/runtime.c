@@ -12,7 +12,7 @@
 #include "tf/dag.h"
 #include "tf/util.h"
 #ifdef TF_HAVE_CUDA
-#include "tfx_cuda.h"
+#include "tfx/cuda.h"
 #endif
 
 struct tfx_pipeline {

@@ -14,8 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tf/util.h"
+
 typedef struct cpu_ctx {
     int rank;
+    double timer_begin; /* tf_now_seconds() at timer_start */
 } cpu_ctx;
 
 static int cpu_alloc(void *ctx, size_t bytes, void **out, tf_error *err)
@@ -285,6 +288,20 @@ static int cpu_synchronize(void *ctx, tf_error *err)
     return 0;
 }
 
+static int cpu_timer_start(void *ctx, tf_error *err)
+{
+    (void)err;
+    ((cpu_ctx *)ctx)->timer_begin = tf_now_seconds();
+    return 0;
+}
+
+static int cpu_timer_stop(void *ctx, double *ms, tf_error *err)
+{
+    (void)err;
+    *ms = (tf_now_seconds() - ((cpu_ctx *)ctx)->timer_begin) * 1e3;
+    return 0;
+}
+
 static void cpu_destroy(void *ctx)
 {
     free(ctx);
@@ -312,6 +329,8 @@ static const tfx_backend_ops cpu_ops = {
     .softmax_xent = cpu_softmax_xent,
     .adamw = cpu_adamw,
     .synchronize = cpu_synchronize,
+    .timer_start = cpu_timer_start,
+    .timer_stop = cpu_timer_stop,
     .destroy = cpu_destroy,
 };
 

@@ -352,6 +352,29 @@ static int cuda_synchronize(void *ctx, tf_error *err)
     return 0;
 }
 
+/* Device time on the rank's stream: the kernels run asynchronously to the
+ * host, whose clock would measure only their launch. */
+static int cuda_timer_start(void *ctx, tf_error *err)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    if (!enter(c) || !CUDA_OK(c, cudaEventRecord(c->timer_begin, c->stream)))
+        return failure_error(c, err);
+    return 0;
+}
+
+static int cuda_timer_stop(void *ctx, double *ms, tf_error *err)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    float elapsed = 0.0f;
+    *ms = 0.0;
+    if (!enter(c) || !CUDA_OK(c, cudaEventRecord(c->timer_end, c->stream)) ||
+        !CUDA_OK(c, cudaEventSynchronize(c->timer_end)) ||
+        !CUDA_OK(c, cudaEventElapsedTime(&elapsed, c->timer_begin, c->timer_end)))
+        return failure_error(c, err);
+    *ms = elapsed;
+    return 0;
+}
+
 static void cuda_destroy(void *ctx)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
@@ -406,6 +429,8 @@ static tfx_backend_ops make_cuda_ops(void)
     o.softmax_xent = cuda_softmax_xent;
     o.adamw = cuda_adamw;
     o.synchronize = cuda_synchronize;
+    o.timer_start = cuda_timer_start;
+    o.timer_stop = cuda_timer_stop;
     o.destroy = cuda_destroy;
     return o;
 }
@@ -554,27 +579,6 @@ extern "C" int tfx_backend_cuda_set_tf32(tfx_backend *be, int on, tf_error *err)
                                                     : CUBLAS_DEFAULT_MATH)))
         return failure_error(c, err);
     c->tf32 = on != 0;
-    return 0;
-}
-
-extern "C" int tfx_backend_cuda_timer_start(tfx_backend *be, tf_error *err)
-{
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    if (!enter(c) || !CUDA_OK(c, cudaEventRecord(c->timer_begin, c->stream)))
-        return failure_error(c, err);
-    return 0;
-}
-
-extern "C" int tfx_backend_cuda_timer_stop(tfx_backend *be, double *ms, tf_error *err)
-{
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    float elapsed = 0.0f;
-    *ms = 0.0;
-    if (!enter(c) || !CUDA_OK(c, cudaEventRecord(c->timer_end, c->stream)) ||
-        !CUDA_OK(c, cudaEventSynchronize(c->timer_end)) ||
-        !CUDA_OK(c, cudaEventElapsedTime(&elapsed, c->timer_begin, c->timer_end)))
-        return failure_error(c, err);
-    *ms = elapsed;
     return 0;
 }
 

@@ -80,12 +80,12 @@ int main(int argc, char **argv)
             be.ops->gemm(be.ctx, 0, 0, sh->m, sh->n, sh->k, 1.0f, a, sh->k, b, sh->n, 0.0f, c,
                          sh->n); /* warm-up */
             double ms = 0.0;
-            if (tfx_backend_cuda_timer_start(&be, &err) != 0)
+            if (be.ops->timer_start(be.ctx, &err) != 0)
                 break;
             for (int r = 0; r < repeat; r++)
                 be.ops->gemm(be.ctx, 0, 0, sh->m, sh->n, sh->k, 1.0f, a, sh->k, b, sh->n, 0.0f,
                              c, sh->n);
-            if (tfx_backend_cuda_timer_stop(&be, &ms, &err) != 0)
+            if (be.ops->timer_stop(be.ctx, &ms, &err) != 0)
                 break;
             ms /= repeat;
             double flops = 2.0 * sh->m * sh->n * sh->k / (ms / 1e3);

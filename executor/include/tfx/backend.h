@@ -89,6 +89,16 @@ typedef struct tfx_backend_ops {
      * message for a failure of earlier kernels. */
     int (*synchronize)(void *ctx, tf_error *err);
 
+    /* Compute time of one action, as the profile reports it: timer_start
+     * before the action's first kernel, timer_stop after its last; stop
+     * stores the elapsed milliseconds in *ms.  Each backend times on its
+     * own clock: the CPU's ops finish before they return, so the monotonic
+     * clock of the host is right; a CUDA stream runs asynchronously, so the
+     * CUDA backend records events on it and stop waits for them.  Both
+     * return 0 or the backend's pending failure (TF_ERUNTIME). */
+    int (*timer_start)(void *ctx, tf_error *err);
+    int (*timer_stop)(void *ctx, double *ms, tf_error *err);
+
     /* Releases the instance (ctx).  Buffers must have been freed. */
     void (*destroy)(void *ctx);
 } tfx_backend_ops;

@@ -71,13 +71,6 @@ int tfx_backend_is_cuda(const tfx_backend *be);
  * when be is not a CUDA backend. */
 int tfx_backend_cuda_set_tf32(tfx_backend *be, int on, tf_error *err);
 
-/* Device timing of one action on the backend's stream (CUDA events): call
- * start before the action's first kernel and stop after its last; stop
- * waits for the stream and stores the elapsed device time in *ms.  Returns
- * 0 or the backend's pending failure (TF_ERUNTIME). */
-int tfx_backend_cuda_timer_start(tfx_backend *be, tf_error *err);
-int tfx_backend_cuda_timer_stop(tfx_backend *be, double *ms, tf_error *err);
-
 /* The in-process CUDA transport for `ranks` rank threads whose backends
  * (backends[r], all CUDA, used not owned) may sit on any devices.  A send
  * copies the tensor into a transport-owned device buffer on the sender's

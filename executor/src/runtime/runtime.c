@@ -323,33 +323,19 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
     free(p);
 }
 
-/* Compute time of an action: CUDA events on the GPU, where kernels run
- * asynchronously to the host, else the monotonic clock.  begin records the
- * wall-clock start (for start offsets) in *t_begin. */
+/* Compute time of an action, on the backend's own clock (backend.h);
+ * begin also records the wall-clock start (for start offsets) in *t_begin. */
 static int compute_begin(rank_job *job, double *t_begin, tf_error *err)
 {
+    const tfx_backend *be = &job->p->backends[job->rank];
     *t_begin = tf_now_seconds();
-#ifdef TF_HAVE_CUDA
-    if (job->p->on_gpu)
-        return tfx_backend_cuda_timer_start(&job->p->backends[job->rank], err);
-#else
-    (void)job;
-    (void)err;
-#endif
-    return 0;
+    return be->ops->timer_start(be->ctx, err);
 }
 
-static int compute_end(rank_job *job, double t_begin, double *ms, tf_error *err)
+static int compute_end(rank_job *job, double *ms, tf_error *err)
 {
-    *ms = (tf_now_seconds() - t_begin) * 1e3;
-#ifdef TF_HAVE_CUDA
-    if (job->p->on_gpu)
-        return tfx_backend_cuda_timer_stop(&job->p->backends[job->rank], ms, err);
-#else
-    (void)job;
-    (void)err;
-#endif
-    return 0;
+    const tfx_backend *be = &job->p->backends[job->rank];
+    return be->ops->timer_stop(be->ctx, ms, err);
 }
 
 /* Runs one action of rank job->rank; returns 0 or an error in job->err. */
@@ -381,7 +367,7 @@ static int run_action(rank_job *job, int index)
         TFX_TRY(tfx_stage_forward(st, m, first ? job->in->tokens + (size_t)m * N : NULL,
                                   last ? job->in->targets + (size_t)m * N : NULL,
                                   1.0f / ((float)N * M), err));
-        TFX_TRY(compute_end(job, t_begin, &ms, err));
+        TFX_TRY(compute_end(job, &ms, err));
         if (!last)
             TFX_TRY(tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
                                  message_tag(p, MSG_ACTIVATION, a->stage + 1, m),
@@ -397,7 +383,7 @@ static int run_action(rank_job *job, int index)
         TFX_TRY(tfx_stage_backward_input(st, m, err));
         if (a->type == TF_ACT_B)
             TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
-        TFX_TRY(compute_end(job, t_begin, &ms, err));
+        TFX_TRY(compute_end(job, &ms, err));
         if (!first)
             TFX_TRY(tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
                                  message_tag(p, MSG_GRADIENT, a->stage - 1, m),
@@ -406,7 +392,7 @@ static int run_action(rank_job *job, int index)
     case TF_ACT_W:
         TFX_TRY(compute_begin(job, &t_begin, err));
         TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
-        TFX_TRY(compute_end(job, t_begin, &ms, err));
+        TFX_TRY(compute_end(job, &ms, err));
         break;
     }
     p->action_ms[index] = ms;

@@ -11,6 +11,7 @@
 #include "tf/schedule.h"
 #include "tfx/exec.h"
 #include "tfx/launch.h"
+#include "tfx/registry.h"
 
 static void usage(FILE *f)
 {
@@ -20,35 +21,37 @@ static void usage(FILE *f)
             "       tf-exec --schedule S --ranks P --microbatches M --steps N  (no freezing)\n"
             "\n"
             "pipeline:  --backend cpu|cuda  --schedule NAME (%s)\n"
-            "           --ranks P  --stages-per-rank V  --microbatches M\n"
-#ifdef TF_HAVE_CUDA
-            "cuda:      --devices LIST (GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on\n"
-            "           GPU 0, one stream each; default rank mod GPUs)\n"
-            "           --transport cuda|nccl (cuda: in-process device copies, the default;\n"
-            "           nccl: one GPU per rank, the default when launched)\n"
-            "           --tf32 (TF32 tensor-core GEMMs, FP32 accumulation)\n"
-#else
-            "cuda:      not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
-            "           cuBLAS and NCCL are installed\n"
-#endif
-            "model:     --layers L (4)  --hidden H (128)  --ffn F (4H)  --context T (64)\n"
-            "           --microbatch-size B (8 sequences)  --lr X (0.003)\n"
-            "training:  --steps N (60)  --warmup N (10)  --ramp N (10)  --no-freeze\n"
-            "           --freeze-select random|rotate (random)  --seed S (1)\n"
-            "           --freeze-ratio R (without a plan: freeze R on every backward)\n"
-            "           --data FILE (default: built-in Markov corpus)  --log FILE (JSON lines)\n"
-            "           --checkpoint DIR  --checkpoint-every N (10)  --progress auto|bar|lines\n"
-            "profiling: --profile-out FILE  --profile-warmup N (3)  --profile-steps N (5)\n"
-            "           --max-freeze-ratio R (0.9, written into the profile)\n"
-            "cpu:       --transport local|socket (local: in-process, the default; socket: TCP,\n"
-            "           the default when launched)\n"
-            "launched:  one process per rank (or per block of ranks) when RANK/WORLD_SIZE,\n"
-            "           OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS say so (mpirun,\n"
-            "           srun, by hand); processes meet in $TFX_RENDEZVOUS_DIR (/tmp) under\n"
-            "           $TFX_RUN_ID; a silent peer fails the run after $TFX_TIMEOUT s (600);\n"
-            "           $TFX_SOCKET_BIND / $TFX_SOCKET_HOST for several nodes; process 0\n"
-            "           prints and writes --log / --profile-out; no --checkpoint\n",
+            "           --ranks P  --stages-per-rank V  --microbatches M\n",
             tf_schedule_builtin_names());
+    if (tfx_registry_has_backend("cuda"))
+        fputs("cuda:      --devices LIST (GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on\n"
+              "           GPU 0, one stream each; default rank mod GPUs)\n"
+              "           --transport cuda|nccl (cuda: in-process device copies, the default;\n"
+              "           nccl: one GPU per rank, the default when launched)\n"
+              "           --tf32 (TF32 tensor-core GEMMs, FP32 accumulation)\n",
+              f);
+    else
+        fputs("cuda:      not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
+              "           cuBLAS and NCCL are installed\n",
+              f);
+    fputs("model:     --layers L (4)  --hidden H (128)  --ffn F (4H)  --context T (64)\n"
+          "           --microbatch-size B (8 sequences)  --lr X (0.003)\n"
+          "training:  --steps N (60)  --warmup N (10)  --ramp N (10)  --no-freeze\n"
+          "           --freeze-select random|rotate (random)  --seed S (1)\n"
+          "           --freeze-ratio R (without a plan: freeze R on every backward)\n"
+          "           --data FILE (default: built-in Markov corpus)  --log FILE (JSON lines)\n"
+          "           --checkpoint DIR  --checkpoint-every N (10)  --progress auto|bar|lines\n"
+          "profiling: --profile-out FILE  --profile-warmup N (3)  --profile-steps N (5)\n"
+          "           --max-freeze-ratio R (0.9, written into the profile)\n"
+          "cpu:       --transport local|socket (local: in-process, the default; socket: TCP,\n"
+          "           the default when launched)\n"
+          "launched:  one process per rank (or per block of ranks) when RANK/WORLD_SIZE,\n"
+          "           OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS say so (mpirun,\n"
+          "           srun, by hand); processes meet in $TFX_RENDEZVOUS_DIR (/tmp) under\n"
+          "           $TFX_RUN_ID; a silent peer fails the run after $TFX_TIMEOUT s (600);\n"
+          "           $TFX_SOCKET_BIND / $TFX_SOCKET_HOST for several nodes; process 0\n"
+          "           prints and writes --log / --profile-out; no --checkpoint\n",
+          f);
 }
 
 static int parse_int(const char *flag, const char *s, int lo, int hi, int *out, tf_error *err)

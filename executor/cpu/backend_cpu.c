@@ -5,9 +5,6 @@
  * schedules with a single rank.
  */
 #include "tfx/backend.h"
-#ifdef TF_HAVE_CUDA
-#include "tfx/cuda.h"
-#endif
 
 #include <cblas.h>
 #include <math.h>
@@ -347,28 +344,4 @@ int tfx_backend_cpu_create(int rank, tfx_backend *out, tf_error *err)
     out->ops = &cpu_ops;
     out->ctx = c;
     return 0;
-}
-
-int tfx_backend_create(const char *name, int rank, tfx_backend *out, tf_error *err)
-{
-    if (name && strcmp(name, "cpu") == 0)
-        return tfx_backend_cpu_create(rank, out, err);
-    if (name && strcmp(name, "cuda") == 0) {
-#ifdef TF_HAVE_CUDA
-        int device, rc = tfx_cuda_device_for_rank(NULL, rank, &device, err);
-        return rc < 0 ? rc : tfx_backend_cuda_create(rank, device, out, err);
-#else
-        return tf_fail(err, TF_EINVAL,
-                       "--backend cuda: this build has no CUDA backend (reconfigure with "
-                       "-DTF_CUDA=ON where the CUDA Toolkit, cuBLAS and NCCL are installed)");
-#endif
-    }
-    return tf_fail(err, TF_EINVAL, "--backend \"%s\": unknown backend (known: cpu%s)",
-                   name ? name : "(null)",
-#ifdef TF_HAVE_CUDA
-                   ", cuda"
-#else
-                   ""
-#endif
-    );
 }

@@ -439,6 +439,11 @@ static const tfx_backend_ops cuda_ops = make_cuda_ops();
 
 /* ---- public entry points -------------------------------------------------- */
 
+extern "C" int tfx_cuda_built(void)
+{
+    return 1;
+}
+
 extern "C" int tfx_cuda_device_count(void)
 {
     int n = 0;

@@ -113,9 +113,7 @@ typedef struct tfx_backend {
  * Returns 0 or TF_ENOMEM; release with out->ops->destroy(out->ctx). */
 int tfx_backend_cpu_create(int rank, tfx_backend *out, tf_error *err);
 
-/* Creates the backend named `name` ("cpu"; "cuda" when built with CUDA) for
- * `rank`.  Returns 0, or TF_EINVAL naming the backend when it is unknown or
- * was not built. */
-int tfx_backend_create(const char *name, int rank, tfx_backend *out, tf_error *err);
+/* The CUDA backend is declared in tfx/cuda.h; tfx/registry.h creates either
+ * by name. */
 
 #endif

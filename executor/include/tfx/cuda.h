@@ -1,8 +1,11 @@
 /* cuda.h - the CUDA backend of tf-exec and its two transports.
  *
- * Built only when CMake found nvcc, cuBLAS and NCCL (TF_CUDA=AUTO|ON); the
- * tfexec library then defines TF_HAVE_CUDA=1 for everything that links it,
- * and code outside executor/cuda/ must guard calls with #ifdef TF_HAVE_CUDA.
+ * Built when CMake found nvcc, cuBLAS and NCCL (TF_CUDA=AUTO|ON).  Every
+ * build links these functions: without CUDA, tfexec_cuda is the stand-in
+ * executor/cuda/cuda_absent.c, where tfx_cuda_built and
+ * tfx_cuda_device_count return 0 and everything else fails with TF_EINVAL
+ * saying that the build has no CUDA backend.  So no caller needs the
+ * preprocessor; tf-exec picks backends through tfx/registry.h.
  *
  * Backend: one instance per pipeline rank, bound to one device and owning
  * one CUDA stream and one cuBLAS handle, so several ranks may share a GPU
@@ -34,6 +37,9 @@ extern "C" {
 #include "tfx/backend.h"
 #include "tfx/launch.h"
 #include "tfx/transport.h"
+
+/* 1 when this build has the CUDA backend, 0 when it has the stand-in. */
+int tfx_cuda_built(void);
 
 /* Number of CUDA devices this process sees; 0 when there is no GPU or no
  * usable driver (never fails, never prints). */

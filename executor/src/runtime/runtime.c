@@ -11,9 +11,7 @@
 #include "check.h"
 #include "tf/dag.h"
 #include "tf/util.h"
-#ifdef TF_HAVE_CUDA
-#include "tfx/cuda.h"
-#endif
+#include "tfx/registry.h"
 
 struct tfx_pipeline {
     tf_schedule schedule;
@@ -25,12 +23,11 @@ struct tfx_pipeline {
     tfx_stage *stages;        /* schedule.stages */
     double *action_ms;        /* n_actions */
     double *action_start_ms;  /* n_actions */
-    int on_gpu;               /* backends are CUDA: time actions with events */
     /* Launched mode: this process runs ranks [first_local, first_local +
      * n_local) (all ranks in the single-process mode). */
     int processes, process, first_local, n_local;
     tfx_transport control;    /* launched: socket transport between processes */
-    int control_shared;       /* control is also the data transport (cpu) */
+    int control_shared;       /* control is also the data transport (registry.h) */
     atomic_int data_ready;    /* transport is set (for the remote-abort hook) */
     int broken;               /* launched: a step failed; later steps repeat it */
     tf_error broken_err;
@@ -75,87 +72,55 @@ int tfx_pipeline_has_stage(const tfx_pipeline *p, int stage)
            is_local_rank(p, p->schedule.stage_rank[stage]);
 }
 
-/* The backend of one rank: CUDA on the GPU the devices list names (with
- * TF32 GEMMs if asked), anything else by name.  device_index picks the
- * entry of the devices list (or, without one, the GPU modulo their count):
- * the rank itself in one process, see tfx_pipeline_options when launched. */
-static int create_backend(const tfx_pipeline_options *o, int rank, int device_index,
-                          tfx_backend *out, tf_error *err)
+/* The device entry of local rank i: the rank itself in one process; see
+ * tfx_pipeline_options for the launched mode. */
+static int device_index(const tfx_pipeline *p, int i)
 {
-#ifdef TF_HAVE_CUDA
-    if (strcmp(o->backend, "cuda") == 0) {
-        int device, rc = tfx_cuda_device_for_rank(o->devices, device_index, &device, err);
-        if (rc == 0)
-            rc = tfx_backend_cuda_create(rank, device, out, err);
-        if (rc == 0 && o->tf32)
-            rc = tfx_backend_cuda_set_tf32(out, 1, err);
-        return rc;
-    }
-#endif
-    (void)device_index;
-    return tfx_backend_create(o->backend, rank, out, err);
+    const tfx_pipeline_options *o = &p->opts;
+    if (p->processes == 1)
+        return p->first_local + i;
+    if (o->devices && *o->devices)
+        return i;
+    return (o->local_rank >= 0 ? o->local_rank : p->process) * p->n_local + i;
 }
 
-/* The transport between the rank threads: host copies for the CPU backend,
- * device copies or NCCL for CUDA (host copies of device pointers would be
- * wrong there). */
+static int create_backends(tfx_pipeline *p, tf_error *err)
+{
+    for (int i = 0; i < p->n_local; i++) {
+        const int r = p->first_local + i;
+        tfx_backend_spec spec = {.backend = p->opts.backend,
+                                 .devices = p->opts.devices,
+                                 .tf32 = p->opts.tf32,
+                                 .rank = r,
+                                 .device_index = device_index(p, i)};
+        int rc = tfx_registry_create_backend(&spec, &p->backends[r], err);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The transport between the rank threads, as the registry picks it. */
 static int create_transport(tfx_pipeline *p, tf_error *err)
 {
     const tfx_pipeline_options *o = &p->opts;
     const tf_schedule *s = &p->schedule;
-    const int launched = p->processes > 1;
-#ifdef TF_HAVE_CUDA
-    if (p->on_gpu) {
-        if (!launched && (!o->transport || strcmp(o->transport, "cuda") == 0))
-            return tfx_transport_cuda_create(s->ranks, p->backends, &p->transport, err);
-        if ((launched && !o->transport) || strcmp(o->transport, "nccl") == 0) {
-            int *local_ranks = malloc(sizeof *local_ranks * (size_t)p->n_local);
-            if (!local_ranks)
-                return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-            for (int i = 0; i < p->n_local; i++)
-                local_ranks[i] = p->first_local + i;
-            tfx_nccl_options nccl = {.world_size = s->ranks,
-                                     .n_local = p->n_local,
-                                     .local_ranks = local_ranks,
-                                     .local_backends = p->backends + p->first_local,
-                                     .stages = s->stages,
-                                     .stage_rank = s->stage_rank,
-                                     .rendezvous_dir = o->rendezvous_dir,
-                                     .run_id = o->run_id,
-                                     .timeout_s = o->timeout_s};
-            int rc = tfx_transport_nccl_create(&nccl, &p->transport, err);
-            free(local_ranks);
-            return rc;
-        }
-        if (launched && strcmp(o->transport, "cuda") == 0)
-            return tf_fail(err, TF_EINVAL,
-                           "--transport cuda: copies between ranks of one process only; with "
-                           "one process per rank (%d processes) use --transport nccl",
-                           p->processes);
-        return tf_fail(err, TF_EINVAL, "--transport \"%s\": unknown for the cuda backend "
-                                       "(cuda or nccl)", o->transport);
-    }
-#endif
-    if ((launched && !o->transport) || (o->transport && strcmp(o->transport, "socket") == 0)) {
-        if (launched) { /* the control transport is already connected */
-            p->transport = p->control;
-            p->control_shared = 1;
-            return 0;
-        }
-        tfx_socket_options so = {.ranks = s->ranks, .processes = 1, .process_rank = 0,
-                                 .timeout_s = o->timeout_s};
-        return tfx_transport_socket_create(&so, &p->transport, err);
-    }
-    if (launched && (!o->transport || strcmp(o->transport, "local") == 0))
-        return tf_fail(err, TF_EINVAL,
-                       "--transport local: in-process only; with one process per rank (%d "
-                       "processes) the %s backend uses --transport socket",
-                       p->processes, o->backend);
-    if (o->transport && strcmp(o->transport, "local") != 0)
-        return tf_fail(err, TF_EINVAL, "--transport \"%s\": unknown for the %s backend "
-                                       "(local, the in-process default, or socket)",
-                       o->transport, o->backend);
-    return tfx_transport_local_create(s->ranks, &p->transport, err);
+    tfx_transport_spec spec = {.backend = o->backend,
+                               .transport = o->transport,
+                               .ranks = s->ranks,
+                               .processes = p->processes,
+                               .first_local = p->first_local,
+                               .n_local = p->n_local,
+                               .backends = p->backends,
+                               .stages = s->stages,
+                               .stage_rank = s->stage_rank,
+                               .rendezvous_dir = o->rendezvous_dir,
+                               .run_id = o->run_id,
+                               .timeout_s = o->timeout_s,
+                               .control = &p->control};
+    int rc = tfx_registry_create_transport(&spec, &p->transport, err);
+    p->control_shared = rc == 0 && p->control.ops && p->transport.ctx == p->control.ctx;
+    return rc;
 }
 
 /* The control transport heard of a failure in another process: wake this
@@ -244,42 +209,13 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
             goto fail;
         }
     }
-    if (p->processes > 1) {
-        /* Refuse a transport that cannot work before waiting for peers. */
-        const char *t = o->transport;
-        int cuda = p->opts.backend && strcmp(p->opts.backend, "cuda") == 0;
-        if (t && !cuda && strcmp(t, "socket") != 0) {
-            rc = tf_fail(err, TF_EINVAL,
-                         "--transport %s: %s; with one process per rank (%d processes) the %s "
-                         "backend uses --transport socket",
-                         t, strcmp(t, "local") == 0 ? "in-process only" : "unknown",
-                         p->processes, p->opts.backend);
-            goto fail;
-        }
-        if (t && cuda && strcmp(t, "nccl") != 0) {
-            rc = tf_fail(err, TF_EINVAL,
-                         "--transport %s: %s; with one process per rank (%d processes) use "
-                         "--transport nccl",
-                         t, strcmp(t, "cuda") == 0 ? "copies between ranks of one process only"
-                                                   : "unknown",
-                         p->processes);
-            goto fail;
-        }
+    /* Refuse a backend or transport that cannot work before waiting for
+     * peers. */
+    TFX_TRY(tfx_registry_check_transport(p->opts.backend, o->transport, p->processes, err));
+    if (p->processes > 1)
         TFX_TRY(create_control(p, err));
-    }
     TFX_CALLOC(p->backends, s->ranks);
-    for (int i = 0; i < p->n_local; i++) {
-        int r = p->first_local + i;
-        int device_index = r;
-        if (p->processes > 1)
-            device_index = o->devices && *o->devices
-                               ? i
-                               : (o->local_rank >= 0 ? o->local_rank : p->process) * p->n_local + i;
-        TFX_TRY(create_backend(&p->opts, r, device_index, &p->backends[r], err));
-    }
-#ifdef TF_HAVE_CUDA
-    p->on_gpu = tfx_backend_is_cuda(&p->backends[p->first_local]);
-#endif
+    TFX_TRY(create_backends(p, err));
     TFX_TRY(create_transport(p, err));
     atomic_store(&p->data_ready, 1);
     TFX_CALLOC(p->stages, s->stages);

@@ -31,6 +31,7 @@
  * A broken communicator is ended with ncclCommAbort.
  */
 #include "cuda_internal.h"
+#include "mailbox.h"
 
 #include <nccl.h>
 #include <pthread.h>
@@ -87,22 +88,13 @@ typedef struct channel {
     cudaStream_t alloc_stream; /* stream-ordered allocations (see buffer_take) */
     wire_header *hdr_dev;
     wire_header *hdr_host;    /* pinned */
-    buffer *pool;             /* guarded by t->lock */
-    out_msg *head, *tail;     /* sender end: queue, guarded by t->lock */
+    buffer *pool;             /* guarded by t->mb.lock */
+    out_msg *head, *tail;     /* sender end: queue, guarded by t->mb.lock */
     int abort_pending;        /* sender end: forward an ABORT header */
     pthread_cond_t wake;      /* sender end: queue / abort / close changed */
     pthread_t thread;
     int thread_started;
 } channel;
-
-typedef struct in_msg {
-    struct in_msg *next;
-    int from, to;
-    long tag;
-    size_t bytes;
-    buffer *buf;              /* complete: the receiver thread waited for it */
-    channel *ch;
-} in_msg;
 
 typedef struct nccl_transport {
     int world;
@@ -112,11 +104,10 @@ typedef struct nccl_transport {
     channel *ch;
     int n_ch;
     double timeout_s;
-    pthread_mutex_t lock;
-    pthread_cond_t arrived;
-    in_msg *head;
-    int aborted, abort_rank;
-    char abort_msg[512];
+    /* Received messages (their item is the receiving end's buffer) and the
+     * abort.  Its lock also guards the channels' pools, queues and flags,
+     * and `closing`. */
+    tfx_mailbox mb;
     int closing;
     double close_deadline;
 } nccl_transport;
@@ -169,14 +160,11 @@ static ncclResult_t wait_comm(channel *ch, double deadline)
 
 /* Marks the transport failed (first cause wins), wakes every waiting rank,
  * and has every sender end whose peer is in another process forward an
- * ABORT header.  Caller holds t->lock. */
+ * ABORT header.  Caller holds t->mb.lock. */
 static void abort_locked(nccl_transport *t, int rank, const char *msg)
 {
-    if (t->aborted)
+    if (!tfx_mailbox_abort_locked(&t->mb, rank, msg))
         return;
-    t->aborted = 1;
-    t->abort_rank = rank;
-    snprintf(t->abort_msg, sizeof t->abort_msg, "%s", msg ? msg : "(no message)");
     for (int i = 0; i < t->n_ch; i++) {
         channel *ch = &t->ch[i];
         if (ch->role == ROLE_SEND && t->local_index[ch->to] < 0) {
@@ -184,7 +172,6 @@ static void abort_locked(nccl_transport *t, int rank, const char *msg)
             pthread_cond_signal(&ch->wake);
         }
     }
-    pthread_cond_broadcast(&t->arrived);
 }
 
 /* A progress thread failed: abort the transport with its message and end
@@ -192,12 +179,12 @@ static void abort_locked(nccl_transport *t, int rank, const char *msg)
 static void channel_failed(channel *ch, const tf_error *err)
 {
     nccl_transport *t = ch->t;
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     if (err)
         abort_locked(t, ch->role == ROLE_SEND ? ch->from : ch->to, err->msg);
     int abort_comm = ch->comm && !ch->comm_broken;
     ch->comm_broken = 1;
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     /* Only this channel's own thread gets here, so one abort per comm. */
     if (abort_comm)
         ncclCommAbort(ch->comm);
@@ -233,9 +220,9 @@ static int wait_stream(channel *ch, double deadline, int may_close, const char *
                            what, ch->from, ch->to, t->timeout_s,
                            ch->role == ROLE_SEND ? ch->to : ch->from);
         if (may_close) {
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             int give_up = t->closing && now > t->close_deadline;
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->mb.lock);
             if (give_up)
                 return 1;
         }
@@ -261,7 +248,7 @@ static int buffer_take(channel *ch, size_t bytes, buffer **out, tf_error *err)
     nccl_transport *t = ch->t;
     int rc = 0;
     buffer *b = NULL;
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     for (buffer **p = &ch->pool; *p; p = &(*p)->next) {
         if ((*p)->capacity >= bytes) {
             b = *p;
@@ -270,7 +257,7 @@ static int buffer_take(channel *ch, size_t bytes, buffer **out, tf_error *err)
             break;
         }
     }
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     if (b) {
         *out = b;
         return 0;
@@ -294,10 +281,10 @@ fail:
 
 static void buffer_put(channel *ch, buffer *b)
 {
-    pthread_mutex_lock(&ch->t->lock);
+    pthread_mutex_lock(&ch->t->mb.lock);
     b->next = ch->pool;
     ch->pool = b;
-    pthread_mutex_unlock(&ch->t->lock);
+    pthread_mutex_unlock(&ch->t->mb.lock);
 }
 
 /* ---- sender end ------------------------------------------------------------ */
@@ -333,15 +320,15 @@ static void *sender_thread(void *arg)
         wire_header h;
         memset(&h, 0, sizeof h);
         out_msg *m = NULL;
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->mb.lock);
         while (!ch->head && !ch->abort_pending && !t->closing)
-            pthread_cond_wait(&ch->wake, &t->lock);
+            pthread_cond_wait(&ch->wake, &t->mb.lock);
         if (ch->abort_pending) {
             /* The peer must hear about the failure before anything else. */
             ch->abort_pending = 0;
             h.kind = KIND_ABORT;
-            h.rank = t->abort_rank;
-            snprintf(h.msg, sizeof h.msg, "%s", t->abort_msg);
+            h.rank = t->mb.abort_rank;
+            snprintf(h.msg, sizeof h.msg, "%s", t->mb.abort_msg);
         } else if (ch->head) {
             m = ch->head;
             ch->head = m->next;
@@ -353,7 +340,7 @@ static void *sender_thread(void *arg)
         } else {
             h.kind = KIND_CLOSE;
         }
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->mb.lock);
         int rc = ship(ch, &h, m, &err);
         if (m) {
             buffer_put(ch, m->buf);
@@ -367,7 +354,7 @@ static void *sender_thread(void *arg)
             break;
     }
     /* Drop what can no longer be sent. */
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     while (ch->head) {
         out_msg *m = ch->head;
         ch->head = m->next;
@@ -376,7 +363,7 @@ static void *sender_thread(void *arg)
         free(m);
     }
     ch->tail = NULL;
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     return NULL;
 }
 
@@ -391,7 +378,7 @@ static void *receiver_thread(void *arg)
     memset(err, 0, sizeof *err);
     int rc = 0;
     buffer *b = NULL;
-    in_msg *m = NULL;
+    tfx_mail *m = NULL;
     TRY(cudaSetDevice(ch->device));
     for (;;) {
         /* A header receive is always posted, so senders never wait for us. */
@@ -415,9 +402,9 @@ static void *receiver_thread(void *arg)
             h.msg[sizeof h.msg - 1] = '\0';
             char msg[400];
             snprintf(msg, sizeof msg, "%s (reported by rank %d over NCCL)", h.msg, ch->from);
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             abort_locked(t, (int)h.rank, msg);
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->mb.lock);
             continue;
         }
         if (h.kind != KIND_DATA || h.bytes < 0) {
@@ -433,7 +420,7 @@ static void *receiver_thread(void *arg)
         TRY(cudaStreamWaitEvent(ch->stream, b->event, 0));
         if (h.bytes)
             NCCL_TRY(ch, ncclRecv(b->dev, (size_t)h.bytes, ncclChar, 0, ch->comm, ch->stream));
-        m = (in_msg *)calloc(1, sizeof *m);
+        m = tfx_mail_item(ch->from, ch->to, (long)h.tag, (size_t)h.bytes, NULL);
         if (!m) {
             rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
             goto fail;
@@ -443,22 +430,16 @@ static void *receiver_thread(void *arg)
         rc = wait_stream(ch, now_s() + t->timeout_s, 0, "receiving a payload", err);
         if (rc < 0)
             goto fail;
-        *m = (in_msg){NULL, ch->from, ch->to, (long)h.tag, (size_t)h.bytes, b, ch};
+        m->item = b;
         b = NULL;
-        pthread_mutex_lock(&t->lock);
-        {
-            in_msg **tail = &t->head;
-            while (*tail)
-                tail = &(*tail)->next;
-            *tail = m;
-        }
+        /* After an abort nobody receives it: the step has failed. */
+        if (tfx_mailbox_post(&t->mb, m, NULL) < 0)
+            tfx_mailbox_discard(&t->mb, m);
         m = NULL;
-        pthread_cond_broadcast(&t->arrived);
-        pthread_mutex_unlock(&t->lock);
     }
     return NULL;
 fail:
-    free(m);
+    tfx_mail_free(m);
     if (b)
         buffer_put(ch, b);
     channel_failed(ch, err);
@@ -475,10 +456,14 @@ static channel *find_channel(nccl_transport *t, int role, int from, int to)
     return NULL;
 }
 
-static int aborted_error(nccl_transport *t, int self, tf_error *err)
+/* A received message nobody took: its buffer goes back to its channel's
+ * pool (t->mb.lock held). */
+static void drop_message(void *arg, tfx_mail *m)
 {
-    return tf_fail(err, TF_ERUNTIME, "rank %d stopped because rank %d failed: %s", self,
-                   t->abort_rank, t->abort_msg);
+    channel *ch = find_channel((nccl_transport *)arg, ROLE_RECV, m->from, m->to);
+    buffer *b = (buffer *)m->item;
+    b->next = ch->pool;
+    ch->pool = b;
 }
 
 static int nccl_send(void *ctx, int from, int to, long tag, const void *buf, size_t bytes,
@@ -495,13 +480,12 @@ static int nccl_send(void *ctx, int from, int to, long tag, const void *buf, siz
                        "stages, or rank %d is not in this process)",
                        from, to, from);
     cudaStream_t compute = tfx_cuda_backend_stream(&ch->be);
-    pthread_mutex_lock(&t->lock);
-    rc = t->aborted ? aborted_error(t, from, err)
-         : ch->comm_broken
-             ? tf_fail(err, TF_ERUNTIME, "nccl transport: channel %d -> %d failed earlier",
-                       from, to)
-             : 0;
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
+    rc = tfx_mailbox_check_locked(&t->mb, from, err);
+    if (rc == 0 && ch->comm_broken)
+        rc = tf_fail(err, TF_ERUNTIME, "nccl transport: channel %d -> %d failed earlier", from,
+                     to);
+    pthread_mutex_unlock(&t->mb.lock);
     if (rc < 0)
         return rc;
     TRY(cudaSetDevice(ch->device));
@@ -518,14 +502,14 @@ static int nccl_send(void *ctx, int from, int to, long tag, const void *buf, siz
         goto fail;
     }
     *m = (out_msg){NULL, tag, bytes, b};
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     if (ch->tail)
         ch->tail->next = m;
     else
         ch->head = m;
     ch->tail = m;
     pthread_cond_signal(&ch->wake);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     return 0;
 fail:
     free(m);
@@ -534,107 +518,68 @@ fail:
     return rc;
 }
 
+/* Copies a received payload into buf on the rank's compute stream (it is
+ * complete: the receiver thread waited for it); the buffer's event tells a
+ * later payload when the copy is done. */
+static int copy_out(channel *ch, const tfx_mail *m, void *buf, tf_error *err)
+{
+    int rc = 0;
+    buffer *b = (buffer *)m->item;
+    cudaStream_t compute = tfx_cuda_backend_stream(&ch->be);
+    TRY(cudaSetDevice(ch->device));
+    if (m->bytes)
+        TRY(cudaMemcpyAsync(buf, b->dev, m->bytes, cudaMemcpyDeviceToDevice, compute));
+    TRY(cudaEventRecord(b->event, compute));
+fail:
+    return rc;
+}
+
 static int nccl_recv(void *ctx, int to, int from, long tag, void *buf, size_t bytes,
                      tf_error *err)
 {
     nccl_transport *t = (nccl_transport *)ctx;
-    int rc = 0;
-    in_msg *m = NULL;
+    tfx_mail *m = NULL;
     channel *ch = find_channel(t, ROLE_RECV, from, to);
     if (!ch)
         return tf_fail(err, TF_ERUNTIME,
                        "nccl transport: no channel from rank %d to rank %d (not neighbouring "
                        "stages, or rank %d is not in this process)",
                        from, to, to);
-    const double deadline = now_s() + t->timeout_s;
-    pthread_mutex_lock(&t->lock);
-    while (!m) {
-        if (t->aborted) {
-            rc = aborted_error(t, to, err);
-            pthread_mutex_unlock(&t->lock);
-            return rc;
-        }
-        for (in_msg **p = &t->head; *p; p = &(*p)->next) {
-            if ((*p)->to == to && (*p)->from == from && (*p)->tag == tag) {
-                m = *p;
-                *p = m->next;
-                break;
-            }
-        }
-        if (m)
-            break;
-        double left = deadline - now_s();
-        if (left <= 0) {
-            char msg[300];
-            snprintf(msg, sizeof msg,
-                     "rank %d received nothing from rank %d (tag %ld) within %.0f s: rank %d "
-                     "died or hangs (see TFX_NCCL_TIMEOUT)",
-                     to, from, tag, t->timeout_s, from);
-            abort_locked(t, to, msg);
-            rc = tf_fail(err, TF_ERUNTIME, "%s", msg);
-            pthread_mutex_unlock(&t->lock);
-            return rc;
-        }
-        /* Wake up at least every second: the deadline is checked here. */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += left < 1.0 ? 0 : 1;
-        until.tv_nsec += left < 1.0 ? (long)(left * 1e9) : 0;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&t->arrived, &t->lock, &until);
+    tfx_mailbox_wait wait = {now_s() + t->timeout_s, NULL, NULL};
+    int rc = tfx_mailbox_take(&t->mb, to, from, tag, &wait, &m, err);
+    if (rc == TFX_MAILBOX_TIMEOUT) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "rank %d received nothing from rank %d (tag %ld) within %.0f s: rank %d "
+                 "died or hangs (see TFX_NCCL_TIMEOUT)",
+                 to, from, tag, t->timeout_s, from);
+        pthread_mutex_lock(&t->mb.lock);
+        abort_locked(t, to, msg);
+        pthread_mutex_unlock(&t->mb.lock);
+        return tf_fail(err, TF_ERUNTIME, "%s", msg);
     }
-    pthread_mutex_unlock(&t->lock);
-
-    if (m->bytes != bytes) {
-        rc = tf_fail(err, TF_ERUNTIME,
-                     "transport: rank %d expected %zu bytes from rank %d (tag %ld) but got %zu",
-                     to, bytes, from, tag, m->bytes);
-        goto fail;
-    }
-    {
-        cudaStream_t compute = tfx_cuda_backend_stream(&ch->be);
-        TRY(cudaSetDevice(ch->device));
-        /* The payload is complete (the receiver thread waited for it). */
-        if (bytes)
-            TRY(cudaMemcpyAsync(buf, m->buf->dev, bytes, cudaMemcpyDeviceToDevice, compute));
-        TRY(cudaEventRecord(m->buf->event, compute));
-    }
-fail:
-    buffer_put(ch, m->buf);
-    free(m);
+    if (rc < 0)
+        return rc;
+    rc = tfx_mail_check_size(m, bytes, err);
+    if (rc == 0)
+        rc = copy_out(ch, m, buf, err);
+    buffer_put(ch, (buffer *)m->item);
+    tfx_mail_free(m);
     return rc;
 }
 
 static void nccl_abort(void *ctx, int rank, const char *msg)
 {
     nccl_transport *t = (nccl_transport *)ctx;
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     abort_locked(t, rank, msg);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
 }
 
+/* abort_pending stays: a remote peer must still hear of the failure. */
 static int nccl_reset(void *ctx)
 {
-    nccl_transport *t = (nccl_transport *)ctx;
-    int dropped = 0;
-    pthread_mutex_lock(&t->lock);
-    while (t->head) {
-        in_msg *m = t->head;
-        t->head = m->next;
-        m->buf->next = m->ch->pool;
-        m->ch->pool = m->buf;
-        free(m);
-        dropped++;
-    }
-    t->aborted = 0;
-    t->abort_rank = -1;
-    t->abort_msg[0] = '\0';
-    /* abort_pending stays: a remote peer must still hear of the failure. */
-    pthread_mutex_unlock(&t->lock);
-    return dropped;
+    return tfx_mailbox_reset(&((nccl_transport *)ctx)->mb);
 }
 
 static void nccl_transport_destroy(void *ctx)
@@ -644,12 +589,12 @@ static void nccl_transport_destroy(void *ctx)
         return;
     /* Senders say goodbye; receivers stop at the goodbye, or give up at the
      * deadline when a peer never sends one (it died). */
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     t->closing = 1;
     t->close_deadline = now_s() + t->timeout_s;
     for (int i = 0; i < t->n_ch; i++)
         pthread_cond_signal(&t->ch[i].wake);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     for (int i = 0; i < t->n_ch; i++)
         if (t->ch[i].thread_started)
             pthread_join(t->ch[i].thread, NULL);
@@ -693,8 +638,7 @@ static void nccl_transport_destroy(void *ctx)
             cudaStreamDestroy(ch->alloc_stream);
         pthread_cond_destroy(&ch->wake);
     }
-    pthread_cond_destroy(&t->arrived);
-    pthread_mutex_destroy(&t->lock);
+    tfx_mailbox_destroy(&t->mb);
     free(t->ch);
     free(t->local_index);
     free(t->local_be);
@@ -886,11 +830,9 @@ extern "C" int tfx_transport_nccl_create(const tfx_nccl_options *o, tfx_transpor
     t = (nccl_transport *)calloc(1, sizeof *t);
     if (!t)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-    pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->arrived, NULL);
+    tfx_mailbox_init(&t->mb, drop_message, t);
     t->world = o->world_size;
     t->n_local = o->n_local;
-    t->abort_rank = -1;
     t->timeout_s = o->timeout_s;
     if (t->timeout_s <= 0) {
         const char *e = getenv("TFX_NCCL_TIMEOUT");

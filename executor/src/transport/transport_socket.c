@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mailbox.h"
 #include "tf/util.h"
 #include "tfx/launch.h"
 
@@ -76,14 +77,6 @@ typedef struct hello {
     char reason[256];     /* why it was refused */
 } hello;
 
-typedef struct message {
-    struct message *next;
-    int from, to;
-    long tag;
-    size_t bytes;
-    unsigned char payload[]; /* bytes */
-} message;
-
 struct socket_transport;
 
 typedef struct peer {
@@ -93,20 +86,19 @@ typedef struct peer {
     pthread_mutex_t send_lock; /* one frame at a time on the socket */
     pthread_t thread;
     int thread_started;
-    int closed;                /* goodbye received (t->lock) */
-    int broken;                /* connection failed (t->lock) */
-    int done;                  /* receiver thread finished (t->lock) */
+    int closed;                /* goodbye received (t->mb.lock) */
+    int broken;                /* connection failed (t->mb.lock) */
+    int done;                  /* receiver thread finished (t->mb.lock) */
 } peer;
 
 typedef struct socket_transport {
     int ranks, processes, self, per_process;
     double timeout_s;
     peer *peers;               /* processes */
-    pthread_mutex_t lock;
-    pthread_cond_t arrived;    /* a message, an abort, a goodbye, a thread ended */
-    message *head, *tail;
-    int aborted, abort_rank;
-    char abort_msg[512];
+    /* Messages for this process's ranks, and the abort.  Its lock also
+     * guards the peers' flags and `closing`; a goodbye or a receiver thread
+     * that ends wakes the waits too. */
+    tfx_mailbox mb;
     int closing;
     void (*on_remote_abort)(void *arg, int rank, const char *msg);
     void *on_remote_abort_arg;
@@ -245,31 +237,27 @@ static int send_frame(peer *p, const frame_header *h, const void *payload, doubl
  * this call aborted the transport, 0 when it already was. */
 static int abort_transport(socket_transport *t, int rank, const char *msg, int tell)
 {
-    pthread_mutex_lock(&t->lock);
-    if (t->aborted) {
-        pthread_mutex_unlock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
+    if (!tfx_mailbox_abort_locked(&t->mb, rank, msg)) {
+        pthread_mutex_unlock(&t->mb.lock);
         return 0;
     }
-    t->aborted = 1;
-    t->abort_rank = rank;
-    snprintf(t->abort_msg, sizeof t->abort_msg, "%s", msg ? msg : "(no message)");
-    pthread_cond_broadcast(&t->arrived);
     int *send_to = calloc((size_t)t->processes, sizeof *send_to);
     for (int q = 0; send_to && q < t->processes; q++) {
         peer *p = &t->peers[q];
         send_to[q] = tell && p->fd >= 0 && !p->broken && !p->closed;
     }
     char text[512];
-    snprintf(text, sizeof text, "%s", t->abort_msg);
-    pthread_mutex_unlock(&t->lock);
+    snprintf(text, sizeof text, "%s", t->mb.abort_msg);
+    pthread_mutex_unlock(&t->mb.lock);
     if (!send_to)
         return 1; /* out of memory: the peers learn from the closed connection */
     frame_header h = {FRAME_MAGIC, KIND_ABORT, rank, -1, 0, strlen(text) + 1};
     for (int q = 0; q < t->processes; q++)
         if (send_to[q] && send_frame(&t->peers[q], &h, text, now_s() + ABORT_SEND_S) < 0) {
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             t->peers[q].broken = 1;
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->mb.lock);
         }
     free(send_to);
     return 1;
@@ -299,18 +287,18 @@ static void *receiver_thread(void *arg)
                      "socket transport: garbled frame from process %d (%s): magic %#x, kind "
                      "%u, %llu bytes",
                      p->process, span, h.magic, h.kind, (unsigned long long)h.bytes);
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             p->broken = 1;
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->mb.lock);
             remote_abort(t, p->process * t->per_process, msg, 1);
             break;
         }
         if (r != 0) {
             int e = errno;
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             int quiet = t->closing || p->closed;
             p->broken = 1;
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->mb.lock);
             if (!quiet) {
                 snprintf(msg, sizeof msg,
                          "process %d (%s) closed its connection without a goodbye (%s): it "
@@ -321,7 +309,7 @@ static void *receiver_thread(void *arg)
             break;
         }
         if (h.kind == KIND_DATA) {
-            message *m = malloc(sizeof *m + (size_t)h.bytes);
+            tfx_mail *m = tfx_mail_host(h.from, h.to, (long)h.tag, (size_t)h.bytes, NULL);
             if (!m) {
                 snprintf(msg, sizeof msg,
                          "socket transport: out of memory for a %llu-byte message from "
@@ -330,18 +318,13 @@ static void *receiver_thread(void *arg)
                 remote_abort(t, t->self * t->per_process, msg, 1);
                 break;
             }
-            m->next = NULL;
-            m->from = h.from;
-            m->to = h.to;
-            m->tag = (long)h.tag;
-            m->bytes = (size_t)h.bytes;
             if (h.bytes && read_all(p->fd, m->payload, m->bytes, 0) != 0) {
                 int e = errno;
-                free(m);
-                pthread_mutex_lock(&t->lock);
+                tfx_mail_free(m);
+                pthread_mutex_lock(&t->mb.lock);
                 int quiet = t->closing;
                 p->broken = 1;
-                pthread_mutex_unlock(&t->lock);
+                pthread_mutex_unlock(&t->mb.lock);
                 if (!quiet) {
                     snprintf(msg, sizeof msg,
                              "process %d (%s) closed its connection in the middle of a "
@@ -351,14 +334,9 @@ static void *receiver_thread(void *arg)
                 }
                 break;
             }
-            pthread_mutex_lock(&t->lock);
-            if (t->tail)
-                t->tail->next = m;
-            else
-                t->head = m;
-            t->tail = m;
-            pthread_cond_broadcast(&t->arrived);
-            pthread_mutex_unlock(&t->lock);
+            /* After an abort nobody receives it: the step has failed. */
+            if (tfx_mailbox_post(&t->mb, m, NULL) < 0)
+                tfx_mail_free(m);
         } else if (h.kind == KIND_ABORT) {
             char text[1024] = "";
             size_t n = (size_t)h.bytes;
@@ -375,32 +353,26 @@ static void *receiver_thread(void *arg)
                          p->process, span);
             remote_abort(t, h.from, text, 0);
         } else if (h.kind == KIND_CLOSE) {
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             p->closed = 1;
-            pthread_cond_broadcast(&t->arrived);
-            pthread_mutex_unlock(&t->lock);
+            tfx_mailbox_wake(&t->mb);
+            pthread_mutex_unlock(&t->mb.lock);
             break;
         } else {
             snprintf(msg, sizeof msg, "socket transport: unknown frame kind %u from process %d",
                      h.kind, p->process);
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             p->broken = 1;
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->mb.lock);
             remote_abort(t, p->process * t->per_process, msg, 1);
             break;
         }
     }
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     p->done = 1;
-    pthread_cond_broadcast(&t->arrived);
-    pthread_mutex_unlock(&t->lock);
+    tfx_mailbox_wake(&t->mb);
+    pthread_mutex_unlock(&t->mb.lock);
     return NULL;
-}
-
-static int aborted_error(socket_transport *t, int self, tf_error *err)
-{
-    return tf_fail(err, TF_ERUNTIME, "rank %d stopped because rank %d failed: %s", self,
-                   t->abort_rank, t->abort_msg);
 }
 
 static int socket_send(void *ctx, int from, int to, long tag, const void *buf, size_t bytes,
@@ -412,39 +384,23 @@ static int socket_send(void *ctx, int from, int to, long tag, const void *buf, s
                        to, t->ranks);
     const int q = process_of(t, to);
     if (q == t->self) {
-        message *m = malloc(sizeof *m + bytes);
+        tfx_mail *m = tfx_mail_host(from, to, tag, bytes, buf);
         if (!m)
             return tf_fail(err, TF_ENOMEM, "transport: out of memory for a %zu-byte message",
                            bytes);
-        *m = (message){NULL, from, to, tag, bytes};
-        if (bytes)
-            memcpy(m->payload, buf, bytes);
-        pthread_mutex_lock(&t->lock);
-        if (t->aborted) {
-            int rc = aborted_error(t, from, err);
-            pthread_mutex_unlock(&t->lock);
-            free(m);
-            return rc;
-        }
-        if (t->tail)
-            t->tail->next = m;
-        else
-            t->head = m;
-        t->tail = m;
-        pthread_cond_broadcast(&t->arrived);
-        pthread_mutex_unlock(&t->lock);
-        return 0;
+        int rc = tfx_mailbox_post(&t->mb, m, err);
+        if (rc < 0)
+            tfx_mail_free(m);
+        return rc;
     }
     peer *p = &t->peers[q];
-    pthread_mutex_lock(&t->lock);
-    int rc = 0;
-    if (t->aborted)
-        rc = aborted_error(t, from, err);
-    else if (p->closed || p->broken)
+    pthread_mutex_lock(&t->mb.lock);
+    int rc = tfx_mailbox_check_locked(&t->mb, from, err);
+    if (rc == 0 && (p->closed || p->broken))
         rc = tf_fail(err, TF_ERUNTIME,
                      "rank %d cannot send to rank %d: process %d has %s", from, to, q,
                      p->closed ? "ended (it said goodbye)" : "lost its connection");
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     if (rc < 0)
         return rc;
     frame_header h = {FRAME_MAGIC, KIND_DATA, from, to, tag, bytes};
@@ -459,13 +415,34 @@ static int socket_send(void *ctx, int from, int to, long tag, const void *buf, s
         else
             snprintf(msg, sizeof msg, "rank %d could not send to rank %d (process %d): %s", from,
                      to, q, strerror(e));
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->mb.lock);
         p->broken = 1;
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->mb.lock);
         abort_transport(t, from, msg, 1);
         return tf_fail(err, TF_ERUNTIME, "%s", msg);
     }
     return 0;
+}
+
+/* What a receive from another process waits for besides its message. */
+typedef struct peer_watch {
+    socket_transport *t;
+    int to, from, q;
+    long tag;
+} peer_watch;
+
+/* A receive from a process that said goodbye or lost its connection will
+ * never be served (mailbox lock held). */
+static int peer_gone(void *arg, tf_error *err)
+{
+    const peer_watch *w = arg;
+    const peer *p = &w->t->peers[w->q];
+    if (w->q == w->t->self || !(p->closed || p->broken))
+        return 0;
+    return tf_fail(err, TF_ERUNTIME,
+                   "rank %d waits for a message from rank %d (tag %ld), but process %d has %s",
+                   w->to, w->from, w->tag, w->q,
+                   p->closed ? "ended (it said goodbye)" : "lost its connection");
 }
 
 static int socket_recv(void *ctx, int to, int from, long tag, void *buf, size_t bytes,
@@ -475,72 +452,23 @@ static int socket_recv(void *ctx, int to, int from, long tag, void *buf, size_t 
     if (to < 0 || to >= t->ranks || from < 0 || from >= t->ranks)
         return tf_fail(err, TF_ERUNTIME, "transport: receive by rank %d from rank %d of %d", to,
                        from, t->ranks);
-    const int q = process_of(t, from);
-    const double deadline = now_s() + t->timeout_s;
-    message *m = NULL;
-    int rc = 0;
-    pthread_mutex_lock(&t->lock);
-    while (!m) {
-        if (t->aborted) {
-            rc = aborted_error(t, to, err);
-            break;
-        }
-        message *prev = NULL;
-        for (message *c = t->head; c; prev = c, c = c->next) {
-            if (c->to == to && c->from == from && c->tag == tag) {
-                m = c;
-                if (prev)
-                    prev->next = c->next;
-                else
-                    t->head = c->next;
-                if (t->tail == c)
-                    t->tail = prev;
-                break;
-            }
-        }
-        if (m)
-            break;
-        if (q != t->self && (t->peers[q].closed || t->peers[q].broken)) {
-            rc = tf_fail(err, TF_ERUNTIME,
-                         "rank %d waits for a message from rank %d (tag %ld), but process %d "
-                         "has %s",
-                         to, from, tag, q,
-                         t->peers[q].closed ? "ended (it said goodbye)" : "lost its connection");
-            break;
-        }
-        double left = deadline - now_s();
-        if (left <= 0) {
-            char msg[512];
-            snprintf(msg, sizeof msg,
-                     "rank %d received nothing from rank %d (tag %ld) within %.0f s: rank %d "
-                     "(process %d) died or hangs (see TFX_TIMEOUT)",
-                     to, from, tag, t->timeout_s, from, q);
-            pthread_mutex_unlock(&t->lock);
-            abort_transport(t, to, msg, 1);
-            return tf_fail(err, TF_ERUNTIME, "%s", msg);
-        }
-        /* Wake up at least every second: the deadline is checked here. */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        double nap = left < 1.0 ? left : 1.0;
-        until.tv_sec += (time_t)nap;
-        until.tv_nsec += (long)((nap - (double)(time_t)nap) * 1e9);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&t->arrived, &t->lock, &until);
+    peer_watch watch = {t, to, from, process_of(t, from), tag};
+    tfx_mailbox_wait wait = {now_s() + t->timeout_s, peer_gone, &watch};
+    tfx_mail *m;
+    int rc = tfx_mailbox_take(&t->mb, to, from, tag, &wait, &m, err);
+    if (rc == TFX_MAILBOX_TIMEOUT) {
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "rank %d received nothing from rank %d (tag %ld) within %.0f s: rank %d "
+                 "(process %d) died or hangs (see TFX_TIMEOUT)",
+                 to, from, tag, t->timeout_s, from, watch.q);
+        abort_transport(t, to, msg, 1);
+        return tf_fail(err, TF_ERUNTIME, "%s", msg);
     }
-    pthread_mutex_unlock(&t->lock);
-    if (!m)
+    if (rc < 0)
         return rc;
-    if (m->bytes != bytes)
-        rc = tf_fail(err, TF_ERUNTIME,
-                     "transport: rank %d expected %zu bytes from rank %d (tag %ld) but got %zu",
-                     to, bytes, from, tag, m->bytes);
-    else if (bytes)
-        memcpy(buf, m->payload, bytes);
-    free(m);
+    rc = tfx_mail_read(m, buf, bytes, err);
+    tfx_mail_free(m);
     return rc;
 }
 
@@ -551,21 +479,7 @@ static void socket_abort(void *ctx, int rank, const char *msg)
 
 static int socket_reset(void *ctx)
 {
-    socket_transport *t = ctx;
-    int dropped = 0;
-    pthread_mutex_lock(&t->lock);
-    while (t->head) {
-        message *m = t->head;
-        t->head = m->next;
-        free(m);
-        dropped++;
-    }
-    t->tail = NULL;
-    t->aborted = 0;
-    t->abort_rank = -1;
-    t->abort_msg[0] = '\0';
-    pthread_mutex_unlock(&t->lock);
-    return dropped;
+    return tfx_mailbox_reset(&((socket_transport *)ctx)->mb);
 }
 
 static void socket_destroy(void *ctx)
@@ -579,21 +493,21 @@ static void socket_destroy(void *ctx)
      * the cause on the same connection: a peer may read this goodbye before
      * the ABORT that another process sent it, and must not take the
      * goodbye for the failure. */
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     t->closing = 1;
-    int failed = t->aborted;
+    int failed = t->mb.aborted;
     char cause[512];
-    snprintf(cause, sizeof cause, "%s", t->abort_msg);
-    frame_header why = {FRAME_MAGIC, KIND_ABORT, t->abort_rank, -1, 0, strlen(cause) + 1};
-    pthread_mutex_unlock(&t->lock);
+    snprintf(cause, sizeof cause, "%s", t->mb.abort_msg);
+    frame_header why = {FRAME_MAGIC, KIND_ABORT, t->mb.abort_rank, -1, 0, strlen(cause) + 1};
+    pthread_mutex_unlock(&t->mb.lock);
     frame_header bye = {FRAME_MAGIC, KIND_CLOSE, t->self * t->per_process, -1, 0, 0};
     for (int q = 0; t->peers && q < t->processes; q++) {
         peer *p = &t->peers[q];
         if (p->fd < 0)
             continue;
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->mb.lock);
         int live = !p->broken, tell = failed && !p->closed;
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->mb.lock);
         const double until = now_s() + (failed ? 1.0 : ABORT_SEND_S);
         if (live && (!tell || send_frame(p, &why, cause, until) == 0) &&
             send_frame(p, &bye, NULL, until) == 0)
@@ -601,7 +515,7 @@ static void socket_destroy(void *ctx)
     }
     const double deadline = now_s() + (failed ? 1.0 : (t->timeout_s < CLOSE_WAIT_S
                                                            ? t->timeout_s : CLOSE_WAIT_S));
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     for (;;) {
         int waiting = 0;
         for (int q = 0; t->peers && q < t->processes; q++)
@@ -609,17 +523,9 @@ static void socket_destroy(void *ctx)
         double left = deadline - now_s();
         if (!waiting || left <= 0)
             break;
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        double nap = left < 0.2 ? left : 0.2;
-        until.tv_nsec += (long)(nap * 1e9);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&t->arrived, &t->lock, &until);
+        tfx_mailbox_sleep_locked(&t->mb, left < 0.2 ? left : 0.2);
     }
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     for (int q = 0; t->peers && q < t->processes; q++) {
         peer *p = &t->peers[q];
         if (p->fd >= 0)
@@ -630,10 +536,8 @@ static void socket_destroy(void *ctx)
             close(p->fd);
         pthread_mutex_destroy(&p->send_lock);
     }
-    socket_reset(t);
+    tfx_mailbox_destroy(&t->mb);
     free(t->peers);
-    pthread_cond_destroy(&t->arrived);
-    pthread_mutex_destroy(&t->lock);
     free(t);
 }
 
@@ -651,15 +555,7 @@ int tfx_transport_socket_abort_cause(const tfx_transport *tr, int *rank, char *m
 {
     if (!tr || tr->ops != &socket_ops)
         return -1;
-    socket_transport *t = tr->ctx;
-    pthread_mutex_lock(&t->lock);
-    int aborted = t->aborted;
-    if (aborted && rank)
-        *rank = t->abort_rank;
-    if (aborted && msg && size)
-        snprintf(msg, size, "%s", t->abort_msg);
-    pthread_mutex_unlock(&t->lock);
-    return aborted;
+    return tfx_mailbox_cause(&((socket_transport *)tr->ctx)->mb, rank, msg, size);
 }
 
 /* ---- set-up ----------------------------------------------------------------- */
@@ -1047,7 +943,6 @@ int tfx_transport_socket_create(const tfx_socket_options *o, tfx_transport *out,
     t->processes = o->processes;
     t->self = o->process_rank;
     t->per_process = o->ranks / o->processes;
-    t->abort_rank = -1;
     t->on_remote_abort = o->on_remote_abort;
     t->on_remote_abort_arg = o->on_remote_abort_arg;
     t->timeout_s = o->timeout_s;
@@ -1062,8 +957,7 @@ int tfx_transport_socket_create(const tfx_socket_options *o, tfx_transport *out,
         }
         t->timeout_s = v > 0 ? v : 600.0;
     }
-    pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->arrived, NULL);
+    tfx_mailbox_init(&t->mb, NULL, NULL);
     t->peers = calloc((size_t)t->processes, sizeof *t->peers);
     if (!t->peers) {
         rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);

@@ -167,8 +167,9 @@ static int check_across(const backend_row *b, const char *name, const transport_
 {
     if (processes <= 1 || (t && !t->in_process_only))
         return 0;
-    return tf_fail(err, TF_EINVAL, "--transport %s: %s; with one process per rank (%d processes) %s",
-                   name, t ? t->in_process_only : "unknown", processes, b->launched_use);
+    return tf_fail(err, TF_EINVAL,
+                   "--transport %s: %s; with one process per rank (%d processes) %s", name,
+                   t ? t->in_process_only : "unknown", processes, b->launched_use);
 }
 
 int tfx_registry_check_transport(const char *backend, const char *transport, int processes,

@@ -456,6 +456,19 @@ static channel *find_channel(nccl_transport *t, int role, int from, int to)
     return NULL;
 }
 
+/* This process's end `role` of the channel from -> to, or TF_ERUNTIME. */
+static int channel_here(nccl_transport *t, int role, int from, int to, channel **out,
+                        tf_error *err)
+{
+    *out = find_channel(t, role, from, to);
+    if (*out)
+        return 0;
+    return tf_fail(err, TF_ERUNTIME,
+                   "nccl transport: no channel from rank %d to rank %d (not neighbouring "
+                   "stages, or rank %d is not in this process)",
+                   from, to, role == ROLE_SEND ? from : to);
+}
+
 /* A received message nobody took: its buffer goes back to its channel's
  * pool (t->mb.lock held). */
 static void drop_message(void *arg, tfx_mail *m)
@@ -473,12 +486,9 @@ static int nccl_send(void *ctx, int from, int to, long tag, const void *buf, siz
     int rc = 0;
     buffer *b = NULL;
     out_msg *m = NULL;
-    channel *ch = find_channel(t, ROLE_SEND, from, to);
-    if (!ch)
-        return tf_fail(err, TF_ERUNTIME,
-                       "nccl transport: no channel from rank %d to rank %d (not neighbouring "
-                       "stages, or rank %d is not in this process)",
-                       from, to, from);
+    channel *ch = NULL;
+    if ((rc = channel_here(t, ROLE_SEND, from, to, &ch, err)) < 0)
+        return rc;
     cudaStream_t compute = tfx_cuda_backend_stream(&ch->be);
     pthread_mutex_lock(&t->mb.lock);
     rc = tfx_mailbox_check_locked(&t->mb, from, err);
@@ -539,14 +549,12 @@ static int nccl_recv(void *ctx, int to, int from, long tag, void *buf, size_t by
 {
     nccl_transport *t = (nccl_transport *)ctx;
     tfx_mail *m = NULL;
-    channel *ch = find_channel(t, ROLE_RECV, from, to);
-    if (!ch)
-        return tf_fail(err, TF_ERUNTIME,
-                       "nccl transport: no channel from rank %d to rank %d (not neighbouring "
-                       "stages, or rank %d is not in this process)",
-                       from, to, to);
+    channel *ch = NULL;
+    int rc = channel_here(t, ROLE_RECV, from, to, &ch, err);
+    if (rc < 0)
+        return rc;
     tfx_mailbox_wait wait = {now_s() + t->timeout_s, NULL, NULL};
-    int rc = tfx_mailbox_take(&t->mb, to, from, tag, &wait, &m, err);
+    rc = tfx_mailbox_take(&t->mb, to, from, tag, &wait, &m, err);
     if (rc == TFX_MAILBOX_TIMEOUT) {
         char msg[300];
         snprintf(msg, sizeof msg,
@@ -817,17 +825,231 @@ static int same_device_allowed(void)
 #endif
 }
 
+/* Which ranks live here, and their backends. */
+static int map_local_ranks(nccl_transport *t, const tfx_nccl_options *o, tf_error *err)
+{
+    t->local_index = (int *)malloc(sizeof(int) * (size_t)t->world);
+    t->local_be = (tfx_backend *)calloc((size_t)t->n_local, sizeof *t->local_be);
+    if (!t->local_index || !t->local_be)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    for (int r = 0; r < t->world; r++)
+        t->local_index[r] = -1;
+    for (int i = 0; i < t->n_local; i++) {
+        int r = o->local_ranks[i];
+        if (r < 0 || r >= t->world || t->local_index[r] >= 0)
+            return tf_fail(err, TF_EINVAL, "nccl transport: local rank %d is out of range or "
+                                           "listed twice (world %d)", r, t->world);
+        if (!tfx_backend_is_cuda(&o->local_backends[i]))
+            return tf_fail(err, TF_EINVAL, "nccl transport: rank %d does not use the cuda "
+                                           "backend", r);
+        t->local_index[r] = i;
+        t->local_be[i] = o->local_backends[i];
+    }
+    return 0;
+}
+
+/* talks[a * world + b]: the directed pairs that exchange messages, the
+ * ranks of neighbouring stages. */
+static int neighbours(const nccl_transport *t, const tfx_nccl_options *o, unsigned char *talks,
+                      tf_error *err)
+{
+    for (int s = 0; s + 1 < o->stages; s++) {
+        int a = o->stage_rank[s], b = o->stage_rank[s + 1];
+        if (a < 0 || a >= t->world || b < 0 || b >= t->world)
+            return tf_fail(err, TF_EINVAL, "nccl transport: stage %d or %d is on a rank outside "
+                                           "0..%d", s, s + 1, t->world - 1);
+        if (a != b)
+            talks[a * t->world + b] = talks[b * t->world + a] = 1;
+    }
+    return 0;
+}
+
+/* Adds this process's end `role` of the channel a -> b. */
+static int add_end(nccl_transport *t, int a, int b, int role, tf_error *err)
+{
+    channel *ch = &t->ch[t->n_ch++];
+    ch->from = a;
+    ch->to = b;
+    ch->role = role;
+    return channel_setup(t, ch, err);
+}
+
+/* The ends of every channel that lives here, in one global order (sender,
+ * receiver), both ends when both ranks are local. */
+static int open_channels(nccl_transport *t, const unsigned char *talks, tf_error *err)
+{
+    int n = 0, rc = 0;
+    for (int i = 0; i < t->world * t->world; i++)
+        if (talks[i])
+            n += (t->local_index[i / t->world] >= 0) + (t->local_index[i % t->world] >= 0);
+    t->ch = (channel *)calloc((size_t)(n ? n : 1), sizeof *t->ch);
+    if (!t->ch)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    for (int a = 0; a < t->world && rc == 0; a++) {
+        for (int b = 0; b < t->world && rc == 0; b++) {
+            if (!talks[a * t->world + b])
+                continue;
+            int la = t->local_index[a], lb = t->local_index[b];
+            if (la >= 0 && lb >= 0 &&
+                tfx_cuda_backend_device(&t->local_be[la]) ==
+                    tfx_cuda_backend_device(&t->local_be[lb]) &&
+                !same_device_allowed())
+                return tf_fail(err, TF_EINVAL,
+                               "nccl transport: ranks %d and %d are both on device %d; NCCL %d.%d "
+                               "cannot put two ranks of one communicator on one GPU (NCCL >= "
+                               "2.30 can with NCCL_MULTI_RANK_GPU_ENABLE=1): use --transport "
+                               "cuda",
+                               a, b, tfx_cuda_backend_device(&t->local_be[la]), NCCL_MAJOR,
+                               NCCL_MINOR);
+            if (la >= 0)
+                rc = add_end(t, a, b, ROLE_SEND, err);
+            if (rc == 0 && lb >= 0)
+                rc = add_end(t, a, b, ROLE_RECV, err);
+        }
+    }
+    return rc;
+}
+
+static int new_unique_id(ncclUniqueId *id, tf_error *err)
+{
+    ncclResult_t r = ncclGetUniqueId(id);
+    if (r != ncclSuccess)
+        return tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGetUniqueId: %s", __FILE__, __LINE__,
+                       ncclGetErrorString(r));
+    return 0;
+}
+
+/* Both ends of ch are here: one communicator for the two ranks, started in
+ * a group as ncclCommInitAll does. */
+static int init_local_pair(nccl_transport *t, channel *ch, tf_error *err)
+{
+    channel *peer = find_channel(t, ROLE_RECV, ch->from, ch->to);
+    ncclUniqueId id;
+    int rc = new_unique_id(&id, err);
+    if (rc < 0)
+        return rc;
+    ncclGroupStart();
+    rc = channel_init_comm(ch, id, 0, err);
+    if (rc == 0)
+        rc = channel_init_comm(peer, id, 1, err);
+    ncclResult_t r = ncclGroupEnd();
+    if (rc == 0 && r != ncclSuccess && r != ncclInProgress)
+        rc = tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGroupEnd (channel %d -> %d): %s", __FILE__,
+                     __LINE__, ch->from, ch->to, ncclGetErrorString(r));
+    return rc;
+}
+
+/* The sending end of a channel to another process publishes its id. */
+static int init_sending_end(const tfx_nccl_options *o, channel *ch, tf_error *err)
+{
+    char path[1024];
+    ncclUniqueId id;
+    int rc = new_unique_id(&id, err);
+    if (rc < 0)
+        return rc;
+    id_path(o, ch->from, ch->to, path, sizeof path);
+    if ((rc = publish_id(path, &id, err)) < 0)
+        return rc;
+    return channel_init_comm(ch, id, 0, err);
+}
+
+/* The receiving end of a channel from another process reads the id, from
+ * a file not older than this process (a minute of slack for clocks and
+ * slow starters). */
+static int init_receiving_end(const nccl_transport *t, const tfx_nccl_options *o, channel *ch,
+                              time_t started, tf_error *err)
+{
+    char path[1024];
+    ncclUniqueId id;
+    id_path(o, ch->from, ch->to, path, sizeof path);
+    int rc = fetch_id(path, t->timeout_s, started - 60, &id, err);
+    return rc < 0 ? rc : channel_init_comm(ch, id, 1, err);
+}
+
+/* Starts every communicator.  The ids of the channels this process sends
+ * on are made and published first, so no process waits for a file while
+ * holding back one another process waits for. */
+static int init_communicators(nccl_transport *t, const tfx_nccl_options *o, time_t started,
+                              tf_error *err)
+{
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        for (int i = 0; i < t->n_ch && rc == 0; i++) {
+            channel *ch = &t->ch[i];
+            int other_local = t->local_index[ch->role == ROLE_SEND ? ch->to : ch->from] >= 0;
+            if (other_local && ch->role == ROLE_SEND && pass == 0)
+                rc = init_local_pair(t, ch, err); /* starts the receiving end too */
+            else if (!other_local && ch->role == ROLE_SEND && pass == 0)
+                rc = init_sending_end(o, ch, err);
+            else if (!other_local && ch->role == ROLE_RECV && pass == 1)
+                rc = init_receiving_end(t, o, ch, started, err);
+        }
+    }
+    return rc;
+}
+
+/* Waits for every communicator (they connect in the background). */
+static int wait_communicators(nccl_transport *t, tf_error *err)
+{
+    for (int i = 0; i < t->n_ch; i++) {
+        channel *ch = &t->ch[i];
+        ncclResult_t r = wait_comm(ch, now_s() + t->timeout_s);
+        if (r != ncclSuccess)
+            return tf_fail(err, TF_ERUNTIME,
+                           "nccl transport: communicator of channel %d -> %d (device %d) failed "
+                           "to start: %s%s%s",
+                           ch->from, ch->to, ch->device,
+                           r == ncclInProgress ? "timed out" : ncclGetErrorString(r),
+                           r == ncclInProgress ? "" : ": ",
+                           r == ncclInProgress ? "" : ncclGetLastError(ch->comm));
+        ch->comm_ready = 1;
+    }
+    return 0;
+}
+
+static int start_threads(nccl_transport *t, tf_error *err)
+{
+    for (int i = 0; i < t->n_ch; i++) {
+        channel *ch = &t->ch[i];
+        if (pthread_create(&ch->thread, NULL,
+                           ch->role == ROLE_SEND ? sender_thread : receiver_thread, ch) != 0)
+            return tf_fail(err, TF_ERUNTIME, "nccl transport: could not start a thread");
+        ch->thread_started = 1;
+    }
+    return 0;
+}
+
+/* The channels, their communicators and their threads. */
+static int open_transport(nccl_transport *t, const tfx_nccl_options *o, tf_error *err)
+{
+    const time_t started = time(NULL);
+    unsigned char *talks = (unsigned char *)calloc((size_t)t->world * t->world, 1);
+    int rc = talks ? 0 : tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    if (rc == 0)
+        rc = map_local_ranks(t, o, err);
+    if (rc == 0)
+        rc = neighbours(t, o, talks, err);
+    if (rc == 0)
+        rc = open_channels(t, talks, err);
+    free(talks);
+    if (rc == 0)
+        rc = init_communicators(t, o, started, err);
+    if (rc == 0)
+        rc = wait_communicators(t, err);
+    if (rc == 0)
+        rc = connect_channels(t, err);
+    if (rc == 0)
+        rc = start_threads(t, err);
+    return rc;
+}
+
 extern "C" int tfx_transport_nccl_create(const tfx_nccl_options *o, tfx_transport *out,
                                          tf_error *err)
 {
-    int rc = 0;
-    unsigned char *talks = NULL;
-    nccl_transport *t = NULL;
-    const time_t started = time(NULL);
     if (o->world_size < 1 || o->n_local < 1 || o->n_local > o->world_size || o->stages < 1)
         return tf_fail(err, TF_EINVAL, "nccl transport: %d ranks, %d local, %d stages",
                        o->world_size, o->n_local, o->stages);
-    t = (nccl_transport *)calloc(1, sizeof *t);
+    nccl_transport *t = (nccl_transport *)calloc(1, sizeof *t);
     if (!t)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
     tfx_mailbox_init(&t->mb, drop_message, t);
@@ -838,180 +1060,15 @@ extern "C" int tfx_transport_nccl_create(const tfx_nccl_options *o, tfx_transpor
         const char *e = getenv("TFX_NCCL_TIMEOUT");
         t->timeout_s = e && atof(e) > 0 ? atof(e) : 600.0;
     }
-    t->local_index = (int *)malloc(sizeof(int) * (size_t)t->world);
-    t->local_be = (tfx_backend *)calloc((size_t)t->n_local, sizeof *t->local_be);
-    talks = (unsigned char *)calloc((size_t)t->world * t->world, 1);
-    if (!t->local_index || !t->local_be || !talks) {
-        rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-        goto fail;
-    }
-    for (int r = 0; r < t->world; r++)
-        t->local_index[r] = -1;
-    for (int i = 0; i < t->n_local; i++) {
-        int r = o->local_ranks[i];
-        if (r < 0 || r >= t->world || t->local_index[r] >= 0) {
-            rc = tf_fail(err, TF_EINVAL, "nccl transport: local rank %d is out of range or "
-                                         "listed twice (world %d)", r, t->world);
-            goto fail;
-        }
-        if (!tfx_backend_is_cuda(&o->local_backends[i])) {
-            rc = tf_fail(err, TF_EINVAL, "nccl transport: rank %d does not use the cuda "
-                                         "backend", r);
-            goto fail;
-        }
-        t->local_index[r] = i;
-        t->local_be[i] = o->local_backends[i];
-    }
-    /* Directed pairs that exchange messages: neighbouring stages. */
-    for (int s = 0; s + 1 < o->stages; s++) {
-        int a = o->stage_rank[s], b = o->stage_rank[s + 1];
-        if (a < 0 || a >= t->world || b < 0 || b >= t->world) {
-            rc = tf_fail(err, TF_EINVAL, "nccl transport: stage %d or %d is on a rank outside "
-                                         "0..%d", s, s + 1, t->world - 1);
-            goto fail;
-        }
-        if (a != b)
-            talks[a * t->world + b] = talks[b * t->world + a] = 1;
-    }
-    {
-        int n = 0;
-        for (int a = 0; a < t->world; a++)
-            for (int b = 0; b < t->world; b++)
-                if (talks[a * t->world + b])
-                    n += (t->local_index[a] >= 0) + (t->local_index[b] >= 0);
-        t->ch = (channel *)calloc((size_t)(n ? n : 1), sizeof *t->ch);
-        if (!t->ch) {
-            rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-            goto fail;
-        }
-    }
-    /* Channels in one global order (sender, receiver), both ends here when
-     * both ranks are local. */
-    for (int a = 0; a < t->world; a++) {
-        for (int b = 0; b < t->world; b++) {
-            if (!talks[a * t->world + b])
-                continue;
-            int la = t->local_index[a], lb = t->local_index[b];
-            if (la >= 0 && lb >= 0 &&
-                tfx_cuda_backend_device(&t->local_be[la]) ==
-                    tfx_cuda_backend_device(&t->local_be[lb]) &&
-                !same_device_allowed()) {
-                rc = tf_fail(err, TF_EINVAL,
-                             "nccl transport: ranks %d and %d are both on device %d; NCCL %d.%d "
-                             "cannot put two ranks of one communicator on one GPU (NCCL >= 2.30 "
-                             "can with NCCL_MULTI_RANK_GPU_ENABLE=1): use --transport cuda",
-                             a, b, tfx_cuda_backend_device(&t->local_be[la]), NCCL_MAJOR,
-                             NCCL_MINOR);
-                goto fail;
-            }
-            if (la >= 0) {
-                channel *ch = &t->ch[t->n_ch++];
-                ch->from = a, ch->to = b, ch->role = ROLE_SEND;
-                if ((rc = channel_setup(t, ch, err)) < 0)
-                    goto fail;
-            }
-            if (lb >= 0) {
-                channel *ch = &t->ch[t->n_ch++];
-                ch->from = a, ch->to = b, ch->role = ROLE_RECV;
-                if ((rc = channel_setup(t, ch, err)) < 0)
-                    goto fail;
-            }
-        }
-    }
-    /* Communicators.  Ids of channels we send on are made and published
-     * first, so no process waits for a file while holding back one another
-     * process waits for. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < t->n_ch; i++) {
-            channel *ch = &t->ch[i];
-            int other_local = t->local_index[ch->role == ROLE_SEND ? ch->to : ch->from] >= 0;
-            if (other_local) {
-                if (pass == 1 || ch->role == ROLE_RECV)
-                    continue; /* the sender entry starts both ends together */
-                channel *peer = find_channel(t, ROLE_RECV, ch->from, ch->to);
-                ncclUniqueId id;
-                ncclResult_t r = ncclGetUniqueId(&id);
-                if (r != ncclSuccess) {
-                    rc = tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGetUniqueId: %s", __FILE__,
-                                 __LINE__, ncclGetErrorString(r));
-                    goto fail;
-                }
-                /* Two ranks of one communicator driven by this thread: a
-                 * group, as ncclCommInitAll does. */
-                ncclGroupStart();
-                rc = channel_init_comm(ch, id, 0, err);
-                if (rc == 0)
-                    rc = channel_init_comm(peer, id, 1, err);
-                r = ncclGroupEnd();
-                if (rc < 0)
-                    goto fail;
-                if (r != ncclSuccess && r != ncclInProgress) {
-                    rc = tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGroupEnd (channel %d -> %d): %s",
-                                 __FILE__, __LINE__, ch->from, ch->to, ncclGetErrorString(r));
-                    goto fail;
-                }
-            } else if (ch->role == ROLE_SEND && pass == 0) {
-                char path[1024];
-                ncclUniqueId id;
-                ncclResult_t r = ncclGetUniqueId(&id);
-                if (r != ncclSuccess) {
-                    rc = tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGetUniqueId: %s", __FILE__,
-                                 __LINE__, ncclGetErrorString(r));
-                    goto fail;
-                }
-                id_path(o, ch->from, ch->to, path, sizeof path);
-                if ((rc = publish_id(path, &id, err)) < 0 ||
-                    (rc = channel_init_comm(ch, id, 0, err)) < 0)
-                    goto fail;
-            } else if (ch->role == ROLE_RECV && pass == 1) {
-                char path[1024];
-                ncclUniqueId id;
-                id_path(o, ch->from, ch->to, path, sizeof path);
-                /* A minute of slack for clocks and slow starters. */
-                if ((rc = fetch_id(path, t->timeout_s, started - 60, &id, err)) < 0 ||
-                    (rc = channel_init_comm(ch, id, 1, err)) < 0)
-                    goto fail;
-            }
-        }
-    }
-    /* Wait for every communicator (they connect in the background). */
-    for (int i = 0; i < t->n_ch; i++) {
-        channel *ch = &t->ch[i];
-        ncclResult_t r = wait_comm(ch, now_s() + t->timeout_s);
-        if (r != ncclSuccess) {
-            rc = tf_fail(err, TF_ERUNTIME,
-                         "nccl transport: communicator of channel %d -> %d (device %d) failed "
-                         "to start: %s%s%s",
-                         ch->from, ch->to, ch->device,
-                         r == ncclInProgress ? "timed out" : ncclGetErrorString(r),
-                         r == ncclInProgress ? "" : ": ", r == ncclInProgress ? ""
-                                                         : ncclGetLastError(ch->comm));
-            goto fail;
-        }
-        ch->comm_ready = 1;
-    }
-    if ((rc = connect_channels(t, err)) < 0)
-        goto fail;
-    for (int i = 0; i < t->n_ch; i++) {
-        channel *ch = &t->ch[i];
-        if (pthread_create(&ch->thread, NULL,
-                           ch->role == ROLE_SEND ? sender_thread : receiver_thread, ch) != 0) {
-            rc = tf_fail(err, TF_ERUNTIME, "nccl transport: could not start a thread");
-            goto fail;
-        }
-        ch->thread_started = 1;
-    }
-    free(talks);
-    out->ops = &nccl_ops;
-    out->ctx = t;
-    return 0;
-fail:
-    free(talks);
-    if (t) {
+    int rc = open_transport(t, o, err);
+    if (rc < 0) {
         /* Do not wait long for peers that may never come: destroy aborts
          * the communicators that did not start. */
         t->timeout_s = 1.0;
         nccl_transport_destroy(t);
+        return rc;
     }
-    return rc;
+    out->ops = &nccl_ops;
+    out->ctx = t;
+    return 0;
 }

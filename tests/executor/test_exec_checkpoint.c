@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "test_util.h"
-#include "tf/plan.h"
-#include "tf/profile.h"
+#include "small_plan.h"
+#include "temp_dir.h"
 #include "tf/util.h"
 #include "tfx/checkpoint.h"
 #include "tfx/exec.h"
@@ -20,42 +20,24 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/tfx_ckpt_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    temp_dir_make("tfx_ckpt_", f->dir, sizeof f->dir);
     snprintf(f->plan, sizeof f->plan, "%s/plan.json", f->dir);
-    const char *json =
-        "{\"format\": \"tf-profile\", \"version\": 1, \"schedule\": \"1F1B\", \"ranks\": 2,"
-        " \"stages_per_rank\": 1, \"microbatches\": 4, \"max_freeze_ratio\": 0.8,"
-        " \"stages\": [{\"forward_ms\": 1, \"backward_ms\": 3, \"backward_frozen_ms\": 1.5},"
-        "              {\"forward_ms\": 2, \"backward_ms\": 4, \"backward_frozen_ms\": 2}]}";
-    tf_profile prof;
     tf_plan plan;
-    tf_plan_options po;
-    tf_plan_options_init(&po);
     tf_error err = {0};
-    if (tf_profile_parse(json, "profile", &prof, &err) ||
-        tf_plan_from_profile(&prof, &po, &plan, &err) || tf_plan_save(&plan, f->plan, &err))
-        fail_msg("making the plan: %s", err.msg);
+    small_1f1b_plan(&plan);
+    if (tf_plan_save(&plan, f->plan, &err))
+        fail_msg("saving the plan: %s", err.msg);
     tf_plan_free(&plan);
-    tf_profile_free(&prof);
     f->devnull = fopen("/dev/null", "w");
     *state = f;
     return 0;
-}
-
-static void remove_tree(const char *dir)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
 }
 
 static int teardown(void **state)
 {
     fixture *f = *state;
     fclose(f->devnull);
-    remove_tree(f->dir);
+    temp_dir_remove(f->dir);
     free(f);
     return 0;
 }

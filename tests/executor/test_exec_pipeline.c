@@ -3,8 +3,7 @@
 #include <math.h>
 
 #include "test_util.h"
-#include "tf/plan.h"
-#include "tf/profile.h"
+#include "small_plan.h"
 #include "tf/schedule.h"
 #include "tfx/freeze_select.h"
 #include "tfx/runtime.h"
@@ -265,20 +264,9 @@ static void test_frozen_gradient_is_unfrozen_microbatches(void **state)
 static void test_dw_count_matches_plan(void **state)
 {
     (void)state;
-    const char *json =
-        "{\"format\": \"tf-profile\", \"version\": 1, \"schedule\": \"1F1B\", \"ranks\": 2,"
-        " \"stages_per_rank\": 1, \"microbatches\": 4, \"max_freeze_ratio\": 0.8,"
-        " \"stages\": [{\"forward_ms\": 1, \"backward_ms\": 3, \"backward_frozen_ms\": 1.5},"
-        "              {\"forward_ms\": 2, \"backward_ms\": 4, \"backward_frozen_ms\": 2}]}";
-    tf_profile prof;
     tf_plan plan;
     tf_error err = {0};
-    if (tf_profile_parse(json, "profile", &prof, &err))
-        fail_msg("profile: %s", err.msg);
-    tf_plan_options po;
-    tf_plan_options_init(&po);
-    if (tf_plan_from_profile(&prof, &po, &plan, &err))
-        fail_msg("plan: %s", err.msg);
+    small_1f1b_plan(&plan);
     tfx_model_config cfg = CFG;
     tfx_pipeline *p = make_pipeline(&plan.schedule, &cfg);
     const tfx_model_layout *l = tfx_pipeline_layout(p);
@@ -319,7 +307,6 @@ static void test_dw_count_matches_plan(void **state)
     }
     tfx_pipeline_destroy(p);
     tf_plan_free(&plan);
-    tf_profile_free(&prof);
 }
 
 /* A failing rank stops every rank (blocked receives included) and the step

@@ -1,10 +1,11 @@
-/* test_cuda_launch_env.c - reading the launcher's rank variables (torchrun,
- * Open MPI, MPICH/PMI, Slurm) for the multi-process NCCL transport.  Plain
- * C: runs without a GPU. */
+/* test_exec_launch_env.c - reading the launcher's rank variables (torchrun,
+ * Open MPI, MPICH/PMI, Slurm) for the launched mode, whose processes meet
+ * over the socket transport (and NCCL with the CUDA backend).  Plain C: in
+ * every build. */
 #include <stdlib.h>
 
 #include "test_util.h"
-#include "tfx/cuda.h"
+#include "tfx/launch.h"
 
 static const char *ALL_VARS[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",

@@ -2,7 +2,8 @@
  *
  * tfx_exec_profile: builds the named schedule, warms up, then alternates
  * unfrozen and fully frozen training steps, takes per action the median of
- * its compute time (monotonic clock), and writes a profile tf-plan reads.
+ * its compute time (the backend's timer: the monotonic clock on the CPU,
+ * CUDA events on a GPU), and writes a profile tf-plan reads.
  *
  * tfx_exec_train: trains with a plan (or, without one, unfrozen on the named
  * schedule).  Phases as in the reference: `warmup` steps without freezing,

@@ -169,27 +169,38 @@ void tfx_model_init_tensor(const tfx_model_layout *l, int tensor, uint64_t seed,
 
 /* ---- stage ---------------------------------------------------------------- */
 
+/* n device buffers of `floats` floats each, in a new array *arr.  After a
+ * failure, free_buffers releases what was allocated. */
+static int alloc_buffers(tfx_stage *s, float ***arr, int n, size_t floats, tf_error *err)
+{
+    int rc = 0;
+    TFX_CALLOC(*arr, n);
+    for (int k = 0; k < n; k++)
+        TFX_DEV_ALLOC(s->be, (*arr)[k], floats * sizeof(float));
+fail:
+    return rc;
+}
+
+/* Frees the n buffers of arr (NULL: none) and arr. */
+static void free_buffers(tfx_backend be, float **arr, int n)
+{
+    for (int k = 0; arr && k < n; k++)
+        be.ops->free(be.ctx, arr[k]);
+    free(arr);
+}
+
 static int slot_alloc(tfx_stage *s, tfx_activation_slot *a, tf_error *err)
 {
     int rc = 0;
     const size_t N = (size_t)s->tokens, H = (size_t)s->layout->config.hidden,
                  F = (size_t)s->layout->config.ffn;
     const int nb = s->n_blocks;
-    TFX_CALLOC(a->xs, nb + 1);
-    TFX_CALLOC(a->nrm, nb);
-    TFX_CALLOC(a->rstd, nb);
-    TFX_CALLOC(a->h, nb);
-    TFX_CALLOC(a->a, nb);
-    TFX_CALLOC(a->gelu_aux, nb);
-    for (int k = 0; k <= nb; k++)
-        TFX_DEV_ALLOC(s->be, a->xs[k], N * H * sizeof(float));
-    for (int k = 0; k < nb; k++) {
-        TFX_DEV_ALLOC(s->be, a->nrm[k], N * H * sizeof(float));
-        TFX_DEV_ALLOC(s->be, a->rstd[k], N * sizeof(float));
-        TFX_DEV_ALLOC(s->be, a->h[k], N * F * sizeof(float));
-        TFX_DEV_ALLOC(s->be, a->a[k], N * F * sizeof(float));
-        TFX_DEV_ALLOC(s->be, a->gelu_aux[k], N * F * sizeof(float));
-    }
+    TFX_TRY(alloc_buffers(s, &a->xs, nb + 1, N * H, err));
+    TFX_TRY(alloc_buffers(s, &a->nrm, nb, N * H, err));
+    TFX_TRY(alloc_buffers(s, &a->rstd, nb, N, err));
+    TFX_TRY(alloc_buffers(s, &a->h, nb, N * F, err));
+    TFX_TRY(alloc_buffers(s, &a->a, nb, N * F, err));
+    TFX_TRY(alloc_buffers(s, &a->gelu_aux, nb, N * F, err));
     if (s->has_embedding)
         TFX_DEV_ALLOC(s->be, a->tokens, N * sizeof(int32_t));
     if (s->has_head) {
@@ -205,21 +216,13 @@ fail:
 static void slot_free(tfx_stage *s, tfx_activation_slot *a)
 {
     const tfx_backend be = s->be;
-    for (int k = 0; k < s->n_blocks; k++) {
-        if (a->nrm) be.ops->free(be.ctx, a->nrm[k]);
-        if (a->rstd) be.ops->free(be.ctx, a->rstd[k]);
-        if (a->h) be.ops->free(be.ctx, a->h[k]);
-        if (a->a) be.ops->free(be.ctx, a->a[k]);
-        if (a->gelu_aux) be.ops->free(be.ctx, a->gelu_aux[k]);
-    }
-    for (int k = 0; a->xs && k <= s->n_blocks; k++)
-        be.ops->free(be.ctx, a->xs[k]);
-    free(a->xs);
-    free(a->nrm);
-    free(a->rstd);
-    free(a->h);
-    free(a->a);
-    free(a->gelu_aux);
+    const int nb = s->n_blocks;
+    free_buffers(be, a->xs, nb + 1);
+    free_buffers(be, a->nrm, nb);
+    free_buffers(be, a->rstd, nb);
+    free_buffers(be, a->h, nb);
+    free_buffers(be, a->a, nb);
+    free_buffers(be, a->gelu_aux, nb);
     be.ops->free(be.ctx, a->tokens);
     be.ops->free(be.ctx, a->targets);
     be.ops->free(be.ctx, a->nrm_f);
@@ -233,15 +236,9 @@ static int gslot_alloc(tfx_stage *s, tfx_gradient_slot *g, tf_error *err)
     const size_t N = (size_t)s->tokens, H = (size_t)s->layout->config.hidden,
                  F = (size_t)s->layout->config.ffn;
     const int nb = s->n_blocks;
-    TFX_CALLOC(g->gs, nb + 1);
-    TFX_CALLOC(g->dh, nb);
-    TFX_CALLOC(g->dn, nb);
-    for (int k = 0; k <= nb; k++)
-        TFX_DEV_ALLOC(s->be, g->gs[k], N * H * sizeof(float));
-    for (int k = 0; k < nb; k++) {
-        TFX_DEV_ALLOC(s->be, g->dh[k], N * F * sizeof(float));
-        TFX_DEV_ALLOC(s->be, g->dn[k], N * H * sizeof(float));
-    }
+    TFX_TRY(alloc_buffers(s, &g->gs, nb + 1, N * H, err));
+    TFX_TRY(alloc_buffers(s, &g->dh, nb, N * F, err));
+    TFX_TRY(alloc_buffers(s, &g->dn, nb, N * H, err));
     if (s->has_head)
         TFX_DEV_ALLOC(s->be, g->dn_f, N * H * sizeof(float));
 fail:
@@ -251,15 +248,9 @@ fail:
 static void gslot_free(tfx_stage *s, tfx_gradient_slot *g)
 {
     const tfx_backend be = s->be;
-    for (int k = 0; k < s->n_blocks; k++) {
-        if (g->dh) be.ops->free(be.ctx, g->dh[k]);
-        if (g->dn) be.ops->free(be.ctx, g->dn[k]);
-    }
-    for (int k = 0; g->gs && k <= s->n_blocks; k++)
-        be.ops->free(be.ctx, g->gs[k]);
-    free(g->gs);
-    free(g->dh);
-    free(g->dn);
+    free_buffers(be, g->gs, s->n_blocks + 1);
+    free_buffers(be, g->dh, s->n_blocks);
+    free_buffers(be, g->dn, s->n_blocks);
     be.ops->free(be.ctx, g->dn_f);
 }
 

@@ -208,7 +208,7 @@ int tfx_mailbox_cause(tfx_mailbox *mb, int *rank, char *msg, size_t size)
     return aborted;
 }
 
-int tfx_mailbox_reset_locked(tfx_mailbox *mb)
+static int reset_locked(tfx_mailbox *mb)
 {
     int dropped = 0;
     while (mb->head) {
@@ -227,7 +227,7 @@ int tfx_mailbox_reset_locked(tfx_mailbox *mb)
 int tfx_mailbox_reset(tfx_mailbox *mb)
 {
     pthread_mutex_lock(&mb->lock);
-    int dropped = tfx_mailbox_reset_locked(mb);
+    int dropped = reset_locked(mb);
     pthread_mutex_unlock(&mb->lock);
     return dropped;
 }

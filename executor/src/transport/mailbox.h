@@ -132,7 +132,6 @@ int tfx_mailbox_cause(tfx_mailbox *mb, int *rank, char *msg, size_t size);
 /* Between steps: discards every message and clears the abort.  Returns the
  * number of messages discarded (0 after a clean step). */
 int tfx_mailbox_reset(tfx_mailbox *mb);
-int tfx_mailbox_reset_locked(tfx_mailbox *mb);
 
 /* Wakes every thread waiting on `changed` (lock held or not): the
  * transport's own state changed. */

@@ -83,17 +83,19 @@ static int parse_double(const char *flag, const char *s, double lo, double hi, d
 
 static int parse_seed(tfx_exec_options *o, const char *flag, const char *value, tf_error *err)
 {
-    double d;
+    double d = 0.0;
     int rc = parse_double(flag, value, 0, 9007199254740992.0, &d, err);
-    o->seed = (uint64_t)d;
+    if (rc == 0)
+        o->seed = (uint64_t)d;
     return rc;
 }
 
 static int parse_lr(tfx_exec_options *o, const char *flag, const char *value, tf_error *err)
 {
-    double d;
+    double d = 0.0;
     int rc = parse_double(flag, value, 0, 10, &d, err);
-    o->adamw.lr = (float)d;
+    if (rc == 0)
+        o->adamw.lr = (float)d;
     return rc;
 }
 

@@ -163,7 +163,7 @@ static int run_ranks(tfx_pipeline *p, tfx_rank_job *jobs, int R, void *(*fn)(voi
 {
     if (cause_job)
         *cause_job = NULL;
-    pthread_t *threads = calloc((size_t)R, sizeof *threads);
+    pthread_t *threads = calloc(R > 0 ? (size_t)R : 1, sizeof *threads);
     if (!threads)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
     int started = 0, rc = 0;

@@ -237,6 +237,13 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
     free(p);
 }
 
+int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
+                      tf_error *err)
+{
+    return p->processes > 1 ? tfx_launched_step(p, in, res, err)
+                            : tfx_step_single(p, in, res, err);
+}
+
 void tfx_pipeline_abort(tfx_pipeline *p, const char *msg)
 {
     if (p && p->processes > 1 && p->control.ops)

@@ -2,7 +2,8 @@
  * runtime's files share (internal to the executor):
  *
  *   pipeline.c  creation (backends and transport from the registry, the
- *               control connection of a launched run), tensor access
+ *               control connection of a launched run), tensor access, and
+ *               which of the two kinds of step runs
  *   step.c      the rank threads of one step: actions, then AdamW
  *   launched.c  a step of a launched run: the same threads, then the
  *               exchange of the results through process 0
@@ -87,7 +88,10 @@ typedef struct tfx_step_totals {
 
 void tfx_step_totals_local(const tfx_pipeline *p, tfx_step_totals *t);
 
-/* tfx_pipeline_step of a launched run (launched.c). */
+/* tfx_pipeline_step in one process (step.c) and in a launched run
+ * (launched.c); pipeline.c picks one. */
+int tfx_step_single(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
+                    tf_error *err);
 int tfx_launched_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
                       tf_error *err);
 

@@ -246,7 +246,7 @@ void tfx_step_totals_local(const tfx_pipeline *p, tfx_step_totals *t)
 {
     const tf_schedule *s = &p->schedule;
     memset(t, 0, sizeof *t);
-    if (tfx_pipeline_has_stage(p, s->stages - 1)) {
+    if (tfx_pipeline_is_local(p, s->stage_rank[s->stages - 1])) {
         const tfx_stage *last = &p->stages[s->stages - 1];
         double loss = 0.0;
         for (int m = 0; m < s->microbatches; m++)
@@ -261,11 +261,9 @@ void tfx_step_totals_local(const tfx_pipeline *p, tfx_step_totals *t)
     }
 }
 
-int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
-                      tf_error *err)
+int tfx_step_single(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
+                    tf_error *err)
 {
-    if (p->processes > 1)
-        return tfx_launched_step(p, in, res, err);
     tfx_step_run sr;
     memset(res, 0, sizeof *res);
     int rc = tfx_step_begin(&sr, p, in, err);

@@ -66,6 +66,31 @@ static void test_size_check(void **state)
     tfx_mail_free(m);
 }
 
+/* The host-memory transports' send and receive: the copy is eager (the
+ * sender's buffer may change at once) and a receive of the wrong size
+ * fails naming both sizes. */
+static void test_copies(void **state)
+{
+    (void)state;
+    tfx_mailbox mb;
+    tf_error err = {0};
+    int sent[3] = {1, 2, 3}, got[3] = {0};
+    tfx_mailbox_init(&mb, NULL, NULL);
+    assert_int_equal(tfx_mailbox_post_copy(&mb, 0, 1, 4, sent, sizeof sent, &err), 0);
+    sent[0] = 99;
+    assert_int_equal(tfx_mailbox_take_copy(&mb, 1, 0, 4, NULL, got, sizeof got, &err), 0);
+    assert_int_equal(got[0], 1);
+    assert_int_equal(got[2], 3);
+    assert_int_equal(tfx_mailbox_post_copy(&mb, 0, 1, 4, sent, sizeof sent, &err), 0);
+    assert_int_equal(tfx_mailbox_take_copy(&mb, 1, 0, 4, NULL, got, 8, &err), TF_ERUNTIME);
+    assert_contains(err.msg, "expected 8 bytes from rank 0 (tag 4) but got 12");
+    assert_int_equal(tfx_mailbox_reset(&mb), 0); /* the mismatched message is gone */
+    tfx_mailbox_abort(&mb, 1, "stop");
+    assert_int_equal(tfx_mailbox_post_copy(&mb, 0, 1, 4, sent, sizeof sent, &err), TF_ERUNTIME);
+    assert_int_equal(tfx_mailbox_reset(&mb), 0);
+    tfx_mailbox_destroy(&mb);
+}
+
 typedef struct blocked {
     tfx_mailbox *mb;
     int rc;
@@ -217,6 +242,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matching_and_order),
         cmocka_unit_test(test_size_check),
+        cmocka_unit_test(test_copies),
         cmocka_unit_test(test_first_abort_wins),
         cmocka_unit_test(test_abort_beats_a_waiting_message),
         cmocka_unit_test(test_reset_hands_items_back),

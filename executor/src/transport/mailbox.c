@@ -117,6 +117,19 @@ int tfx_mailbox_post(tfx_mailbox *mb, tfx_mail *m, tf_error *err)
     return rc;
 }
 
+int tfx_mailbox_post_copy(tfx_mailbox *mb, int from, int to, long tag, const void *buf,
+                          size_t bytes, tf_error *err)
+{
+    tfx_mail *m = tfx_mail_host(from, to, tag, bytes, buf);
+    if (!m)
+        return tf_fail(err, TF_ENOMEM, "transport: out of memory for a %zu-byte message",
+                       bytes);
+    int rc = tfx_mailbox_post(mb, m, err);
+    if (rc < 0)
+        tfx_mail_free(m);
+    return rc;
+}
+
 static void discard_locked(tfx_mailbox *mb, tfx_mail *m)
 {
     if (mb->drop)
@@ -174,6 +187,18 @@ int tfx_mailbox_take(tfx_mailbox *mb, int to, int from, long tag, const tfx_mail
         tfx_mailbox_sleep_locked(mb, deadline > 0 ? (left < 1.0 ? left : 1.0) : 0.0);
     }
     pthread_mutex_unlock(&mb->lock);
+    return rc;
+}
+
+int tfx_mailbox_take_copy(tfx_mailbox *mb, int to, int from, long tag,
+                          const tfx_mailbox_wait *w, void *buf, size_t bytes, tf_error *err)
+{
+    tfx_mail *m;
+    int rc = tfx_mailbox_take(mb, to, from, tag, w, &m, err);
+    if (rc != 0)
+        return rc;
+    rc = tfx_mail_read(m, buf, bytes, err);
+    tfx_mail_free(m);
     return rc;
 }
 

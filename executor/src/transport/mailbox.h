@@ -88,6 +88,13 @@ void tfx_mailbox_destroy(tfx_mailbox *mb);
  * R failed: MSG" (err may be NULL) and m stays the caller's. */
 int tfx_mailbox_post(tfx_mailbox *mb, tfx_mail *m, tf_error *err);
 
+/* Posts a host copy of buf (`bytes`) as the message from -> to (tag): the
+ * eager send of a transport whose ranks share host memory.  Returns 0,
+ * TF_ENOMEM, or the aborted error of tfx_mailbox_post; buf may be reused at
+ * once either way. */
+int tfx_mailbox_post_copy(tfx_mailbox *mb, int from, int to, long tag, const void *buf,
+                          size_t bytes, tf_error *err);
+
 /* Drops m's item and frees m: for a message that could not be posted. */
 void tfx_mailbox_discard(tfx_mailbox *mb, tfx_mail *m);
 
@@ -113,6 +120,12 @@ typedef struct tfx_mailbox_wait {
  * that itself, usually aborting.  w NULL: no deadline, no check. */
 int tfx_mailbox_take(tfx_mailbox *mb, int to, int from, long tag, const tfx_mailbox_wait *w,
                      tfx_mail **out, tf_error *err);
+
+/* tfx_mailbox_take, then copies the host payload into buf, which must be
+ * exactly `bytes` long (tfx_mail_read), and frees the message.  Returns as
+ * tfx_mailbox_take, or TF_ERUNTIME for a size mismatch. */
+int tfx_mailbox_take_copy(tfx_mailbox *mb, int to, int from, long tag,
+                          const tfx_mailbox_wait *w, void *buf, size_t bytes, tf_error *err);
 
 /* Marks the transport failed because `rank` failed with msg (NULL: "(no
  * message)") and wakes every waiting receive.  The first abort wins: returns

@@ -23,27 +23,13 @@ static int local_send(void *ctx, int from, int to, long tag, const void *buf, si
     if (to < 0 || to >= c->ranks)
         return tf_fail(err, TF_ERUNTIME, "transport: send from rank %d to rank %d of %d", from,
                        to, c->ranks);
-    tfx_mail *m = tfx_mail_host(from, to, tag, bytes, buf);
-    if (!m)
-        return tf_fail(err, TF_ENOMEM, "transport: out of memory for a %zu-byte message",
-                       bytes);
-    int rc = tfx_mailbox_post(&c->mb, m, err);
-    if (rc < 0)
-        tfx_mail_free(m);
-    return rc;
+    return tfx_mailbox_post_copy(&c->mb, from, to, tag, buf, bytes, err);
 }
 
 static int local_recv(void *ctx, int to, int from, long tag, void *buf, size_t bytes,
                       tf_error *err)
 {
-    local_ctx *c = ctx;
-    tfx_mail *m;
-    int rc = tfx_mailbox_take(&c->mb, to, from, tag, NULL, &m, err);
-    if (rc < 0)
-        return rc;
-    rc = tfx_mail_read(m, buf, bytes, err);
-    tfx_mail_free(m);
-    return rc;
+    return tfx_mailbox_take_copy(&((local_ctx *)ctx)->mb, to, from, tag, NULL, buf, bytes, err);
 }
 
 static void local_abort(void *ctx, int rank, const char *msg)

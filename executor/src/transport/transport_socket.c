@@ -269,14 +269,7 @@ static int socket_send(void *ctx, int from, int to, long tag, const void *buf, s
                        to, t->ranks);
     const int q = process_of(t, to);
     if (q == t->self) {
-        tfx_mail *m = tfx_mail_host(from, to, tag, bytes, buf);
-        if (!m)
-            return tf_fail(err, TF_ENOMEM, "transport: out of memory for a %zu-byte message",
-                           bytes);
-        int rc = tfx_mailbox_post(&t->mb, m, err);
-        if (rc < 0)
-            tfx_mail_free(m);
-        return rc;
+        return tfx_mailbox_post_copy(&t->mb, from, to, tag, buf, bytes, err);
     }
     tfx_socket_peer *p = &t->peers[q];
     pthread_mutex_lock(&t->mb.lock);
@@ -339,8 +332,7 @@ static int socket_recv(void *ctx, int to, int from, long tag, void *buf, size_t 
                        from, t->ranks);
     peer_watch watch = {t, to, from, process_of(t, from), tag};
     tfx_mailbox_wait wait = {tf_now_seconds() + t->timeout_s, peer_gone, &watch};
-    tfx_mail *m;
-    int rc = tfx_mailbox_take(&t->mb, to, from, tag, &wait, &m, err);
+    int rc = tfx_mailbox_take_copy(&t->mb, to, from, tag, &wait, buf, bytes, err);
     if (rc == TFX_MAILBOX_TIMEOUT) {
         char msg[512];
         snprintf(msg, sizeof msg,
@@ -350,10 +342,6 @@ static int socket_recv(void *ctx, int to, int from, long tag, void *buf, size_t 
         abort_transport(t, to, msg, 1);
         return tf_fail(err, TF_ERUNTIME, "%s", msg);
     }
-    if (rc < 0)
-        return rc;
-    rc = tfx_mail_read(m, buf, bytes, err);
-    tfx_mail_free(m);
     return rc;
 }
 

@@ -40,11 +40,11 @@
 #include "tfx/transport.h"
 
 typedef struct tfx_pipeline_options {
-    const char *backend;        /* "cpu" (default when NULL) or "cuda" */
+    const char *backend;        /* "cpu" (default when NULL) or "cuda" (tfx/registry.h) */
     const char *devices;        /* cuda: GPU of each rank, e.g. "0,1" or "0" (all on GPU 0,
                                    one stream each); NULL: rank mod GPU count */
-    const char *transport;      /* cuda: "cuda" (in-process copies, default) or "nccl";
-                                   cpu: "local" (default) */
+    const char *transport;      /* NULL: the backend's default; cpu: "local" (in-process)
+                                   or "socket"; cuda: "cuda" (in-process copies) or "nccl" */
     int tf32;                   /* cuda: TF32 tensor-core GEMMs (FP32 accumulation) */
     uint64_t seed;              /* initial weights */
     tfx_adamw_config adamw;

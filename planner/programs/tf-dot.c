@@ -33,7 +33,7 @@ static void usage(FILE *f)
             "                         (default: DOT on stdout)\n"
             "  -T, --format FORMAT    dot, svg, png, pdf or chrome (Chrome/Perfetto trace)\n"
             "  --compare unfrozen     draw the unfrozen timeline above the planned one on a\n"
-            "                         shared time axis\n"
+            "                         shared time axis (a plan: not for a profile)\n"
             "  --dag                  draw the dependency graph instead (small schedules)\n"
             "  --width POINTS         picture width in points (1/72 in; default: wide enough\n"
             "                         for typical actions to hold their labels)\n"

@@ -628,6 +628,13 @@ static void test_bad_options(void **state)
     opt.compare_unfrozen = 1;
     assert_int_equal(tf_timeline_render_data(&plan, &opt, "svg", &data, &len, &err), TF_EINVAL);
     tf_plan_free(&plan);
+    /* A profile's unfrozen schedule has nothing to compare with. */
+    make_plan(profile_1f1b, 0, &plan);
+    opt.dag = 0;
+    assert_int_equal(tf_timeline_render_data(&plan, &opt, "svg", &data, &len, &err), TF_EINVAL);
+    assert_non_null(strstr(err.msg, "--compare unfrozen"));
+    assert_non_null(strstr(err.msg, "profile"));
+    tf_plan_free(&plan);
 }
 
 static void test_format_for_path(void **state)

@@ -58,6 +58,11 @@ expect_stdout "-T chrome on stdout" '"traceEvents"'
 dot 0 "$work/profile.json" -o "$work/profile.svg"
 check "profile drawing is not titled unfrozen" grep -q 'unfrozen schedule' "$work/profile.svg"
 dot 0 "$plan" --compare unfrozen -o "$work/compare.svg"
+# A profile has no plan to compare with: refused, not two identical panels.
+expect_refused_with 1 "--compare on a profile" '--compare unfrozen' -- \
+    "$TF_DOT" "$work/profile.json" --compare unfrozen -o "$work/profile-compare.svg"
+expect_stderr "--compare on a profile: the message says the input is a profile" 'is a profile'
+check "--compare on a profile: a picture was written" [ ! -e "$work/profile-compare.svg" ]
 check "compare: want 32 boxes" [ "$(grep -c 'class="node action ' "$work/compare.svg")" -eq 32 ]
 dot 0 "$plan" --dag -o "$work/dag.svg"
 check "--dag drew no dependency edges" grep -q 'class="edge dep' "$work/dag.svg"

@@ -64,7 +64,8 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err);
  * first that the plan is consistent (no two actions of a rank overlap, no
  * action starts before a dependency ends plus p2p lag, ratios in [0, 1]);
  * otherwise TF_EINVAL naming the actions.  Returns 0, TF_EINVAL (bad plan,
- * format or option, --dag on more than TF_TIMELINE_DAG_MAX_ACTIONS), TF_ECYCLE
+ * format or option, --dag on more than TF_TIMELINE_DAG_MAX_ACTIONS,
+ * compare_unfrozen on a profile's unfrozen plan, solver "none"), TF_ECYCLE
  * or TF_ENOMEM; *data is NULL on error.  Not thread-safe (Graphviz is not):
  * the process keeps one Graphviz context, freed at exit. */
 int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,

@@ -257,6 +257,14 @@ int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
         return tf_fail(err, TF_EINVAL,
                        "--dag and --compare unfrozen do not combine: the dependency graph is "
                        "the same for both timelines");
+    /* A profile is drawn as its unfrozen schedule (solver "none"): its two
+     * panels would be the same timeline, titled as if something had been
+     * planned.  Saying so beats a picture that looks like a plan's. */
+    if (opt->compare_unfrozen && !strcmp(plan->solver_name, "none"))
+        return tf_fail(err, TF_EINVAL,
+                       "--compare unfrozen needs a plan, but the input is a profile (its "
+                       "unfrozen schedule, nothing planned): both panels would show the same "
+                       "timeline; run tf-plan on it and draw the plan, or leave out --compare");
     if (opt->dag && !strcmp(format, "chrome"))
         return tf_fail(err, TF_EINVAL,
                        "--dag draws the dependency graph; a Chrome trace (format chrome) has "

@@ -29,6 +29,24 @@ check "good study: $rows CSV rows, expected 7 (8 configurations, 1 skipped)" [ "
 check "CSV header" grep -q '^schedule,ranks,stages_per_rank,' <(head -1 "$work/r.csv")
 check "SVG is not complete" grep -q '</svg>' "$work/r.svg"
 
+# --- a long study name: the plot's title fits inside the picture ---------
+long_name="capacity sweep of a LLaMA-3.1-70B-like model over every schedule, depth, microbatch \
+count and cap on H200"
+sed "s/\"name\": \"cli test\"/\"name\": \"$long_name\"/" "$work/good.json" >"$work/long.json"
+expect_status 0 "long name" "$TF_STUDY" "$work/long.json" -q --plot "$work/long.svg"
+# The title's width estimated at 0.62 em a character (DejaVu Sans Bold, what
+# Helvetica is on Debian, averages 0.59 em over text) must end inside the SVG.
+check "long name: the title runs past the SVG's right edge" \
+    python3 - "$work/long.svg" "$long_name" <<'PY'
+import re, sys, xml.etree.ElementTree as E
+svg = E.parse(sys.argv[1]).getroot()
+title = next(t for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "title")
+size = re.search(r"font-size:\s*([0-9.]+)px", title.get("style") or "font-size:16px")
+end = float(title.get("x")) + 0.62 * float(size.group(1)) * len(title.text)
+print(f"title ends at about {end:.0f}, the SVG is {svg.get('width')} wide")
+sys.exit(0 if sys.argv[2] in title.text and end <= float(svg.get("width")) else 1)
+PY
+
 # --- outputs are one unit: an unwritable plot leaves the CSV untouched ----
 printf 'precious' >"$work/keep.csv"
 expect_refused_with 1 "unwritable plot" "no/such/dir/r.svg" "$work/keep.csv" -- \

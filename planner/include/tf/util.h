@@ -1,4 +1,5 @@
-/* util.h - small helpers shared by the modules: files and clocks. */
+/* util.h - small helpers shared by the modules: files, clocks and numbers
+ * printed for people. */
 #ifndef TF_UTIL_H
 #define TF_UTIL_H
 
@@ -27,5 +28,11 @@ int tf_write_files_atomic(int count, const char *const *paths, const void *const
 
 /* Monotonic wall clock in seconds. */
 double tf_now_seconds(void);
+
+/* Writes v into out[size] with at least `digits` significant figures and no
+ * exponent ("207", "1.75", "0.00123" for digits 3), so that a ratio far
+ * below 1 does not print as "0.00"; magnitudes below 1e-9 use the %g form.
+ * Returns out. */
+const char *tf_format_significant(double v, int digits, char *out, size_t size);
 
 #endif

@@ -1,8 +1,9 @@
-/* util.c - whole-file reads, atomic writes, clocks. */
+/* util.c - whole-file reads, atomic writes, clocks, numbers for people. */
 #include "tf/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,4 +147,18 @@ double tf_now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const char *tf_format_significant(double v, int digits, char *out, size_t size)
+{
+    if (!isfinite(v) || v == 0) {
+        snprintf(out, size, "%g", v);
+        return out;
+    }
+    int magnitude = (int)floor(log10(fabs(v)));
+    if (magnitude < -9)
+        snprintf(out, size, "%.*g", digits, v);
+    else
+        snprintf(out, size, "%.*f", magnitude < digits - 1 ? digits - 1 - magnitude : 0, v);
+    return out;
 }

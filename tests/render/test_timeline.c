@@ -370,6 +370,68 @@ static void test_svg_geometry_width(void **state)
     tf_plan_free(&plan);
 }
 
+/* A fully frozen W runs for a sixtieth of its unfrozen time.  Its box, a
+ * point or two wide, vanished under the outlines, and a little wider it
+ * showed a lone digit in near-white.  Every box narrower than 4 points gets
+ * a marker at least 2 points wide, centred on it and taller than the boxes;
+ * a W box shows "W3" or nothing. */
+static void check_narrow_boxes(const char *svg, const tf_plan *plan, int *narrow)
+{
+    *narrow = 0;
+    for (int i = 0; i < plan->schedule.n_actions; i++) {
+        const tf_action *a = &plan->actions[i].action;
+        char cell[32], id[48], marker_id[64];
+        snprintf(id, sizeof id, "p_%s", tf_action_format(a, cell));
+        snprintf(marker_id, sizeof marker_id, "p_%s_marker", cell);
+        box b = find_box(svg, id), marker = find_box(svg, marker_id);
+        assert_true(b.found);
+        if (a->type == TF_ACT_W && b.label[0] && b.label[0] != 'W')
+            fail_msg("%s: label \"%s\" in a box %.1f points wide, want W%d or none", id,
+                     b.label, b.x1 - b.x0, a->microbatch);
+        if (b.x1 - b.x0 >= 4) {
+            if (marker.found)
+                fail_msg("%s: a marker on a box %.1f points wide", id, b.x1 - b.x0);
+            continue;
+        }
+        ++*narrow;
+        if (!marker.found)
+            fail_msg("%s: a box %.1f points wide and no marker", id, b.x1 - b.x0);
+        assert_string_equal(marker.cls, "node marker");
+        assert_true(marker.x1 - marker.x0 >= 2 - 0.01);
+        assert_true(fabs((marker.x0 + marker.x1) - (b.x0 + b.x1)) <= 2.0);
+        assert_true(marker.y0 < b.y0 && marker.y1 > b.y1);
+        assert_true(strncmp(marker.tooltip, cell, strlen(cell)) == 0);
+    }
+    assert_int_equal(count(svg, "class=\"node marker\""), *narrow);
+}
+
+static void test_frozen_w_visible(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    make_plan(profile_zbv, 1, &plan);
+    int frozen = 0;
+    for (int i = 0; i < plan.schedule.n_actions; i++)
+        frozen += plan.actions[i].action.type == TF_ACT_W &&
+                  plan.actions[i].freeze_ratio >= 1 - 1e-9;
+    assert_true(frozen > 0); /* the test must see fully frozen W */
+    char *svg = render(&plan, NULL, "svg", NULL);
+    int narrow;
+    check_narrow_boxes(svg, &plan, &narrow);
+    assert_true(narrow >= frozen);
+    free(svg);
+    /* 50 points per ms: a frozen W (0.2 ms) is 10 points, room for a lone
+     * digit but not for "W3". */
+    tf_timeline_options opt;
+    tf_timeline_options_init(&opt);
+    opt.width = 164 + ceil(50 * plan.batch_ms_planned);
+    svg = render(&plan, &opt, "svg", NULL);
+    check_narrow_boxes(svg, &plan, &narrow);
+    check_planned_panel(svg, &plan);
+    free(svg);
+    tf_plan_free(&plan);
+}
+
 /* Paler means more frozen: among B boxes, lightness rises with the ratio. */
 static void test_shading_follows_ratio(void **state)
 {
@@ -741,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_svg_geometry_1f1b),
         cmocka_unit_test(test_svg_geometry_zero_bubble),
         cmocka_unit_test(test_svg_geometry_width),
+        cmocka_unit_test(test_frozen_w_visible),
         cmocka_unit_test(test_shading_follows_ratio),
         cmocka_unit_test(test_compare_unfrozen),
         cmocka_unit_test(test_binary_formats),

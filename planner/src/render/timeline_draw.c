@@ -32,7 +32,9 @@ enum {
     PANEL_HEAD_H = 24,  /* panel heading in --compare */
     PANEL_GAP = 10,
     MIN_PLOT_W = 480,   /* automatic width bounds of the time axis */
-    MAX_PLOT_W = 7200
+    MAX_PLOT_W = 7200,
+    NARROW_BOX = 4,     /* a box narrower than this vanishes under its outline... */
+    MARKER_W = 2        /* ...so a marker this wide shows where it runs */
 };
 static const double LABEL_FONT = 9.0;
 
@@ -366,7 +368,9 @@ static double tick_step(double span, double plot_w)
 }
 
 /* The label of action i that fits a box w points wide: "F3", else "3" (the
- * colour still tells the type), at 9 pt or smaller, else none. */
+ * colour still tells the type), at 9 pt or smaller, else none.  A W box
+ * pales towards white as it freezes, so its colour cannot tell the type:
+ * a digit alone would read as a stray number, and it gets "W3" or none. */
 static void fit_label(const tf_action *a, double w, char *label, double *fontsize)
 {
     static const double sizes[] = {9.0, 7.5, 6.0};
@@ -374,7 +378,8 @@ static void fit_label(const tf_action *a, double w, char *label, double *fontsiz
     snprintf(full, sizeof full, "%c%d", tf_action_letter(a->type), a->microbatch);
     snprintf(short_label, sizeof short_label, "%d", a->microbatch);
     const char *candidates[] = {full, short_label};
-    for (int c = 0; c < 2; c++)
+    int n_candidates = a->type == TF_ACT_W ? 1 : 2;
+    for (int c = 0; c < n_candidates; c++)
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
             if (text_width(candidates[c], sizes[k]) + 3 <= w) {
                 strcpy(label, candidates[c]);
@@ -416,6 +421,33 @@ static void draw_action(canvas *c, const tl_model *m, const tl_panel *p, const f
     set(n, "tooltip", text);
 }
 
+/* A box narrower than NARROW_BOX points (a fully frozen W, typically: a
+ * hundredth of its unfrozen time) vanishes under its own outline and its
+ * neighbours'.  A bar MARKER_W wide in the type's colour, darkened, and a
+ * little taller than the boxes marks where it runs; drawn after the rank's
+ * boxes, so it stays on top.  id "<prefix>_<action>_marker", class "marker". */
+static void draw_marker(canvas *c, const tl_model *m, const tl_panel *p, const frame *f, int i,
+                        double row_top)
+{
+    double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, p->start[i] + p->ms[i]));
+    if (x1 - x0 >= NARROW_BOX)
+        return;
+    const tf_action *a = &m->plan->actions[i].action;
+    char hex[8], cell[32], text[256];
+    rgb colour = mix(type_colour(a->type), rgb_of(0x000000), 0.35);
+    double mid = (x0 + x1) / 2;
+    Agnode_t *n = put_rect(c, mid - MARKER_W / 2.0, row_top + 1, mid + MARKER_W / 2.0,
+                           row_top + ROW_H - 1, rgb_hex(colour, hex));
+    tf_action_format(a, cell);
+    setf(n, "id", "%s_%s_marker", p->id_prefix, cell);
+    set(n, "class", "marker");
+    snprintf(text, sizeof text,
+             "%s (%s) on rank %d: start %.3f ms, %.3f ms, freeze ratio %.3f: too short to "
+             "draw at this scale",
+             cell, type_name(a->type), a->rank, p->start[i], p->ms[i], p->ratio[i]);
+    set(n, "tooltip", text);
+}
+
 /* One panel: lanes (idle shows as the empty lane), gridlines, boxes, rank
  * labels and idle shares.  Returns the y below it. */
 static double draw_panel(canvas *c, const tl_model *m, const tl_panel *p, const frame *f,
@@ -440,6 +472,8 @@ static double draw_panel(canvas *c, const tl_model *m, const tl_panel *p, const 
         double row_top = top + r * ROW_H;
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
             draw_action(c, m, p, f, i, row_top);
+        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
+            draw_marker(c, m, p, f, i, row_top);
         char text[96];
         snprintf(text, sizeof text, "rank %d", r);
         double mid = row_top + ROW_H / 2.0;

@@ -56,6 +56,12 @@ solvers_agree "Interleaved1F1B 4 ranks, spread" --schedule Interleaved1F1B --ran
 solvers_agree "Interleaved1F1B 8 ranks" --schedule Interleaved1F1B --ranks 8 1024
 solvers_agree "ZBVZeroBubble 2 ranks" --schedule ZBVZeroBubble --ranks 2 1024
 
+# Counts of one in the singular: the header, and too few actions for a microbatch.
+expect_status 0 "one rank" "$bench" --ranks 1 --solvers fast 2
+expect_stdout "one rank: singular counts" "1F1B, 1 rank x 1 stage per rank"
+run "$bench" --ranks 1 --solvers fast 1
+expect_stderr "one action" "1 action is fewer than one microbatch (2 actions on 1 rank x 1 stage)"
+
 # A limit far below the solve time: killed, reported, still exit 0.
 expect_status 0 "timeout" "$bench" --limit 0.001 --solvers lp_solve 2048
 check "timeout: reported" grep -Eq '^ +2048 +128 +lp_solve +timeout' "$work/out"

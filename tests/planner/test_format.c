@@ -1,5 +1,6 @@
 /* test_format.c - how the programs print numbers for people (tf/util.h):
- * ratios keep their significant figures however small they are. */
+ * ratios keep their significant figures however small they are, and counts
+ * of one take the singular. */
 #include <math.h>
 
 #include "test_util.h"
@@ -32,10 +33,22 @@ static void significant_figures(void **state)
     assert_string_equal(out, "0.333");
 }
 
+/* "1 ranks", "1 microbatches" read wrong. */
+static void plurals(void **state)
+{
+    (void)state;
+    assert_string_equal(tf_plural(1, "rank", "ranks"), "rank");
+    assert_string_equal(tf_plural(0, "rank", "ranks"), "ranks");
+    assert_string_equal(tf_plural(2, "microbatch", "microbatches"), "microbatches");
+    assert_string_equal(tf_plural(1, "microbatch", "microbatches"), "microbatch");
+    assert_string_equal(tf_plural(-1, "step", "steps"), "steps");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(significant_figures),
+        cmocka_unit_test(plurals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,14 @@ check "good run: the plan says tf-plan" grep -Eq '"format":[[:space:]]*"tf-plan"
 expect_stdout "good run" "speedup"
 expect_stdout "good run" "lp_solve"
 
+# Counts of one read in the singular.
+cat >"$work/one.json" <<'JSON'
+{"schedule": "GPipe", "ranks": 1, "microbatches": 1,
+ "stages": [{"forward_ms": 1, "backward_ms": 2, "backward_frozen_ms": 1}]}
+JSON
+expect_status 0 "one rank" "$TF_PLAN" "$work/one.json"
+expect_stdout "one rank: singular counts" "GPipe: 1 rank x 1 stage, 1 microbatch, 2 actions"
+
 # --objective spread and a cap override change the plan's header.
 expect_status 0 "spread" "$TF_PLAN" "$trace" --objective spread --max-freeze-ratio 0.5 -q \
     -o "$work/spread.json"

@@ -70,6 +70,15 @@ dot 0 "$plan" --width 1500 --title 'My \N title' -o "$work/wide.svg"
 check "--width 1500 not honoured" grep -q '<svg width="1500pt"' "$work/wide.svg"
 check "--title text not drawn verbatim" grep -q 'My \\N title' "$work/wide.svg"
 
+# A title of one rank and one microbatch reads in the singular.
+cat >"$work/one.json" <<'EOF'
+{"schedule": "GPipe", "ranks": 1, "microbatches": 1,
+ "stages": [{"forward_ms": 1, "backward_ms": 2, "backward_frozen_ms": 1}]}
+EOF
+dot 0 "$work/one.json" -o "$work/one.svg"
+check "one rank: the title is not in the singular" \
+    grep -q 'GPipe · 1 rank · 1 microbatch<' "$work/one.svg"
+
 # The SVG is well-formed XML (where python3 is around to say so).
 if command -v python3 >/dev/null; then
     for f in t.svg compare.svg dag.svg wide.svg; do

@@ -47,6 +47,18 @@ print(f"title ends at about {end:.0f}, the SVG is {svg.get('width')} wide")
 sys.exit(0 if sys.argv[2] in title.text and end <= float(svg.get("width")) else 1)
 PY
 
+# --- one configuration on one rank: counts in the singular ---------------
+cat >"$work/one.json" <<'EOF'
+{ "model": { "layers": 8, "layer_forward_ms": 1.5, "layer_backward_ms": 3.5,
+             "layer_backward_frozen_ms": 1.75, "microbatch_tokens": 4096 },
+  "sweep": { "schedule": ["GPipe"], "ranks": [1], "microbatches": [4] } }
+EOF
+expect_status 0 "one configuration" "$TF_STUDY" "$work/one.json" -j 1 --plot "$work/one.svg"
+expect_stdout "one configuration: singular counts" \
+    "1 configuration: 1 solved, 0 skipped, 0 failed (1 thread,"
+check "one configuration: the plot's tooltip is not in the singular" \
+    grep -q 'GPipe, 1 rank x 1 stage, 4 microbatches' "$work/one.svg"
+
 # --- outputs are one unit: an unwritable plot leaves the CSV untouched ----
 printf 'precious' >"$work/keep.csv"
 expect_refused_with 1 "unwritable plot" "no/such/dir/r.svg" "$work/keep.csv" -- \

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "study_text.h"
+#include "tf/util.h"
 
 /* Layout in pixels. */
 enum {
@@ -274,9 +275,11 @@ static void write_bars(st_text *t, const tf_study_result *r, const plot_layout *
     double h_speedup = (w->speedup - 1.0) / (l->top_b - 1.0) * PANEL_B;
     char tip[256];
     snprintf(tip, sizeof tip,
-             "%s, %d ranks x %d stages, %d microbatches, cap %g, p2p %g ms: "
+             "%s, %d %s x %d %s, %d %s, cap %g, p2p %g ms: "
              "%.0f -> %.0f tokens/s per GPU, speedup %.3fx, mean freeze %.2f",
-             c->schedule, c->ranks, c->stages_per_rank, c->microbatches, c->max_freeze_ratio,
+             c->schedule, c->ranks, tf_plural(c->ranks, "rank", "ranks"), c->stages_per_rank,
+             tf_plural(c->stages_per_rank, "stage", "stages"), c->microbatches,
+             tf_plural(c->microbatches, "microbatch", "microbatches"), c->max_freeze_ratio,
              c->p2p_ms, unfrozen, planned, w->speedup, w->mean_freeze_ratio);
     st_printf(t, "<g><title>");
     st_xml(t, tip);

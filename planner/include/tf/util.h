@@ -35,4 +35,9 @@ double tf_now_seconds(void);
  * Returns out. */
 const char *tf_format_significant(double v, int digits, char *out, size_t size);
 
+/* The noun for count things: one when count is 1, else many ("1 stage",
+ * "2 stages"; "1 microbatch", "3 microbatches"), so that no output reads
+ * "1 ranks".  Returns one or many. */
+const char *tf_plural(long count, const char *one, const char *many);
+
 #endif

@@ -162,3 +162,8 @@ const char *tf_format_significant(double v, int digits, char *out, size_t size)
         snprintf(out, size, "%.*f", magnitude < digits - 1 ? digits - 1 - magnitude : 0, v);
     return out;
 }
+
+const char *tf_plural(long count, const char *one, const char *many)
+{
+    return count == 1 ? one : many;
+}

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tf/util.h"
 #include "timeline_internal.h"
 
 /* ---- geometry, in points ------------------------------------------------ */
@@ -271,8 +272,9 @@ static void title_lines(const tl_model *m, const tf_timeline_options *opt, char 
     if (opt->title)
         snprintf(line1, size, "%s", opt->title);
     else
-        snprintf(line1, size, "%s \xc2\xb7 %d ranks%s \xc2\xb7 %d microbatches", s->name, s->ranks,
-                 stages, s->microbatches);
+        snprintf(line1, size, "%s \xc2\xb7 %d %s%s \xc2\xb7 %d %s", s->name, s->ranks,
+                 tf_plural(s->ranks, "rank", "ranks"), stages, s->microbatches,
+                 tf_plural(s->microbatches, "microbatch", "microbatches"));
     if (plan_is_unfrozen(plan))
         snprintf(line2, size, "unfrozen schedule \xc2\xb7 batch %.1f ms \xc2\xb7 bubble %.1f%%",
                  planned->makespan, 100.0 * idle_share(m, planned, -1));

@@ -668,6 +668,13 @@ static void test_write_then_read_gives_same_schedule(void **state)
     unlink(path);
 }
 
+/* needle must be in msg; prints the message when it is not. */
+static void expect_in_message(const char *msg, const char *needle)
+{
+    if (!strstr(msg, needle))
+        fail_msg("expected \"%s\" in \"%s\"", needle, msg);
+}
+
 static void test_read_csv_formats_and_errors(void **state)
 {
     (void)state;
@@ -692,6 +699,19 @@ static void test_read_csv_formats_and_errors(void **state)
     assert_non_null(strstr(err.msg, "line 2, cell 3"));
     assert_non_null(strstr(err.msg, "\"1Q0\""));
     assert_null(s.actions);
+
+    /* B mixed with I/W is named by its first offending cells in the file:
+     * microbatch 1 at cells 3 and 4, before microbatch 0 at cells 6 and 7. */
+    write_text(path, "0F0,0F1,0B1,0I1,0W1,0B0,0I0,0W0\n1F0,1F1,1B0,1B1\n");
+    assert_int_equal(tf_schedule_read_csv(path, &s, &err), TF_EINVAL);
+    expect_in_message(err.msg, ": line 1, cell 3: 0B1 and 0I1 at ");
+    expect_in_message(err.msg, ": line 1, cell 4 mix a full backward (B) with a split one (I/W) "
+                               "for stage 0, microbatch 1");
+    /* The earlier cell leads, whichever of B and I/W it is. */
+    write_text(path, "0F0,0B0\n1F0,1I0,1W0,1B0\n");
+    assert_int_equal(tf_schedule_read_csv(path, &s, &err), TF_EINVAL);
+    expect_in_message(err.msg, ": line 2, cell 2: 1I0 and 1B0 at ");
+    expect_in_message(err.msg, ": line 2, cell 4 mix");
 
     write_text(path, "\n\n");
     assert_int_equal(tf_schedule_read_csv(path, &s, &err), TF_EINVAL);

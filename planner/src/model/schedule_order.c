@@ -123,10 +123,45 @@ static int check_repeats(const tf_schedule *s, const int *columns, const cell_na
                    tf_action_format(a, text), there);
 }
 
+/* The two cells of a (stage, microbatch) that mixes B with I/W, at[type]
+ * the position of each action: its B and the first of its I and W, the one
+ * earlier in the order first. */
+static void mixed_cells(const int at[4], int *first, int *second)
+{
+    int split = at[TF_ACT_I];
+    if (split < 0 || (at[TF_ACT_W] >= 0 && at[TF_ACT_W] < split))
+        split = at[TF_ACT_W];
+    *first = at[TF_ACT_B] < split ? at[TF_ACT_B] : split;
+    *second = at[TF_ACT_B] < split ? split : at[TF_ACT_B];
+}
+
+/* Of every (stage, microbatch) in the sorted keys that mixes B with I/W,
+ * the one whose first mixed cell comes first in the order (rank by rank,
+ * cell by cell), into at[type]: the cell a reader of the file meets first,
+ * not the lowest stage and microbatch. */
+static void first_mix(const tf_schedule *s, const cell_key *keys, int at[4])
+{
+    int best = s->n_actions;
+    for (int k = 0; k < s->n_actions;) {
+        int pair[4] = {-1, -1, -1, -1}, first, second;
+        int stage = keys[k].stage, mb = keys[k].microbatch;
+        for (; k < s->n_actions && keys[k].stage == stage && keys[k].microbatch == mb; k++)
+            pair[keys[k].type] = keys[k].index;
+        if (pair[TF_ACT_B] < 0 || (pair[TF_ACT_I] < 0 && pair[TF_ACT_W] < 0))
+            continue;
+        mixed_cells(pair, &first, &second);
+        if (first < best) {
+            best = first;
+            memcpy(at, pair, sizeof pair);
+        }
+    }
+}
+
 /* The actions of one (stage, microbatch), at[type] the position of each
- * (or -1): an F, and a backward that is either B or both I and W. */
+ * (or -1): an F, and a backward that is either B or both I and W.  keys,
+ * sorted, find the first of several pairs that mix B with I/W. */
 static int check_pair(const tf_schedule *s, const int *columns, const cell_naming *naming,
-                      int stage, int mb, const int at[4], tf_error *err)
+                      const cell_key *keys, int stage, int mb, const int at[4], tf_error *err)
 {
     char here[1200], there[1200], text[32], other[32];
     int any = at[TF_ACT_F] >= 0 ? at[TF_ACT_F]
@@ -138,17 +173,18 @@ static int check_pair(const tf_schedule *s, const int *columns, const cell_namin
         return tf_fail(err, TF_EINVAL, "%s: %dF%d is missing, but %s at %s needs it",
                        naming->where, stage, mb, tf_action_format(a, text), there);
     }
-    int split_at = at[TF_ACT_I] >= 0 ? at[TF_ACT_I] : at[TF_ACT_W];
-    if (at[TF_ACT_B] >= 0 && split_at >= 0) {
-        int later = at[TF_ACT_B] > split_at ? at[TF_ACT_B] : split_at;
-        int earlier = at[TF_ACT_B] > split_at ? split_at : at[TF_ACT_B];
-        name_cell(here, sizeof here, naming, s->actions[later].rank, columns[later]);
-        name_cell(there, sizeof there, naming, s->actions[earlier].rank, columns[earlier]);
+    if (at[TF_ACT_B] >= 0 && (at[TF_ACT_I] >= 0 || at[TF_ACT_W] >= 0)) {
+        int mix[4], first, second;
+        first_mix(s, keys, mix);
+        mixed_cells(mix, &first, &second);
+        const tf_action *b = &s->actions[first], *c = &s->actions[second];
+        name_cell(here, sizeof here, naming, b->rank, columns[first]);
+        name_cell(there, sizeof there, naming, c->rank, columns[second]);
         return tf_fail(err, TF_EINVAL,
                        "%s: %s and %s at %s mix a full backward (B) with a split one (I/W) "
                        "for stage %d, microbatch %d",
-                       here, tf_action_format(&s->actions[later], text),
-                       tf_action_format(&s->actions[earlier], other), there, stage, mb);
+                       here, tf_action_format(b, text), tf_action_format(c, other), there,
+                       b->stage, b->microbatch);
     }
     if ((at[TF_ACT_W] >= 0) != (at[TF_ACT_I] >= 0)) {
         int lone = at[TF_ACT_W] >= 0 ? at[TF_ACT_W] : at[TF_ACT_I];
@@ -188,7 +224,7 @@ static int check_pairs(const tf_schedule *s, const int *columns, const cell_nami
         int at[4] = {-1, -1, -1, -1};
         for (; k < n && keys[k].stage == stage && keys[k].microbatch == mb; k++)
             at[keys[k].type] = keys[k].index;
-        int rc = check_pair(s, columns, naming, stage, mb, at, err);
+        int rc = check_pair(s, columns, naming, keys, stage, mb, at, err);
         if (rc)
             return rc;
         if (++expect_mb == s->microbatches) {

@@ -131,6 +131,19 @@ static int parse_args(int argc, char **argv, dot_args *a)
     return rc;
 }
 
+/* Says on stderr when the picture is too dense to read (a PNG of tens of
+ * thousands of actions) and which formats suit that size. */
+static void note_density(const dot_args *a, const tf_plan *plan)
+{
+    const char *format = a->format;
+    if (!format)
+        format = !a->output || !strcmp(a->output, "-") ? "dot"
+                                                        : tf_timeline_format_for_path(a->output);
+    char note[512];
+    if (tf_timeline_density_note(plan, &a->options, format, note, sizeof note))
+        fprintf(stderr, "%s: note: %s\n", prog, note);
+}
+
 int main(int argc, char **argv)
 {
     dot_args a;
@@ -144,6 +157,8 @@ int main(int argc, char **argv)
         rc = tf_timeline_render(&plan, &a.options, a.output, a.format, &err);
     if (rc)
         tf_cli_report(prog, rc, &err);
+    else
+        note_density(&a, &plan);
     tf_plan_free(&plan);
     return rc ? TF_EXIT_INPUT : 0;
 }

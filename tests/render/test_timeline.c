@@ -432,6 +432,50 @@ static void test_frozen_w_visible(void **state)
     tf_plan_free(&plan);
 }
 
+/* Dense rows (under TF_TIMELINE_DENSE_POINTS of axis per action): no text,
+ * no markers, no outlines; a PNG of them gets a note naming the formats
+ * for that size, an SVG (zoomable) and a roomy PNG do not. */
+static void test_dense_rows(void **state)
+{
+    (void)state;
+    const char *profile =
+        "{\"schedule\":\"1F1B\",\"ranks\":4,\"microbatches\":64,\"stages\":["
+        "{\"forward_ms\":15,\"backward_ms\":45,\"backward_frozen_ms\":24},"
+        "{\"forward_ms\":14,\"backward_ms\":41,\"backward_frozen_ms\":20},"
+        "{\"forward_ms\":15,\"backward_ms\":45,\"backward_frozen_ms\":24},"
+        "{\"forward_ms\":20,\"backward_ms\":55,\"backward_frozen_ms\":30}]}";
+    tf_plan plan;
+    make_plan(profile, 0, &plan);
+    tf_timeline_options opt;
+    tf_timeline_options_init(&opt);
+    opt.width = 600; /* 436 points of axis for 128 actions a rank: 3.4 each */
+    char note[512];
+    assert_int_equal(tf_timeline_density_note(&plan, &opt, "png", note, sizeof note), 1);
+    assert_non_null(strstr(note, "512 actions, 128 on the busiest rank"));
+    assert_non_null(strstr(note, "SVG"));
+    assert_non_null(strstr(note, "-T chrome"));
+    assert_int_equal(tf_timeline_density_note(&plan, &opt, "svg", note, sizeof note), 0);
+    assert_string_equal(note, "");
+    char *svg = render(&plan, &opt, "svg", NULL);
+    assert_int_equal(count(svg, "class=\"node action "), plan.schedule.n_actions);
+    assert_int_equal(count(svg, "class=\"node marker\""), 0);
+    for (int i = 0; i < plan.schedule.n_actions; i++) {
+        char cell[32], id[48];
+        snprintf(id, sizeof id, "p_%s", tf_action_format(&plan.actions[i].action, cell));
+        const char *end, *g = node_group(svg, id, &end);
+        assert_non_null(g);
+        const char *text = strstr(g, "<text");
+        if (text && text < end)
+            fail_msg("%s: a label in a dense row", id);
+        const char *pen = strstr(g, "stroke-width=\"");
+        assert_true(pen && pen < end && strtod(pen + 14, NULL) == 0.0);
+    }
+    free(svg);
+    /* The automatic width gives 1F1B's 128 actions a rank room enough. */
+    assert_int_equal(tf_timeline_density_note(&plan, NULL, "png", note, sizeof note), 0);
+    tf_plan_free(&plan);
+}
+
 /* Paler means more frozen: among B boxes, lightness rises with the ratio. */
 static void test_shading_follows_ratio(void **state)
 {
@@ -804,6 +848,7 @@ int main(void)
         cmocka_unit_test(test_svg_geometry_zero_bubble),
         cmocka_unit_test(test_svg_geometry_width),
         cmocka_unit_test(test_frozen_w_visible),
+        cmocka_unit_test(test_dense_rows),
         cmocka_unit_test(test_shading_follows_ratio),
         cmocka_unit_test(test_compare_unfrozen),
         cmocka_unit_test(test_binary_formats),

@@ -35,6 +35,7 @@ dot 0 "$work/noformat.json" -o "$work/noformat.svg"
 check "t.svg is not a whole SVG" grep -q '</svg>' "$work/t.svg"
 dot 0 "$plan" -o "$work/t.png"
 check "t.png is not a PNG" starts_with "$work/t.png" 89504e470d0a1a0a
+check "t.png: a note on stderr for 16 actions" [ ! -s "$work/err" ]
 dot 0 "$plan" -o "$work/t.pdf"
 check "t.pdf is not a PDF" starts_with "$work/t.pdf" 255044462d
 dot 0 "$plan" -o "$work/t.gv"
@@ -47,6 +48,22 @@ dot 0 "$plan" -T svg -o "$work/named.out"
 check "-T svg did not write SVG" grep -q '</svg>' "$work/named.out"
 dot 0 "$plan" -Tpng -o "$work/named2.out"
 check "-Tpng did not write PNG" starts_with "$work/named2.out" 89504e470d0a1a0a
+
+# 32,768 actions (1F1B, 8 ranks x 2,048 microbatches, drawn from the profile,
+# so no LP to solve): the PNG is written, and stderr says it is too dense
+# and names SVG and the Chrome trace as the formats for that size.
+stages=
+for i in 0 1 2 3 4 5 6 7; do
+    stages="$stages${stages:+,}{\"forward_ms\": $((15 + i)), \"backward_ms\": $((45 + 2 * i)),
+        \"backward_frozen_ms\": $((24 + i))}"
+done
+printf '{"schedule": "1F1B", "ranks": 8, "microbatches": 2048, "stages": [%s]}\n' "$stages" \
+    >"$work/big.json"
+dot 0 "$work/big.json" -o "$work/big.png"
+check "big.png is not a PNG" starts_with "$work/big.png" 89504e470d0a1a0a
+expect_stderr "32,768 actions as a PNG: no note" "32768 actions, 4096 on the busiest rank"
+expect_stderr "32,768 actions as a PNG: no format named" "SVG"
+expect_stderr "32,768 actions as a PNG: no format named" "-T chrome"
 
 # Default: DOT on stdout.
 dot 0 "$plan"

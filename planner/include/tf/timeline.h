@@ -29,6 +29,12 @@
  * ~2 s at 1,024 actions and minutes at 4,096. */
 enum { TF_TIMELINE_DAG_MAX_ACTIONS = 1024 };
 
+/* Rows with fewer points of time axis per action than this (on the busiest
+ * rank) are dense: boxes are drawn without labels, outlines or markers,
+ * since an outline would cover each box (SVG classes and tooltips still
+ * say which actions are critical). */
+enum { TF_TIMELINE_DENSE_POINTS = 4 };
+
 typedef struct tf_timeline_options {
     int compare_unfrozen; /* 1: draw the unfrozen timeline above the planned one */
     int dag;              /* 1: draw the dependency graph instead of the timeline */
@@ -70,6 +76,16 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err);
  * the process keeps one Graphviz context, freed at exit. */
 int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
                             const char *format, char **data, size_t *len, tf_error *err);
+
+/* Advice for a picture too dense to read: when format is "png" (a bitmap
+ * cannot be zoomed) and the timeline drawn with opt (NULL: defaults) has
+ * dense rows (TF_TIMELINE_DENSE_POINTS), writes a sentence into
+ * note[size] that says so and names SVG and the Chrome trace (format
+ * chrome) as the formats for that size, and returns 1.  Otherwise, or when
+ * the plan cannot be drawn (the render reports why), returns 0 with note
+ * "". */
+int tf_timeline_density_note(const tf_plan *plan, const tf_timeline_options *opt,
+                             const char *format, char *note, size_t size);
 
 /* Renders plan as tf_timeline_render_data does and writes it to path
  * atomically (temporary file + rename: on any error path is untouched), or

@@ -284,6 +284,37 @@ int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
     return rc;
 }
 
+int tf_timeline_density_note(const tf_plan *plan, const tf_timeline_options *opt,
+                             const char *format, char *note, size_t size)
+{
+    if (size > 0)
+        note[0] = '\0';
+    tf_timeline_options defaults;
+    if (!opt) {
+        tf_timeline_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (!format || strcmp(format, "png") != 0 || opt->dag || size == 0)
+        return 0;
+    tl_model m;
+    tf_error err = {0};
+    double points = 0;
+    int busiest = 0, dense = 0;
+    if (!model_build(plan, opt, &m, &err) &&
+        !tl_points_per_action(&m, opt, &points, &busiest, &err) &&
+        points < TF_TIMELINE_DENSE_POINTS) {
+        snprintf(note, size,
+                 "%d actions, %d on the busiest rank, get %.1f points of time axis each: too "
+                 "dense for a PNG to show them one by one (drawn without labels or outlines); "
+                 "SVG (zoomable, a tooltip per action) or a Chrome trace (-T chrome, for "
+                 "ui.perfetto.dev) is the format for this size",
+                 m.n, busiest, points);
+        dense = 1;
+    }
+    model_free(&m);
+    return dense;
+}
+
 int tf_timeline_render(const tf_plan *plan, const tf_timeline_options *opt, const char *path,
                        const char *format, tf_error *err)
 {

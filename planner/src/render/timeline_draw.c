@@ -294,6 +294,7 @@ typedef struct frame {
     double scale;   /* points per ms */
     double axis_ms; /* time span of the axis */
     double plot_w;
+    int dense;      /* under TF_TIMELINE_DENSE_POINTS per action on the busiest rank */
 } frame;
 
 static double x_at(const frame *f, double ms)
@@ -305,6 +306,23 @@ static int compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* The most actions any one rank runs. */
+static int busiest_rank(const tl_model *m)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    int most = 1;
+    for (int r = 0; r < s->ranks; r++)
+        if (s->rank_offset[r + 1] - s->rank_offset[r] > most)
+            most = s->rank_offset[r + 1] - s->rank_offset[r];
+    return most;
+}
+
+/* The width the title needs. */
+static double title_width(const char *line1, const char *line2)
+{
+    return fmax(text_width(line1, 14), text_width(line2, 10));
 }
 
 /* The axis scale.  Automatic: wide enough that a typical short action (the
@@ -346,7 +364,20 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
         f->plot_w = ceil(fmin(fmax(w, MIN_PLOT_W), MAX_PLOT_W));
     }
     f->scale = f->plot_w / f->axis_ms;
+    f->dense = f->plot_w / busiest_rank(m) < TF_TIMELINE_DENSE_POINTS;
     return 0;
+}
+
+int tl_points_per_action(const tl_model *m, const tf_timeline_options *opt, double *points,
+                         int *busiest, tf_error *err)
+{
+    char line1[512], line2[512];
+    title_lines(m, opt, line1, line2, sizeof line1);
+    frame f = {0};
+    int rc = choose_frame(m, opt, title_width(line1, line2), &f, err);
+    *busiest = busiest_rank(m);
+    *points = rc ? 0.0 : f.plot_w / *busiest;
+    return rc;
 }
 
 /* Round tick spacing: 1, 2 or 5 times a power of ten, the one giving the
@@ -406,11 +437,15 @@ static void draw_action(canvas *c, const tl_model *m, const tl_panel *p, const f
     setf(n, "id", "%s_%s", p->id_prefix, cell);
     setf(n, "class", "action %c%s", tf_action_letter(a->type), p->critical[i] ? " critical" : "");
     /* Critical actions get a dark outline; others a hairline of white that
-     * separates neighbours. */
+     * separates neighbours.  In dense rows a 1.6-point outline would cover
+     * the whole box and white hairlines would pale every box, which reads
+     * as freezing: the fill alone is drawn, and no label fits. */
     set(n, "color", p->critical[i] ? "#1b1b1b" : "#ffffff");
-    set(n, "penwidth", p->critical[i] ? "1.6" : "0.6");
-    double fontsize;
-    fit_label(a, x1 - x0, label, &fontsize);
+    set(n, "penwidth", f->dense ? "0" : p->critical[i] ? "1.6" : "0.6");
+    double fontsize = LABEL_FONT;
+    label[0] = '\0';
+    if (!f->dense)
+        fit_label(a, x1 - x0, label, &fontsize);
     set(n, "label", label);
     if (fontsize != LABEL_FONT)
         setf(n, "fontsize", "%g", fontsize);
@@ -432,8 +467,8 @@ static void draw_marker(canvas *c, const tl_model *m, const tl_panel *p, const f
                         double row_top)
 {
     double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, p->start[i] + p->ms[i]));
-    if (x1 - x0 >= NARROW_BOX)
-        return;
+    if (x1 - x0 >= NARROW_BOX || f->dense)
+        return; /* in dense rows every box is narrow: markers would hide them all */
     const tf_action *a = &m->plan->actions[i].action;
     char hex[8], cell[32], text[256];
     rgb colour = mix(type_colour(a->type), rgb_of(0x000000), 0.35);
@@ -625,9 +660,8 @@ static int draw_timeline(canvas *c, const tl_model *m, const tf_timeline_options
 {
     char line1[512], line2[512];
     title_lines(m, opt, line1, line2, sizeof line1);
-    double title_w = fmax(text_width(line1, 14), text_width(line2, 10));
     frame f = {0};
-    int rc = choose_frame(m, opt, title_w, &f, err);
+    int rc = choose_frame(m, opt, title_width(line1, line2), &f, err);
     if (rc)
         return rc;
     double step = tick_step(f.axis_ms, f.plot_w);

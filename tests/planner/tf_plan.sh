@@ -38,6 +38,19 @@ expect_status 0 "spread" "$TF_PLAN" "$trace" --objective spread --max-freeze-rat
 check "spread: objective" grep -Eq '"objective":[[:space:]]*"spread"' "$work/spread.json"
 check "spread: cap" grep -Eq '"max_freeze_ratio":[[:space:]]*0.5,' "$work/spread.json"
 
+# Options as getopt takes them: "-oFILE" and "--option=value".
+expect_status 0 "-oFILE" "$TF_PLAN" "$trace" -q -o"$work/attached.json"
+check "-oFILE: no plan written" [ -s "$work/attached.json" ]
+expect_status 0 "--option=value" "$TF_PLAN" "$trace" --quiet --output="$work/equals.json" \
+    --objective=spread --max-freeze-ratio=0.5 --solver=fast
+check "--output=FILE: no plan written" [ -s "$work/equals.json" ]
+check "--objective=spread not taken" grep -Eq '"objective":[[:space:]]*"spread"' "$work/equals.json"
+check "--max-freeze-ratio=0.5 not taken" \
+    grep -Eq '"max_freeze_ratio":[[:space:]]*0.5,' "$work/equals.json"
+check "--solver=fast not taken" grep -Eq '"name":[[:space:]]*"fast"' "$work/equals.json"
+expect_status 2 "--max-freeze-ratio=2" "$TF_PLAN" "$trace" -q --max-freeze-ratio=2
+expect_stderr "--max-freeze-ratio=2" '--max-freeze-ratio: expected a number in [0, 1], got "2"'
+
 # --schedule-csv replaces the order: GPipe's order on a 1F1B profile.
 printf '0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n' >"$work/gpipe.csv"
 cat >"$work/two.json" <<'JSON'

@@ -65,6 +65,17 @@ expect_stderr "32,768 actions as a PNG: no note" "32768 actions, 4096 on the bus
 expect_stderr "32,768 actions as a PNG: no format named" "SVG"
 expect_stderr "32,768 actions as a PNG: no format named" "-T chrome"
 
+# Options as getopt takes them: "-oFILE", "-Tsvg" (above), "--option=value".
+dot 0 "$plan" -o"$work/attached.svg"
+check "-oFILE did not write SVG" grep -q '</svg>' "$work/attached.svg"
+dot 0 "$plan" --output="$work/equals.out" --format=svg --width=1500 --compare=unfrozen
+check "--format=svg did not write SVG" grep -q '</svg>' "$work/equals.out"
+check "--width=1500 not honoured" grep -q '<svg width="1500pt"' "$work/equals.out"
+check "--compare=unfrozen: want 32 boxes" \
+    [ "$(grep -c 'class="node action ' "$work/equals.out")" -eq 32 ]
+dot 2 "$plan" --format=gif
+expect_stderr "--format=gif: message does not name the format" '"gif"'
+
 # Default: DOT on stdout.
 dot 0 "$plan"
 check "stdout is not DOT" bash -c 'head -c 7 "$1" | grep -q digraph' _ "$work/out"

@@ -59,6 +59,16 @@ expect_stdout "one configuration: singular counts" \
 check "one configuration: the plot's tooltip is not in the singular" \
     grep -q 'GPipe, 1 rank x 1 stage, 4 microbatches' "$work/one.svg"
 
+# --- options as getopt takes them: "-j1", "-oFILE", "--option=value" ------
+expect_status 0 "-j1" "$TF_STUDY" "$work/good.json" -q -j1 -o"$work/j1.csv"
+check "-j1 -oFILE: expected 7 CSV rows" [ "$(($(wc -l <"$work/j1.csv") - 1))" -eq 7 ]
+expect_status 0 "--jobs=1" "$TF_STUDY" "$work/good.json" --quiet --jobs=1 \
+    --output="$work/jobs1.csv" --plot="$work/jobs1.svg" --solver=fast --objective=least-freeze
+check "--output=FILE: expected 7 CSV rows" [ "$(($(wc -l <"$work/jobs1.csv") - 1))" -eq 7 ]
+check "--plot=FILE: no SVG written" grep -q '</svg>' "$work/jobs1.svg"
+expect_status 2 "-j0" "$TF_STUDY" "$work/good.json" -q -j0
+expect_stderr "-j0" '--jobs: expected an integer in [1, 1024], got "0"'
+
 # --- outputs are one unit: an unwritable plot leaves the CSV untouched ----
 printf 'precious' >"$work/keep.csv"
 expect_refused_with 1 "unwritable plot" "no/such/dir/r.svg" "$work/keep.csv" -- \

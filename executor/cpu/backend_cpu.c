@@ -79,68 +79,154 @@ static void cpu_embedding_backward_acc(void *ctx, float *dtable, const int32_t *
     }
 }
 
-static void cpu_rmsnorm_forward(void *ctx, const float *x, const float *gain, int rows,
-                                int cols, float eps, float *out, float *rstd)
+static void cpu_layernorm_forward(void *ctx, const float *x, const float *weight,
+                                  const float *bias, int rows, int cols, float eps, float *out,
+                                  float *mean, float *rstd)
 {
     (void)ctx;
     for (int i = 0; i < rows; i++) {
         const float *xi = x + (size_t)i * cols;
         float *oi = out + (size_t)i * cols;
+        double s = 0.0;
+        for (int j = 0; j < cols; j++)
+            s += xi[j];
+        const double mu = s / cols;
         double ss = 0.0;
         for (int j = 0; j < cols; j++)
-            ss += (double)xi[j] * xi[j];
-        float r = (float)(1.0 / sqrt(ss / cols + eps));
+            ss += (xi[j] - mu) * (xi[j] - mu);
+        const float m = (float)mu, r = (float)(1.0 / sqrt(ss / cols + eps));
+        mean[i] = m;
         rstd[i] = r;
         for (int j = 0; j < cols; j++)
-            oi[j] = xi[j] * r * gain[j];
+            oi[j] = (xi[j] - m) * r * weight[j] + bias[j];
     }
 }
 
-static void cpu_rmsnorm_backward_input(void *ctx, const float *dout, const float *x,
-                                       const float *gain, const float *rstd, int rows,
-                                       int cols, float *dx)
+static void cpu_layernorm_backward_input(void *ctx, const float *dout, const float *x,
+                                         const float *weight, const float *mean,
+                                         const float *rstd, int rows, int cols, float *dx)
 {
     (void)ctx;
     for (int i = 0; i < rows; i++) {
-        const float *xi = x + (size_t)i * cols;
-        const float *gi = dout + (size_t)i * cols;
+        const float *xi = x + (size_t)i * cols, *gi = dout + (size_t)i * cols;
         float *dxi = dx + (size_t)i * cols;
-        float r = rstd[i];
-        /* y = xhat * gain with xhat = x * r; dx = r * (dxhat - xhat * mean(dxhat * xhat)) */
-        double dot = 0.0;
-        for (int j = 0; j < cols; j++)
-            dot += (double)gi[j] * gain[j] * xi[j] * r;
-        float mean = (float)(dot / cols);
+        const float m = mean[i], r = rstd[i];
+        /* With g = dout * weight and xhat = (x - mean) * rstd:
+         * dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). */
+        double sg = 0.0, sgx = 0.0;
         for (int j = 0; j < cols; j++) {
-            float xhat = xi[j] * r;
-            dxi[j] = r * (gi[j] * gain[j] - xhat * mean);
+            const double g = (double)gi[j] * weight[j];
+            sg += g;
+            sgx += g * (xi[j] - m) * r;
+        }
+        const float mg = (float)(sg / cols), mgx = (float)(sgx / cols);
+        for (int j = 0; j < cols; j++) {
+            const float xhat = (xi[j] - m) * r;
+            dxi[j] = r * (gi[j] * weight[j] - mg - xhat * mgx);
         }
     }
 }
 
-static void cpu_rmsnorm_backward_gain_acc(void *ctx, const float *dout, const float *x,
-                                          const float *rstd, int rows, int cols,
-                                          float *dgain)
+static void cpu_layernorm_backward_weight_acc(void *ctx, const float *dout, const float *x,
+                                              const float *mean, const float *rstd, int rows,
+                                              int cols, float *dweight)
 {
     (void)ctx;
     double *acc = calloc((size_t)cols, sizeof *acc);
-    if (!acc) {
-        /* Allocation of a few KiB failing: fall back to float accumulation. */
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < cols; j++)
-                dgain[j] += dout[(size_t)i * cols + j] * x[(size_t)i * cols + j] * rstd[i];
-        return;
-    }
     for (int i = 0; i < rows; i++) {
-        const float *xi = x + (size_t)i * cols;
-        const float *gi = dout + (size_t)i * cols;
-        double r = rstd[i];
-        for (int j = 0; j < cols; j++)
-            acc[j] += (double)gi[j] * xi[j] * r;
+        const float *xi = x + (size_t)i * cols, *gi = dout + (size_t)i * cols;
+        const float m = mean[i], r = rstd[i];
+        for (int j = 0; j < cols; j++) {
+            const float term = gi[j] * (xi[j] - m) * r;
+            if (acc)
+                acc[j] += term;
+            else
+                dweight[j] += term;
+        }
     }
-    for (int j = 0; j < cols; j++)
-        dgain[j] += (float)acc[j];
+    for (int j = 0; acc && j < cols; j++)
+        dweight[j] += (float)acc[j];
     free(acc);
+}
+
+/* Softmax of row i of a causal score matrix in place: entries j <= i, the
+ * rest set to 0. */
+static void causal_softmax_row(float *row, int i, int seq)
+{
+    float mx = row[0];
+    for (int j = 1; j <= i; j++)
+        mx = row[j] > mx ? row[j] : mx;
+    double sum = 0.0;
+    for (int j = 0; j <= i; j++) {
+        row[j] = expf(row[j] - mx);
+        sum += row[j];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int j = 0; j <= i; j++)
+        row[j] *= inv;
+    for (int j = i + 1; j < seq; j++)
+        row[j] = 0.0f;
+}
+
+static void cpu_attention_forward(void *ctx, const float *qkv, int batch, int seq, int heads,
+                                  int head_size, float *out, float *probs)
+{
+    (void)ctx;
+    const int C = heads * head_size, ld = 3 * C;
+    const float scale = 1.0f / sqrtf((float)head_size);
+    for (int b = 0; b < batch; b++)
+        for (int h = 0; h < heads; h++) {
+            const float *q = qkv + (size_t)b * seq * ld + (size_t)h * head_size;
+            const float *k = q + C, *v = q + 2 * C;
+            float *p = probs + ((size_t)b * heads + h) * seq * seq;
+            float *y = out + (size_t)b * seq * C + (size_t)h * head_size;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, seq, head_size, scale, q,
+                        ld, k, ld, 0.0f, p, seq);
+            for (int i = 0; i < seq; i++)
+                causal_softmax_row(p + (size_t)i * seq, i, seq);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, head_size, seq, 1.0f, p,
+                        seq, v, ld, 0.0f, y, C);
+        }
+}
+
+static void cpu_attention_backward(void *ctx, const float *dout, const float *qkv,
+                                   const float *probs, int batch, int seq, int heads,
+                                   int head_size, float *scratch, float *dqkv)
+{
+    (void)ctx;
+    const int C = heads * head_size, ld = 3 * C;
+    const float scale = 1.0f / sqrtf((float)head_size);
+    for (int b = 0; b < batch; b++)
+        for (int h = 0; h < heads; h++) {
+            const size_t off = (size_t)b * seq * ld + (size_t)h * head_size;
+            const float *q = qkv + off, *k = q + C, *v = q + 2 * C;
+            float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
+            const float *p = probs + ((size_t)b * heads + h) * seq * seq;
+            const float *dy = dout + (size_t)b * seq * C + (size_t)h * head_size;
+            float *ds = scratch + ((size_t)b * heads + h) * seq * seq;
+            /* dP = dy v^T, dv = P^T dy */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, seq, head_size, 1.0f, dy,
+                        C, v, ld, 0.0f, ds, seq);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq, head_size, seq, 1.0f, p,
+                        seq, dy, C, 0.0f, dv, ld);
+            /* dS = P * (dP - rowsum(P * dP)) * scale, zero above the diagonal */
+            for (int i = 0; i < seq; i++) {
+                const float *pi = p + (size_t)i * seq;
+                float *di = ds + (size_t)i * seq;
+                double dot = 0.0;
+                for (int j = 0; j <= i; j++)
+                    dot += (double)pi[j] * di[j];
+                for (int j = 0; j <= i; j++)
+                    di[j] = pi[j] * (di[j] - (float)dot) * scale;
+                for (int j = i + 1; j < seq; j++)
+                    di[j] = 0.0f;
+            }
+            /* dq = dS k, dk = dS^T q */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, head_size, seq, 1.0f,
+                        ds, seq, k, ld, 0.0f, dq, ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, seq, head_size, seq, 1.0f, ds,
+                        seq, q, ld, 0.0f, dk, ld);
+        }
 }
 
 static void cpu_bias_forward(void *ctx, float *out, const float *bias, int rows, int cols)
@@ -315,9 +401,11 @@ static const tfx_backend_ops cpu_ops = {
     .gemm = cpu_gemm,
     .embedding_forward = cpu_embedding_forward,
     .embedding_backward_acc = cpu_embedding_backward_acc,
-    .rmsnorm_forward = cpu_rmsnorm_forward,
-    .rmsnorm_backward_input = cpu_rmsnorm_backward_input,
-    .rmsnorm_backward_gain_acc = cpu_rmsnorm_backward_gain_acc,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward_input = cpu_layernorm_backward_input,
+    .layernorm_backward_weight_acc = cpu_layernorm_backward_weight_acc,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
     .bias_forward = cpu_bias_forward,
     .bias_backward_acc = cpu_bias_backward_acc,
     .gelu_forward = cpu_gelu_forward,

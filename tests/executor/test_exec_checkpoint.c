@@ -45,7 +45,7 @@ static int teardown(void **state)
 static void small_options(fixture *f, tfx_exec_options *o)
 {
     tfx_exec_options_default(o);
-    o->model = (tfx_model_config){.layers = 2, .hidden = 16, .ffn = 32, .context = 8,
+    o->model = (tfx_model_config){.layers = 2, .hidden = 16, .heads = 2, .ffn = 32, .context = 8,
                                   .microbatch_size = 2};
     o->plan_path = f->plan;
     o->warmup = 1;

@@ -10,7 +10,7 @@
 
 #define M 4
 
-static const tfx_model_config CFG = {.layers = 4, .hidden = 16, .ffn = 24, .context = 8,
+static const tfx_model_config CFG = {.layers = 4, .hidden = 16, .heads = 2, .ffn = 24, .context = 8,
                                      .microbatch_size = 2};
 enum { N = 16 }; /* context x microbatch_size */
 
@@ -115,8 +115,9 @@ static void check_against_reference(const tf_schedule *s, const batch *b, const 
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
     float *param = all_tensors(p, TFX_BUF_PARAM, &n);
     assert_tensors_close(ref->param_after, param, n, 1e-5, s->name);
-    /* Every dW was executed: 3 GEMM tensors per block and the head. */
-    assert_int_equal(res.counts.gemms, (long)M * (2 * CFG.layers + 1));
+    /* Every dW was executed: 4 GEMM tensors per block (qkv, proj, fc1,
+     * fc2) and the head. */
+    assert_int_equal(res.counts.gemms, (long)M * (4 * CFG.layers + 1));
     assert_int_equal(res.counts.skipped, 0);
     free(grad);
     free(param);
@@ -199,7 +200,7 @@ static void test_frozen_gradient_is_unfrozen_microbatches(void **state)
     long expect_gemms = 0, expect_reductions = 0, expect_skipped = 0;
     for (int m = 0; m < M; m++)
         for (int t = 0; t < T; t++) {
-            /* tensor 2 (block0.fc1.weight) frozen in every microbatch */
+            /* tensor 2 (block0.ln1.weight) frozen in every microbatch */
             frozen[m * T + t] = t == 2 || test_random(&rng) < 0.4;
             if (frozen[m * T + t])
                 expect_skipped++;

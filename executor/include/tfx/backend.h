@@ -46,16 +46,34 @@ typedef struct tfx_backend_ops {
     void (*embedding_backward_acc)(void *ctx, float *dtable, const int32_t *tokens, int rows,
                                    int cols, const float *dout);
 
-    /* RMSNorm: rstd[i] = 1/sqrt(mean_j x[i,j]^2 + eps); out = x * rstd * gain. */
-    void (*rmsnorm_forward)(void *ctx, const float *x, const float *gain, int rows, int cols,
-                            float eps, float *out, float *rstd);
+    /* LayerNorm over each row: mean[i], rstd[i] = 1/sqrt(var_i + eps) (the
+     * biased variance), out = (x - mean) * rstd * weight + bias. */
+    void (*layernorm_forward)(void *ctx, const float *x, const float *weight, const float *bias,
+                              int rows, int cols, float eps, float *out, float *mean,
+                              float *rstd);
     /* dx = gradient of the input given dout (overwrites dx). */
-    void (*rmsnorm_backward_input)(void *ctx, const float *dout, const float *x,
-                                   const float *gain, const float *rstd, int rows, int cols,
-                                   float *dx);
-    /* dgain[j] += sum_i dout[i,j] * x[i,j] * rstd[i]. */
-    void (*rmsnorm_backward_gain_acc)(void *ctx, const float *dout, const float *x,
-                                      const float *rstd, int rows, int cols, float *dgain);
+    void (*layernorm_backward_input)(void *ctx, const float *dout, const float *x,
+                                     const float *weight, const float *mean, const float *rstd,
+                                     int rows, int cols, float *dx);
+    /* dweight[j] += sum_i dout[i,j] * (x[i,j] - mean[i]) * rstd[i].  (The
+     * bias's gradient is bias_backward_acc of dout.) */
+    void (*layernorm_backward_weight_acc)(void *ctx, const float *dout, const float *x,
+                                          const float *mean, const float *rstd, int rows,
+                                          int cols, float *dweight);
+
+    /* Causal multi-head self-attention of `batch` sequences of `seq` tokens,
+     * C = heads * head_size.  qkv is (batch * seq) x 3C, row = [q | k | v],
+     * head h in columns h * head_size of each part; out is (batch * seq) x C
+     * (heads side by side); probs (batch x heads x seq x seq) receives the
+     * softmax weights softmax(q k^T / sqrt(head_size)) with the entries
+     * above the diagonal 0, for the backward. */
+    void (*attention_forward)(void *ctx, const float *qkv, int batch, int seq, int heads,
+                              int head_size, float *out, float *probs);
+    /* dqkv = gradient of qkv given dout (overwrites dqkv); scratch has room
+     * for batch x heads x seq x seq floats. */
+    void (*attention_backward)(void *ctx, const float *dout, const float *qkv,
+                               const float *probs, int batch, int seq, int heads,
+                               int head_size, float *scratch, float *dqkv);
 
     /* out[i, j] += bias[j]. */
     void (*bias_forward)(void *ctx, float *out, const float *bias, int rows, int cols);

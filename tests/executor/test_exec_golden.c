@@ -11,12 +11,14 @@
  * float32 arithmetic.  A float32 dot product of length K carries a relative
  * error of order sqrt(K) * 6e-8 with random rounding (K * 6e-8 at worst);
  * the longest here are K = 32 tokens (dW) and 3 x 16 (dX), and a gradient
- * passes through about 30 such ops from the loss.  So:
- *   loss                    1e-5 relative (measured: about 1e-7);
- *   log-probabilities       1e-5 absolute per entry (measured: about 1e-6);
- *   gradients               max |got - ref| <= 1e-4 x max |ref| of the
- *                           tensor, plus 1e-8 absolute for tensors whose
- *                           gradient is near 0 (measured: below 1e-5).
+ * passes through about 30 such ops from the loss, so errors of 1e-6 of a
+ * tensor's scale are expected and 1e-5 would need unusually unlucky
+ * rounding.  Measured when the file was made: loss 1e-7 relative, every
+ * gradient within 7e-7 of its tensor's largest entry.  So:
+ *   loss                    1e-5 relative;
+ *   probabilities           1e-4 relative per entry (1e-3 absolute floor);
+ *   gradients               max |got - ref| <= 1e-5 x max |ref| of the
+ *                           tensor, plus 1e-8 absolute.
  * A wrong op (a missing 1/sqrt(head_size), a mask one off, a transposed
  * weight) moves gradients by 1e-1 or more of their scale.
  */
@@ -136,7 +138,7 @@ static void check_gradient(const golden *g, int t, const float *got)
     if (getenv("TFX_TEST_VERBOSE"))
         fprintf(stderr, "%-24s max|ref| %.3g  max error %.3g (%.2g relative)\n", g->names[t],
                 scale, worst, worst / fmax(scale, 1e-30));
-    if (!(worst <= 1e-4 * scale + 1e-8))
+    if (!(worst <= 1e-5 * scale + 1e-8))
         fail_msg("%s: gradient differs from PyTorch by %.3g (max |ref| %.3g)", g->names[t],
                  worst, scale);
 }

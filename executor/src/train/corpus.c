@@ -1,4 +1,4 @@
-/* corpus.c - the built-in Markov corpus, file corpora, batches. */
+/* corpus.c - the built-in order-2 sources, file corpora, batches. */
 #include "tfx/corpus.h"
 
 #include <math.h>
@@ -10,104 +10,199 @@
 #include "tf/util.h"
 #include "tfx/rng.h"
 
-#define ALPHABET 64          /* bytes 32 .. 95 */
-#define SUCCESSORS 8
-#define CORPUS_SEED 0xC0FFEE2026ull
+#define SYMBOLS 32
+#define LIKELY_SUCCESSORS 2
+#define NOISE (1.0 / 64)         /* probability that any symbol follows */
+#define SHIFTED_SHARE 0.25       /* pairs the shifted source gives new successors */
+#define SOURCE_SEED 0xC0FFEE2026ull
 
-/* The source's transition matrix (ALPHABET x ALPHABET): each state gets
- * SUCCESSORS distinct successors with weights exp(N(0,1)). */
-static void builtin_transitions(double *P)
+static const char ALPHABET[SYMBOLS + 1] = "abcdefghijklmnopqrstuvwxyz .,;'-";
+
+/* One row of the transition table: LIKELY_SUCCESSORS distinct successors
+ * with weights exp(N(0,1)) sharing 1 - NOISE, and NOISE spread evenly. */
+static void draw_row(tfx_rng *r, double *row)
 {
-    tfx_rng r = tfx_rng_for(CORPUS_SEED, 1, 0, 0);
-    memset(P, 0, sizeof(double) * ALPHABET * ALPHABET);
-    for (int i = 0; i < ALPHABET; i++) {
-        double *row = P + (size_t)i * ALPHABET, sum = 0.0;
-        for (int j = 0; j < SUCCESSORS; j++) {
-            int to;
-            do
-                to = (int)(tfx_rng_next(&r) % ALPHABET);
-            while (row[to] > 0.0);
-            row[to] = exp(tfx_rng_normal(&r));
-            sum += row[to];
-        }
-        for (int j = 0; j < ALPHABET; j++)
-            row[j] /= sum;
+    double w[LIKELY_SUCCESSORS], sum = 0.0;
+    int to[LIKELY_SUCCESSORS];
+    for (int j = 0; j < LIKELY_SUCCESSORS; j++) {
+        int fresh;
+        do {
+            to[j] = (int)(tfx_rng_next(r) % SYMBOLS);
+            fresh = 1;
+            for (int i = 0; i < j; i++)
+                fresh &= to[i] != to[j];
+        } while (!fresh);
+        w[j] = exp(tfx_rng_normal(r));
+        sum += w[j];
+    }
+    for (int j = 0; j < SYMBOLS; j++)
+        row[j] = NOISE / SYMBOLS;
+    for (int j = 0; j < LIKELY_SUCCESSORS; j++)
+        row[to[j]] += (1.0 - NOISE) * w[j] / sum;
+}
+
+/* The table of source `shifted` (0 base, 1 shifted): SYMBOLS^2 rows. */
+static void source_table(int shifted, double *P)
+{
+    tfx_rng base = tfx_rng_for(SOURCE_SEED, 1, 0, 0);
+    tfx_rng shift = tfx_rng_for(SOURCE_SEED, 3, 0, 0);
+    for (int pair = 0; pair < SYMBOLS * SYMBOLS; pair++) {
+        double *row = P + (size_t)pair * SYMBOLS;
+        draw_row(&base, row);
+        /* The shift stream advances the same way for both sources, so the
+         * shifted pairs are the same set whichever source is built. */
+        double u = tfx_rng_uniform(&shift);
+        double fresh[SYMBOLS];
+        draw_row(&shift, fresh);
+        if (shifted && u < SHIFTED_SHARE)
+            memcpy(row, fresh, sizeof fresh);
     }
 }
 
-double tfx_markov_entropy_rate(const double *P, int n)
+int tfx_markov2_rates(const double *P, int n, double *floor, double *bigram, tf_error *err)
 {
-    double *pi = malloc(sizeof(double) * (size_t)n), *next = malloc(sizeof(double) * (size_t)n);
-    if (!pi || !next) {
-        free(pi);
-        free(next);
-        return -1.0;
-    }
-    for (int i = 0; i < n; i++)
-        pi[i] = 1.0 / n;
-    /* Power iteration on the lazy chain (P + I) / 2: same stationary
-     * distribution, but aperiodic, so it converges even where P cycles. */
-    for (int it = 0; it < 100000; it++) {
-        for (int j = 0; j < n; j++)
-            next[j] = 0.5 * pi[j];
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++)
-                next[j] += 0.5 * pi[i] * P[(size_t)i * n + j];
+    int rc = 0;
+    const size_t states = (size_t)n * n;
+    double *pi = NULL, *next = NULL, *joint = NULL;
+    TFX_CALLOC(pi, states);
+    TFX_CALLOC(next, states);
+    TFX_CALLOC(joint, states);
+    for (size_t s = 0; s < states; s++)
+        pi[s] = 1.0 / (double)states;
+    /* State "ab" moves to "bc" with probability P[ab][c].  The lazy chain
+     * (P + I) / 2 has the same stationary distribution and converges even
+     * where P is periodic. */
+    for (int it = 0; it < 200000; it++) {
+        for (size_t s = 0; s < states; s++)
+            next[s] = 0.5 * pi[s];
+        for (size_t s = 0; s < states; s++) {
+            const double *row = P + s * (size_t)n;
+            double *to = next + (s % (size_t)n) * (size_t)n;
+            for (int c = 0; c < n; c++)
+                to[c] += 0.5 * pi[s] * row[c];
+        }
         double change = 0.0;
-        for (int j = 0; j < n; j++)
-            change += fabs(next[j] - pi[j]);
-        memcpy(pi, next, sizeof(double) * (size_t)n);
+        for (size_t s = 0; s < states; s++)
+            change += fabs(next[s] - pi[s]);
+        memcpy(pi, next, states * sizeof *pi);
         if (change < 1e-15)
             break;
     }
-    double h = 0.0;
-    for (int i = 0; i < n; i++) {
-        double hi = 0.0;
-        for (int j = 0; j < n; j++) {
-            double q = P[(size_t)i * n + j];
-            if (q > 0.0)
-                hi -= q * log(q);
+    /* floor = sum_ab pi(ab) H(P[ab]); the bigram uses the joint of (b, c). */
+    double h2 = 0.0;
+    for (size_t s = 0; s < states; s++) {
+        const double *row = P + s * (size_t)n;
+        for (int c = 0; c < n; c++) {
+            if (row[c] > 0.0)
+                h2 -= pi[s] * row[c] * log(row[c]);
+            joint[(s % (size_t)n) * (size_t)n + (size_t)c] += pi[s] * row[c];
         }
-        h += pi[i] * hi;
     }
+    double h1 = 0.0;
+    for (int b = 0; b < n; b++) {
+        double marginal = 0.0;
+        for (int c = 0; c < n; c++)
+            marginal += joint[(size_t)b * n + c];
+        for (int c = 0; c < n; c++) {
+            double q = joint[(size_t)b * n + c];
+            if (q > 0.0)
+                h1 -= q * log(q / marginal);
+        }
+    }
+    *floor = h2;
+    *bigram = h1;
+fail:
     free(pi);
     free(next);
-    return h;
+    free(joint);
+    return rc;
 }
 
-int tfx_corpus_builtin(size_t len, tfx_corpus *out, tf_error *err)
+double tfx_bigram_entropy(const unsigned char *bytes, size_t len)
+{
+    if (len < 2)
+        return 0.0;
+    static const size_t V = 256;
+    double *count = calloc(V * V, sizeof *count), *row = calloc(V, sizeof *row);
+    if (!count || !row) {
+        free(count);
+        free(row);
+        return -1.0;
+    }
+    for (size_t i = 0; i + 1 < len; i++) {
+        count[(size_t)bytes[i] * V + bytes[i + 1]] += 1.0;
+        row[bytes[i]] += 1.0;
+    }
+    double h = 0.0;
+    for (size_t a = 0; a < V; a++)
+        for (size_t b = 0; b < V; b++) {
+            double k = count[a * V + b];
+            if (k > 0.0)
+                h -= k * log(k / row[a]);
+        }
+    free(count);
+    free(row);
+    return h / (double)(len - 1);
+}
+
+/* Draws the next symbol from a row by inversion; the last symbol with
+ * weight absorbs rounding. */
+static int draw_symbol(const double *row, double u)
+{
+    double acc = 0.0;
+    int last = 0;
+    for (int c = 0; c < SYMBOLS; c++) {
+        if (row[c] <= 0.0)
+            continue;
+        last = c;
+        acc += row[c];
+        if (u < acc)
+            break;
+    }
+    return last;
+}
+
+/* The validation part of `len` bytes: 5%, but at least one sequence. */
+static size_t validation_bytes(size_t len, int context)
+{
+    size_t v = len / 20, min = (size_t)context + 1;
+    return v < min ? min : v;
+}
+
+int tfx_corpus_builtin(const char *name, size_t len, int context, tfx_corpus *out,
+                       tf_error *err)
 {
     int rc = 0;
     double *P = NULL;
     memset(out, 0, sizeof *out);
-    if (len < 2)
-        len = 2;
-    TFX_CALLOC(P, ALPHABET * ALPHABET);
+    int shifted;
+    if (name && strcmp(name, "base") == 0)
+        shifted = 0;
+    else if (name && strcmp(name, "shifted") == 0)
+        shifted = 1;
+    else
+        return tf_fail(err, TF_EINVAL, "--source \"%s\": unknown built-in source (known: base, "
+                       "shifted)", name ? name : "(null)");
+    if (len < 4 * ((size_t)context + 1))
+        return tf_fail(err, TF_EINVAL, "--source %s: %zu bytes are too few for sequences of "
+                       "%d tokens", name, len, context);
+    TFX_CALLOC(P, (size_t)SYMBOLS * SYMBOLS * SYMBOLS);
     TFX_CALLOC(out->bytes, len);
-    builtin_transitions(P);
-    tfx_rng r = tfx_rng_for(CORPUS_SEED, 2, 0, 0);
-    int state = 0;
+    source_table(shifted, P);
+    tfx_rng r = tfx_rng_for(SOURCE_SEED, 2, (uint64_t)shifted, 0);
+    int a = 0, b = 0;
     for (size_t i = 0; i < len; i++) {
-        out->bytes[i] = (unsigned char)(32 + state);
-        double u = tfx_rng_uniform(&r), acc = 0.0;
-        const double *row = P + (size_t)state * ALPHABET;
-        int to = -1;
-        for (int j = 0; j < ALPHABET; j++) {
-            if (row[j] <= 0.0)
-                continue;
-            to = j; /* the last successor absorbs rounding */
-            acc += row[j];
-            if (u < acc)
-                break;
-        }
-        state = to;
+        int c = draw_symbol(P + ((size_t)a * SYMBOLS + b) * SYMBOLS, tfx_rng_uniform(&r));
+        out->bytes[i] = (unsigned char)ALPHABET[c];
+        a = b;
+        b = c;
     }
     out->len = len;
-    out->entropy_floor = tfx_markov_entropy_rate(P, ALPHABET);
+    out->train_len = len - validation_bytes(len, context);
+    TFX_TRY(tfx_markov2_rates(P, SYMBOLS, &out->entropy_floor, &out->best_bigram, err));
     snprintf(out->source, sizeof out->source,
-             "built-in order-1 Markov source (%d symbols, %d successors each, %zu bytes, "
-             "entropy %.4f nats/byte)",
-             ALPHABET, SUCCESSORS, len, out->entropy_floor);
+             "built-in source %s (order-2 Markov, %d symbols, %zu bytes, %zu held out)", name,
+             SYMBOLS, len, len - out->train_len);
     free(P);
     return 0;
 fail:
@@ -116,7 +211,7 @@ fail:
     return rc;
 }
 
-int tfx_corpus_load(const char *path, size_t min_len, tfx_corpus *out, tf_error *err)
+int tfx_corpus_load(const char *path, int context, tfx_corpus *out, tf_error *err)
 {
     char *data = NULL;
     size_t len = 0;
@@ -127,17 +222,21 @@ int tfx_corpus_load(const char *path, size_t min_len, tfx_corpus *out, tf_error 
         snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
         return tf_fail(err, rc, "--data %s: cannot read the data file (%s)", path, msg);
     }
-    if (len < min_len) {
+    size_t seq = (size_t)context + 1;
+    if (len < 2 * seq || len - validation_bytes(len, context) < seq) {
         free(data);
         return tf_fail(err, TF_EINVAL,
-                       "--data %s: the file has %zu bytes, fewer than the %zu one training "
-                       "sequence needs (--context + 1)",
-                       path, len, min_len);
+                       "--data %s: the file has %zu bytes, fewer than the %zu that one "
+                       "training and one validation sequence need (2 x (--context + 1))",
+                       path, len, 2 * seq);
     }
     out->bytes = (unsigned char *)data;
     out->len = len;
+    out->train_len = len - validation_bytes(len, context);
     out->entropy_floor = -1.0;
-    snprintf(out->source, sizeof out->source, "%s (%zu bytes)", path, len);
+    out->best_bigram = tfx_bigram_entropy(out->bytes, out->train_len);
+    snprintf(out->source, sizeof out->source, "%s (%zu bytes, %zu held out)", path, len,
+             len - out->train_len);
     return 0;
 }
 
@@ -147,19 +246,41 @@ void tfx_corpus_free(tfx_corpus *c)
     memset(c, 0, sizeof *c);
 }
 
+/* Copies the window at `start` into row `row` of inputs and targets. */
+static void put_window(const tfx_corpus *c, size_t start, size_t row, int context,
+                       int32_t *inputs, int32_t *targets)
+{
+    size_t base = row * (size_t)context;
+    for (int t = 0; t < context; t++) {
+        inputs[base + t] = c->bytes[start + t];
+        targets[base + t] = c->bytes[start + t + 1];
+    }
+}
+
 void tfx_corpus_batch(const tfx_corpus *c, uint64_t seed, long step, int microbatches,
                       int seqs, int context, int32_t *inputs, int32_t *targets)
 {
-    const size_t positions = c->len - (size_t)context; /* windows of context + 1 */
-    for (int m = 0; m < microbatches; m++) {
+    /* Windows of context + 1 bytes that lie inside the training part. */
+    const size_t positions = c->train_len - (size_t)context;
+    for (int m = 0; m < microbatches; m++)
         for (int q = 0; q < seqs; q++) {
-            tfx_rng r = tfx_rng_for(seed, 0xDA7A, (uint64_t)step, ((uint64_t)m << 32) | (uint32_t)q);
-            size_t start = (size_t)(tfx_rng_next(&r) % positions);
-            size_t base = ((size_t)m * seqs + q) * (size_t)context;
-            for (int t = 0; t < context; t++) {
-                inputs[base + t] = c->bytes[start + t];
-                targets[base + t] = c->bytes[start + t + 1];
-            }
+            tfx_rng r = tfx_rng_for(seed, 0xDA7A, (uint64_t)step,
+                                    ((uint64_t)m << 32) | (uint32_t)q);
+            put_window(c, (size_t)(tfx_rng_next(&r) % positions), (size_t)m * seqs + q,
+                       context, inputs, targets);
         }
+}
+
+void tfx_corpus_validation_batch(const tfx_corpus *c, int index, int batches,
+                                 int microbatches, int seqs, int context, int32_t *inputs,
+                                 int32_t *targets)
+{
+    const size_t per_batch = (size_t)microbatches * seqs;
+    const size_t windows = per_batch * (size_t)batches;
+    const size_t span = c->len - c->train_len - (size_t)context - 1; /* last start offset */
+    for (size_t k = 0; k < per_batch; k++) {
+        size_t w = (size_t)index * per_batch + k;
+        size_t offset = windows > 1 ? (size_t)((double)span * w / (double)(windows - 1)) : 0;
+        put_window(c, c->train_len + offset, k, context, inputs, targets);
     }
 }

@@ -110,8 +110,8 @@ static int open_output(tfx_exec_run *r, tf_error *err)
 static int open_corpus(const tfx_exec_options *o, tfx_corpus *c, tf_error *err)
 {
     if (o->data_path)
-        return tfx_corpus_load(o->data_path, (size_t)o->model.context + 1, c, err);
-    return tfx_corpus_builtin(BUILTIN_CORPUS_BYTES, c, err);
+        return tfx_corpus_load(o->data_path, o->model.context, c, err);
+    return tfx_corpus_builtin("base", BUILTIN_CORPUS_BYTES, o->model.context, c, err);
 }
 
 static int create_pipeline(tfx_exec_run *r, tf_error *err)

@@ -346,6 +346,12 @@ static void cuda_gelu_backward(void *ctx, const float *x, const float *aux, cons
     LAUNCH(c, tfxk_gelu_backward(c->stream, x, aux, dout, count, dx));
 }
 
+static void cuda_scale(void *ctx, float *y, float alpha, size_t count)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    LAUNCH(c, tfxk_scale(c->stream, y, alpha, count));
+}
+
 static void cuda_add(void *ctx, float *y, const float *x, size_t count)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
@@ -498,6 +504,7 @@ static tfx_backend_ops make_cuda_ops(void)
     o.gelu_forward = cuda_gelu_forward;
     o.gelu_backward = cuda_gelu_backward;
     o.add = cuda_add;
+    o.scale = cuda_scale;
     o.softmax_xent = cuda_softmax_xent;
     o.adamw = cuda_adamw;
     o.synchronize = cuda_synchronize;

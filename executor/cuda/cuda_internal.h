@@ -65,6 +65,7 @@ cudaError_t tfxk_gelu_forward(cudaStream_t s, const float *x, size_t count, floa
 cudaError_t tfxk_gelu_backward(cudaStream_t s, const float *x, const float *aux,
                                const float *dout, size_t count, float *dx);
 cudaError_t tfxk_add(cudaStream_t s, float *y, const float *x, size_t count);
+cudaError_t tfxk_scale(cudaStream_t s, float *y, float alpha, size_t count);
 /* Per-row losses go to row_loss (rows doubles, device); then
  * tfxk_sum_rows adds them in a fixed order into *total (device). */
 cudaError_t tfxk_softmax_xent(cudaStream_t s, const float *logits, const int32_t *targets,

@@ -345,6 +345,21 @@ extern "C" cudaError_t tfxk_gelu_backward(cudaStream_t s, const float *x, const 
     return cudaGetLastError();
 }
 
+__global__ static void scale_kernel(float *y, float alpha, size_t count)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] *= alpha;
+}
+
+extern "C" cudaError_t tfxk_scale(cudaStream_t s, float *y, float alpha, size_t count)
+{
+    if (count == 0)
+        return cudaSuccess;
+    scale_kernel<<<blocks_for(count, 256), 256, 0, s>>>(y, alpha, count);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t tfxk_add(cudaStream_t s, float *y, const float *x, size_t count)
 {
     if (count == 0)

@@ -279,7 +279,7 @@ static void test_bias(void **state)
     free(out); free(bias); free(dbias); free(got);
 }
 
-static void test_gelu_add(void **state)
+static void test_gelu_add_scale(void **state)
 {
     pair *p = *state;
     const size_t n = 10007;
@@ -308,6 +308,11 @@ static void test_gelu_add(void **state)
     p->gpu.ops->add(p->gpu.ctx, d_dout, d_x, n);
     fetch(p, got, d_dout, n);
     expect_close("add", dx, got, n, TOL_ELEMENTWISE);
+    /* scale: y *= alpha */
+    p->cpu.ops->scale(p->cpu.ctx, dx, 1.75f, n);
+    p->gpu.ops->scale(p->gpu.ctx, d_dout, 1.75f, n);
+    fetch(p, got, d_dout, n);
+    expect_close("scale", dx, got, n, TOL_ELEMENTWISE);
     p->gpu.ops->free(p->gpu.ctx, d_x);
     p->gpu.ops->free(p->gpu.ctx, d_out);
     p->gpu.ops->free(p->gpu.ctx, d_aux);
@@ -446,7 +451,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_layernorm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bias, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gelu_add, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gelu_add_scale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_softmax_xent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adamw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory, setup, teardown),

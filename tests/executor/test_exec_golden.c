@@ -219,7 +219,8 @@ static void test_pipeline_matches_pytorch(void **state)
     check_layout_matches(&g, tfx_pipeline_layout(p));
     for (int t = 0; t < g.n_tensors; t++)
         tfx_pipeline_write_tensor(p, t, TFX_BUF_PARAM, g.weights[t]);
-    tfx_step_input in = {g.tokens, g.targets, NULL, 0};
+    tfx_step_input in = {.tokens = g.tokens, .targets = g.targets, .frozen = NULL,
+                         .apply_optimizer = 0};
     tfx_step_result res;
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
     assert_close(res.loss, g.loss, 1e-5);

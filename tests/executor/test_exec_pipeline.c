@@ -83,7 +83,8 @@ static void run_reference(const batch *b, reference *ref)
     assert_int_equal(tf_schedule_build("GPipe", 1, 1, M, &s, NULL), 0);
     tfx_model_config cfg = CFG;
     tfx_pipeline *p = make_pipeline(&s, &cfg);
-    tfx_step_input in = {b->tokens, b->targets, NULL, 0};
+    tfx_step_input in = {.tokens = b->tokens, .targets = b->targets, .frozen = NULL,
+                         .apply_optimizer = 0};
     tfx_step_result res;
     tf_error err = {0};
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
@@ -101,7 +102,8 @@ static void check_against_reference(const tf_schedule *s, const batch *b, const 
 {
     tfx_model_config cfg = CFG;
     tfx_pipeline *p = make_pipeline(s, &cfg);
-    tfx_step_input in = {b->tokens, b->targets, NULL, 0};
+    tfx_step_input in = {.tokens = b->tokens, .targets = b->targets, .frozen = NULL,
+                         .apply_optimizer = 0};
     tfx_step_result res;
     tf_error err = {0};
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
@@ -185,7 +187,7 @@ static void test_frozen_gradient_is_unfrozen_microbatches(void **state)
     size_t n = 0;
     for (int m = 0; m < M; m++) {
         tfx_pipeline *p1 = make_pipeline(&s1, &cfg);
-        tfx_step_input in = {b.tokens + m * N, b.targets + m * N, NULL, 0};
+        tfx_step_input in = {.tokens = b.tokens + m * N, .targets = b.targets + m * N};
         tfx_step_result res;
         assert_int_equal(tfx_pipeline_step(p1, &in, &res, NULL), 0);
         g_mb[m] = all_tensors(p1, TFX_BUF_GRAD, &n);
@@ -210,7 +212,8 @@ static void test_frozen_gradient_is_unfrozen_microbatches(void **state)
                 expect_reductions++;
         }
     float *before = all_tensors(p, TFX_BUF_PARAM, &n);
-    tfx_step_input in = {b.tokens, b.targets, frozen, 1};
+    tfx_step_input in = {.tokens = b.tokens, .targets = b.targets, .frozen = frozen,
+                         .apply_optimizer = 1};
     tfx_step_result res;
     tf_error err = {0};
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
@@ -293,7 +296,8 @@ static void test_dw_count_matches_plan(void **state)
         assert_true(any > 0); /* the plan does freeze something */
         batch b;
         make_batch(&b, 8);
-        tfx_step_input in = {b.tokens, b.targets, frozen, 1};
+        tfx_step_input in = {.tokens = b.tokens, .targets = b.targets, .frozen = frozen,
+                             .apply_optimizer = 1};
         tfx_step_result res;
         assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
         assert_int_equal(res.counts.skipped, expect_frozen);
@@ -329,7 +333,8 @@ static void test_rank_failure_stops_all_ranks(void **state)
         tf_error err = {0};
         tfx_model_config cfg = CFG;
         assert_int_equal(tfx_pipeline_create(&s, &cfg, &po, &p, &err), 0);
-        tfx_step_input in = {b.tokens, b.targets, NULL, 1};
+        tfx_step_input in = {.tokens = b.tokens, .targets = b.targets, .frozen = NULL,
+                             .apply_optimizer = 1};
         tfx_step_result res;
         assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), TF_ERUNTIME);
         char expect[64];

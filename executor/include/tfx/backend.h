@@ -89,6 +89,8 @@ typedef struct tfx_backend_ops {
 
     /* y += x. */
     void (*add)(void *ctx, float *y, const float *x, size_t count);
+    /* y *= alpha. */
+    void (*scale)(void *ctx, float *y, float alpha, size_t count);
 
     /* Softmax cross-entropy over rows of logits (rows x vocab) with integer
      * targets: *loss_sum (host) = sum of the rows' losses in double;

@@ -19,6 +19,7 @@ enum { TAG_REPORT = -1, TAG_VERDICT = -2 };
 typedef struct step_report {
     double pipeline_ms;  /* report: this process's; merged: the largest */
     double loss;         /* mean token loss, from the process of the last stage */
+    double flops;
     int64_t has_loss;
     int64_t gemms, reductions, skipped;
 } step_report;
@@ -72,6 +73,7 @@ static void local_report(const tfx_step_run *sr, step_report *r)
     tfx_step_totals_local(sr->p, &t);
     *r = (step_report){.pipeline_ms = (sr->t1 - sr->t0) * 1e3,
                        .loss = t.loss,
+                       .flops = t.flops,
                        .has_loss = t.has_loss,
                        .gemms = t.counts.gemms,
                        .reductions = t.counts.reductions,
@@ -99,6 +101,7 @@ static int merge_reports(tfx_pipeline *p, step_report *mine, unsigned char *buf,
             mine->loss = theirs.loss;
             mine->has_loss = 1;
         }
+        mine->flops += theirs.flops;
         mine->gemms += theirs.gemms;
         mine->reductions += theirs.reductions;
         mine->skipped += theirs.skipped;
@@ -157,6 +160,7 @@ static int launched_phases(tfx_step_run *sr, tfx_step_result *res, tf_error *err
     res->counts.gemms = mine.gemms;
     res->counts.reductions = mine.reductions;
     res->counts.skipped = mine.skipped;
+    res->flops = mine.flops;
     if (sr->in->apply_optimizer && (rc = tfx_step_optimizer(sr, res, err)) < 0)
         return rc;
     res->step_ms = (tf_now_seconds() - sr->t0) * 1e3;

@@ -240,6 +240,8 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
 int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
                       tf_error *err)
 {
+    if (in->forward_only && in->apply_optimizer)
+        return tf_fail(err, TF_EINVAL, "pipeline: a forward-only step has no gradients to apply");
     return p->processes > 1 ? tfx_launched_step(p, in, res, err)
                             : tfx_step_single(p, in, res, err);
 }

@@ -84,6 +84,7 @@ typedef struct tfx_step_totals {
     int has_loss;
     double loss;
     tfx_dw_counts counts;
+    double flops;
 } tfx_step_totals;
 
 void tfx_step_totals_local(const tfx_pipeline *p, tfx_step_totals *t);

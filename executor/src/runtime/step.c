@@ -89,10 +89,42 @@ static int run_action(tfx_rank_job *job, int index)
         TFX_TRY(compute_end(job, &ms, err));
         break;
     }
-    p->action_ms[index] = ms;
-    p->action_start_ms[index] = (t_begin - job->t0) * 1e3;
+    if (!job->in->forward_only) { /* the times are those of the last training step */
+        p->action_ms[index] = ms;
+        p->action_start_ms[index] = (t_begin - job->t0) * 1e3;
+    }
 fail:
     return rc;
+}
+
+/* Microbatches in which tensor i of the model was frozen. */
+static int frozen_count(const tfx_pipeline *p, const unsigned char *frozen, int i)
+{
+    int k = 0;
+    for (int m = 0; frozen && m < p->schedule.microbatches; m++)
+        k += frozen[(size_t)m * p->layout.n_tensors + i] != 0;
+    return k;
+}
+
+/* Whether tensor i of the model is updated: unfrozen in at least one
+ * microbatch (frozen NULL: every tensor). */
+static int tensor_updated(const tfx_pipeline *p, const unsigned char *frozen, int i)
+{
+    return frozen_count(p, frozen, i) < p->schedule.microbatches;
+}
+
+/* With rescale_frozen, a tensor frozen in k of M microbatches holds the sum
+ * of M - k microbatch gradients over M: scaled by M / (M - k) it is their
+ * mean, an unbiased estimate of the batch gradient. */
+static void rescale_frozen(const tfx_pipeline *p, const tfx_step_input *in, tfx_stage *st)
+{
+    const int M = p->schedule.microbatches;
+    for (int i = 0; in->rescale_frozen && i < st->n_tensors; i++) {
+        int k = frozen_count(p, in->frozen, st->first_tensor + i);
+        if (k > 0 && k < M)
+            st->be.ops->scale(st->be.ctx, st->grad[i], (float)M / (float)(M - k),
+                              p->layout.tensors[st->first_tensor + i].count);
+    }
 }
 
 static void *rank_actions_thread(void *arg)
@@ -100,11 +132,16 @@ static void *rank_actions_thread(void *arg)
     tfx_rank_job *job = arg;
     tfx_pipeline *p = job->p;
     const tf_schedule *s = &p->schedule;
+    const int forward_only = job->in->forward_only;
     char name[32];
-    for (int st = 0; st < s->stages; st++)
+    for (int st = 0; st < s->stages && !forward_only; st++)
         if (s->stage_rank[st] == job->rank)
             tfx_stage_zero_grads(&p->stages[st]);
     for (int i = s->rank_offset[job->rank]; i < s->rank_offset[job->rank + 1]; i++) {
+        /* The forward actions alone, in the schedule's order, cannot
+         * deadlock: they are a part of an order that does not. */
+        if (forward_only && s->actions[i].type != TF_ACT_F)
+            continue;
         if (job->rank == p->opts.fail_rank &&
             i - s->rank_offset[job->rank] == p->opts.fail_action) {
             job->rc = tf_fail(&job->err, TF_ERUNTIME, "injected failure before action %s",
@@ -120,17 +157,10 @@ static void *rank_actions_thread(void *arg)
             return NULL;
         }
     }
+    for (int st = 0; st < s->stages && job->in->rescale_frozen; st++)
+        if (s->stage_rank[st] == job->rank)
+            rescale_frozen(p, job->in, &p->stages[st]);
     return NULL;
-}
-
-/* Whether tensor i of the model is updated: unfrozen in at least one
- * microbatch (frozen NULL: every tensor). */
-static int tensor_updated(const tfx_pipeline *p, const unsigned char *frozen, int i)
-{
-    for (int m = 0; frozen && m < p->schedule.microbatches; m++)
-        if (!frozen[(size_t)m * p->layout.n_tensors + i])
-            return 1;
-    return !frozen;
 }
 
 static void *rank_optimizer_thread(void *arg)
@@ -201,8 +231,10 @@ int tfx_step_begin(tfx_step_run *sr, tfx_pipeline *p, const tfx_step_input *in,
     sr->p = p;
     sr->in = in;
     atomic_init(&sr->first_failure, -1);
-    for (int st = 0; st < p->schedule.stages; st++)
+    for (int st = 0; st < p->schedule.stages; st++) {
         memset(&p->stages[st].counts, 0, sizeof p->stages[st].counts);
+        p->stages[st].flops = 0.0;
+    }
     sr->jobs = calloc((size_t)p->n_local, sizeof *sr->jobs);
     if (!sr->jobs)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
@@ -255,6 +287,7 @@ void tfx_step_totals_local(const tfx_pipeline *p, tfx_step_totals *t)
         t->has_loss = 1;
     }
     for (int st = 0; st < s->stages; st++) {
+        t->flops += p->stages[st].flops;
         t->counts.gemms += p->stages[st].counts.gemms;
         t->counts.reductions += p->stages[st].counts.reductions;
         t->counts.skipped += p->stages[st].counts.skipped;
@@ -281,6 +314,7 @@ int tfx_step_single(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *
         tfx_step_totals_local(p, &t);
         res->loss = t.loss;
         res->counts = t.counts;
+        res->flops = t.flops;
         res->pipeline_ms = (sr.t1 - sr.t0) * 1e3;
         res->step_ms = (tf_now_seconds() - sr.t0) * 1e3;
     }

@@ -1,4 +1,4 @@
-/* tf-exec - trains a small byte-level language model on a pipeline with a
+/* tf-exec - trains a small byte-level GPT on a pipeline with a
  * TimelyFreeze plan, or measures the profile tf-plan reads.  This file only
  * parses the command line; the work is in the tfexec library (tfx/exec.h). */
 #include <errno.h>
@@ -36,13 +36,20 @@ static void usage(FILE *f)
         fputs("cuda:      not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
               "           cuBLAS and NCCL are installed\n",
               f);
-    fputs("model:     --layers L (4)  --hidden H (128)  --ffn F (4H)  --context T (64)\n"
-          "           --microbatch-size B (8 sequences)  --lr X (0.003)\n"
+    fputs("model:     --layers L (4)  --hidden C (192)  --heads A (C/32)  --ffn F (4C)\n"
+          "           --context T (64)  --microbatch-size B (8 sequences)  --lr X (0.003)\n"
           "training:  --steps N (60)  --warmup N (10)  --ramp N (10)  --no-freeze\n"
           "           --freeze-select random|rotate (random)  --seed S (1)\n"
           "           --freeze-ratio R (without a plan: freeze R on every backward)\n"
-          "           --data FILE (default: built-in Markov corpus)  --log FILE (JSON lines)\n"
-          "           --checkpoint DIR  --checkpoint-every N (10)  --progress auto|bar|lines\n"
+          "           --freeze-rescale (scale a tensor frozen in k of M microbatches by\n"
+          "           M/(M-k): the mean gradient of the others, not a shrunk sum)\n"
+          "data:      --data FILE (any bytes) or --source base|shifted (built-in order-2\n"
+          "           sources; shifted is base with a quarter of its pairs redrawn)\n"
+          "           5%% held out: --eval-every N (0: after the last step)\n"
+          "           --eval-batches K (4)\n"
+          "weights:   --init DIR (start from that checkpoint's weights: fine-tuning)\n"
+          "           --checkpoint DIR  --checkpoint-every N (10)\n"
+          "output:    --log FILE (JSON lines)  --progress auto|bar|lines\n"
           "profiling: --profile-out FILE  --profile-warmup N (3)  --profile-steps N (5)\n"
           "           --max-freeze-ratio R (0.9, written into the profile)\n"
           "cpu:       --transport local|socket (local: in-process, the default; socket: TCP,\n"
@@ -156,6 +163,8 @@ static const value_option value_options[] = {
     TEXT("profile-out", profile_out),
     TEXT("log", log_path),
     TEXT("data", data_path),
+    TEXT("source", source),
+    TEXT("init", init_dir),
     TEXT("checkpoint", checkpoint_dir),
     INT("ranks", ranks, 1, 1024),
     INT("stages-per-rank", stages_per_rank, 1, 64),
@@ -166,9 +175,12 @@ static const value_option value_options[] = {
     INT("checkpoint-every", checkpoint_every, 0, INT_MAX),
     INT("layers", model.layers, 1, 65536),
     INT("hidden", model.hidden, 1, 65536),
+    INT("heads", model.heads, 1, 65536),
     INT("ffn", model.ffn, 1, 65536),
     INT("context", model.context, 1, 65536),
     INT("microbatch-size", model.microbatch_size, 1, 65536),
+    INT("eval-every", eval_every, 0, INT_MAX),
+    INT("eval-batches", eval_batches, 1, 1000),
     INT("profile-warmup", profile_warmup, 0, 1000),
     INT("profile-steps", profile_steps, 1, 1000),
     OWN("seed", parse_seed),
@@ -184,19 +196,23 @@ enum {
     N_VALUE_OPTIONS = sizeof value_options / sizeof value_options[0],
     OPT_NO_FREEZE = 256,
     OPT_TF32,
+    OPT_FREEZE_RESCALE,
     OPT_VALUE /* + index into value_options */
 };
 
-/* getopt_long's table: the flags, then every option with a value. */
+/* getopt_long's table: the N_FLAGS flags, then every option with a value. */
+enum { N_FLAGS = 4 };
+
 static void long_options(struct option *out)
 {
     out[0] = (struct option){"help", no_argument, NULL, 'h'};
     out[1] = (struct option){"no-freeze", no_argument, NULL, OPT_NO_FREEZE};
     out[2] = (struct option){"tf32", no_argument, NULL, OPT_TF32};
+    out[3] = (struct option){"freeze-rescale", no_argument, NULL, OPT_FREEZE_RESCALE};
     for (int i = 0; i < N_VALUE_OPTIONS; i++)
-        out[3 + i] = (struct option){value_options[i].name, required_argument, NULL,
-                                     OPT_VALUE + i};
-    out[3 + N_VALUE_OPTIONS] = (struct option){NULL, 0, NULL, 0};
+        out[N_FLAGS + i] = (struct option){value_options[i].name, required_argument, NULL,
+                                           OPT_VALUE + i};
+    out[N_FLAGS + N_VALUE_OPTIONS] = (struct option){NULL, 0, NULL, 0};
 }
 
 static int set_value(tfx_exec_options *o, const value_option *v, const char *value,
@@ -233,10 +249,14 @@ static int finish_options(tfx_exec_options *o, tf_error *err)
 {
     if (!o->model.ffn)
         o->model.ffn = 4 * o->model.hidden > 65536 ? 65536 : 4 * o->model.hidden;
+    if (!o->model.heads)
+        o->model.heads = tfx_model_default_heads(o->model.hidden);
     if (o->plan_path && o->freeze_ratio > 0)
         return tf_fail(err, TF_EINVAL, "--plan and --freeze-ratio: give one of them");
     if (o->plan_path && o->profile_out)
         return tf_fail(err, TF_EINVAL, "--plan and --profile-out: give one of them");
+    if (o->data_path && o->source)
+        return tf_fail(err, TF_EINVAL, "--data and --source: give one of them");
     return 0;
 }
 
@@ -244,9 +264,10 @@ static int finish_options(tfx_exec_options *o, tf_error *err)
  * --help, or TF_EINVAL naming the option. */
 static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
 {
-    struct option longopts[3 + N_VALUE_OPTIONS + 1];
+    struct option longopts[N_FLAGS + N_VALUE_OPTIONS + 1];
     long_options(longopts);
-    o->model.ffn = 0; /* 4H unless --ffn says otherwise */
+    o->model.ffn = 0;   /* 4C unless --ffn says otherwise */
+    o->model.heads = 0; /* heads of 32 unless --heads says otherwise */
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -257,6 +278,8 @@ static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
             o->no_freeze = 1;
         else if (c == OPT_TF32)
             o->tf32 = 1;
+        else if (c == OPT_FREEZE_RESCALE)
+            o->freeze_rescale = 1;
         else if (c >= OPT_VALUE)
             rc = set_value(o, &value_options[c - OPT_VALUE], optarg, err);
         else

@@ -378,7 +378,8 @@ static void test_model_gradients(void **state)
         tfx_pipeline_write_tensor(p, t, TFX_BUF_PARAM, buf);
         free(buf);
     }
-    tfx_step_input in = {tokens, targets, NULL, 0};
+    tfx_step_input in = {.tokens = tokens, .targets = targets, .frozen = NULL,
+                         .apply_optimizer = 0};
     tfx_step_result res;
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
     assert_true(res.loss > 0);
@@ -441,11 +442,11 @@ static void test_layout_partition(void **state)
     assert_string_equal(l.tensors[1].name, "embed.position");
     assert_string_equal(l.tensors[l.stage_first_tensor[1]].name, "block2.ln1.weight");
     assert_string_equal(l.tensors[l.stage_first_tensor[1] + 2].name, "block2.attn.qkv.weight");
-    assert_int_equal(l.tensors[l.stage_first_tensor[1] + 2].rows, 3 * 128);
+    assert_int_equal(l.tensors[l.stage_first_tensor[1] + 2].rows, 3 * 192);
     assert_string_equal(l.tensors[l.n_tensors - 1].name, "head.weight");
     assert_int_equal(l.tensors[l.n_tensors - 1].stage, 1);
     assert_int_equal(l.tensors[l.n_tensors - 1].index_in_stage, 3 * 12 + 2);
-    const double C = 128, F = 512, T = 64;
+    const double C = 192, F = 768, T = 64;
     double block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) + (C * F + C);
     double total = 256 * C + T * C + 5 * block + 2 * C + 256 * C;
     assert_float_equal(tfx_model_parameter_count(&l, -1), total, 0.0);
@@ -467,9 +468,16 @@ static void test_layout_partition(void **state)
     assert_int_equal(tfx_model_layout_build(&cfg, 6, &l, &err), TF_EINVAL);
     assert_contains(err.msg, "--layers 5");
     /* Heads must divide the width. */
-    cfg.heads = 3;
+    cfg.heads = 5;
     assert_int_equal(tfx_model_layout_build(&cfg, 2, &l, &err), TF_EINVAL);
-    assert_contains(err.msg, "--heads 3");
+    assert_contains(err.msg, "--heads 5");
+    /* Default heads: 32 wide where 32 divides the width, else the largest
+     * divisor below width / 32. */
+    assert_int_equal(tfx_model_default_heads(192), 6);
+    assert_int_equal(tfx_model_default_heads(64), 2);
+    assert_int_equal(tfx_model_default_heads(16), 1);
+    assert_int_equal(tfx_model_default_heads(100), 2);
+    assert_int_equal(tfx_model_default_heads(97), 1);
 }
 
 int main(void)

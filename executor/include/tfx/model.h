@@ -41,9 +41,16 @@ typedef struct tfx_model_config {
     int microbatch_size; /* sequences per microbatch */
 } tfx_model_config;
 
-/* Defaults sized for a 2-core machine: L=4, C=128, 4 heads, F=512, T=64,
- * 8 sequences per microbatch. */
+/* Defaults sized for a 2-core machine: L=4, C=192, 6 heads, F=768, T=64,
+ * 8 sequences per microbatch: GEMMs large enough for the CPU backend to
+ * run at most of BLAS's speed, small enough for the closed loop profile ->
+ * plan -> 60 training steps to take well under a minute on 2 cores. */
 void tfx_model_config_default(tfx_model_config *c);
+
+/* Heads of 32 for width `hidden` (GPT-2 small's are 64; this toolkit's
+ * models are narrower): hidden / 32, or the largest divisor of hidden
+ * below that when 32 does not divide it; at least 1. */
+int tfx_model_default_heads(int hidden);
 
 /* Checks ranges (each >= 1, sizes <= 65536, hidden a multiple of heads,
  * token count and attention buffers within int range).  Returns 0 or
@@ -105,7 +112,8 @@ tfx_model_flops tfx_model_microbatch_flops(const tfx_model_layout *l, int stage)
 /* Writes the initial values of global tensor `tensor` (count floats) to
  * host_out, as nanoGPT initialises GPT-2: Linear weights and embeddings
  * N(0, 0.02), the residual projections (attn.proj, mlp.fc2) N(0, 0.02 /
- * sqrt(2L)), biases 0, LayerNorm weights 1.  Depends only on (seed,
+ * sqrt(2L)), LayerNorm weights 1 and biases 0; but Linear biases as
+ * PyTorch's nn.Linear, U(-1/sqrt(in), 1/sqrt(in)) (model.c says why).  Depends only on (seed,
  * tensor), never on the partition, so every pipeline shape starts from the
  * same model. */
 void tfx_model_init_tensor(const tfx_model_layout *l, int tensor, uint64_t seed,
@@ -175,6 +183,8 @@ typedef struct tfx_stage {
     float *scratch;             /* N x C: position rows, attention's output gradient */
     float *att_scratch;         /* B x h x T x T: attention's backward */
     tfx_dw_counts counts;
+    double flops;               /* GEMM-equivalent FLOPs run since the last reset
+                                   (the runtime zeroes it with counts) */
 } tfx_stage;
 
 /* Allocates a stage's parameters (initialised from seed), optimizer state,

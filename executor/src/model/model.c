@@ -24,11 +24,19 @@ enum { T_LNF_W = 0, T_LNF_B = 1, T_HEAD = 2 };
 void tfx_model_config_default(tfx_model_config *c)
 {
     c->layers = 4;
-    c->hidden = 128;
-    c->heads = 4;
-    c->ffn = 512;
+    c->hidden = 192;
+    c->heads = 6;
+    c->ffn = 768;
     c->context = 64;
     c->microbatch_size = 8;
+}
+
+int tfx_model_default_heads(int hidden)
+{
+    int heads = hidden / 32 > 1 ? hidden / 32 : 1;
+    while (hidden % heads != 0)
+        heads--;
+    return heads;
 }
 
 int tfx_model_config_check(const tfx_model_config *c, tf_error *err)
@@ -175,6 +183,13 @@ double tfx_model_parameter_count(const tfx_model_layout *l, int stage)
     return n;
 }
 
+/* FLOPs of one attention GEMM pass over a microbatch: 2 T^2 head_size per
+ * head and sequence, the whole T x T matrix (as the backends compute it). */
+static double attention_gemm_flops(const tfx_model_config *m)
+{
+    return 2.0 * m->microbatch_size * m->hidden * (double)m->context * m->context;
+}
+
 /* Blocks hosted by stage `stage` (< 0: all). */
 static int blocks_of(const tfx_model_layout *l, int stage)
 {
@@ -198,13 +213,30 @@ tfx_model_flops tfx_model_microbatch_flops(const tfx_model_layout *l, int stage)
             f.backward_weight += 2.0 * N * (double)ti->count;
         }
     }
-    /* Attention computes the whole T x T score matrix: Q K^T and P V are
-     * 2 T^2 head_size each per head and sequence; its backward has four
-     * such GEMMs and no weights. */
-    const double att = 2.0 * c->microbatch_size * c->hidden * (double)c->context * c->context;
+    /* Attention: Q K^T and P V forward; its backward has four such GEMMs
+     * and no weights. */
+    const double att = attention_gemm_flops(c);
     f.forward += 2 * att * blocks_of(l, stage);
     f.backward_input += 4 * att * blocks_of(l, stage);
     return f;
+}
+
+/* A Linear's bias (the tensor after its weight) starts as PyTorch's
+ * nn.Linear starts it, U(-1/sqrt(in), 1/sqrt(in)); a LayerNorm's at 0.
+ * nanoGPT zeroes every bias, but on this toolkit's small runs the random
+ * biases find the attention pattern of the built-in sources in about half
+ * the steps (measured with the PyTorch model on the same data). */
+static void linear_bias_init(const tfx_model_layout *l, int tensor, uint64_t seed, float *out)
+{
+    const tfx_tensor_info *t = &l->tensors[tensor], *w = &l->tensors[tensor - 1];
+    if (tensor == 0 || w->kind != TFX_TENSOR_WEIGHT) {
+        memset(out, 0, t->count * sizeof *out);
+        return;
+    }
+    const double bound = 1.0 / sqrt((double)w->cols);
+    tfx_rng r = tfx_rng_for(seed, 0x1417, (uint64_t)tensor, 0);
+    for (size_t i = 0; i < t->count; i++)
+        out[i] = (float)(bound * (2.0 * tfx_rng_uniform(&r) - 1.0));
 }
 
 void tfx_model_init_tensor(const tfx_model_layout *l, int tensor, uint64_t seed,
@@ -218,7 +250,7 @@ void tfx_model_init_tensor(const tfx_model_layout *l, int tensor, uint64_t seed,
             host_out[i] = 1.0f;
         return;
     case TFX_TENSOR_BIAS:
-        memset(host_out, 0, t->count * sizeof *host_out);
+        linear_bias_init(l, tensor, seed, host_out);
         return;
     case TFX_TENSOR_EMBEDDING:
         break;
@@ -554,6 +586,7 @@ static int final_tensor(const tfx_stage *s, int i)
 static void linear(tfx_stage *s, int rows, int out, int in, const float *x, const float *w,
                    float beta, float *y)
 {
+    s->flops += 2.0 * rows * out * in;
     s->be.ops->gemm(s->be.ctx, 0, 1, rows, out, in, 1.0f, x, in, w, in, beta, y, out);
 }
 
@@ -561,6 +594,7 @@ static void linear(tfx_stage *s, int rows, int out, int in, const float *x, cons
 static void linear_dx(tfx_stage *s, int rows, int out, int in, const float *dy, const float *w,
                       float *dx)
 {
+    s->flops += 2.0 * rows * out * in;
     s->be.ops->gemm(s->be.ctx, 0, 0, rows, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
 }
 
@@ -568,6 +602,7 @@ static void linear_dx(tfx_stage *s, int rows, int out, int in, const float *dy, 
 static void linear_dw(tfx_stage *s, int rows, int out, int in, const float *dy, const float *x,
                       float *dw)
 {
+    s->flops += 2.0 * rows * out * in;
     s->be.ops->gemm(s->be.ctx, 1, 0, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);
 }
 
@@ -595,6 +630,7 @@ static void block_forward(tfx_stage *s, int k, const float *x, tfx_block_acts *b
     o->bias_forward(c, b->qkv, p[T_QKV_B], N, 3 * C);
     o->attention_forward(c, b->qkv, m->microbatch_size, m->context, m->heads, C / m->heads,
                          b->att, b->probs);
+    s->flops += 2 * attention_gemm_flops(m);
     /* mid = x + proj(att): start from x, add the GEMM with beta = 1 */
     o->copy(c, b->mid, x, (size_t)N * C * sizeof(float));
     linear(s, N, C, C, b->att, p[T_PROJ_W], 1.0f, b->mid);
@@ -664,6 +700,7 @@ static void block_backward_input(tfx_stage *s, int k, const float *x, const tfx_
     linear_dx(s, N, C, C, g->dmid, p[T_PROJ_W], datt);
     o->attention_backward(c, datt, b->qkv, b->probs, m->microbatch_size, m->context, m->heads,
                           C / m->heads, s->att_scratch, g->dqkv);
+    s->flops += 4 * attention_gemm_flops(m);
     linear_dx(s, N, 3 * C, C, g->dqkv, p[T_QKV_W], g->dln1);
     o->layernorm_backward_input(c, g->dln1, x, p[T_LN1_W], b->mean1, b->rstd1, N, C, dx);
     o->add(c, dx, g->dmid, (size_t)N * C);

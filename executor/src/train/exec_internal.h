@@ -47,6 +47,11 @@ int tfx_exec_run_open(tfx_exec_run *r, const tfx_exec_options *o, tf_error *err)
 int tfx_exec_run_step(tfx_exec_run *r, long step, const unsigned char *frozen,
                       tfx_step_result *res, tf_error *err);
 
+/* The mean loss over o->eval_batches batches of held-out data (the same
+ * windows every time), forward only: the weights, gradients and optimizer
+ * are left as they were.  Returns 0 or the pipeline's error. */
+int tfx_exec_run_evaluate(tfx_exec_run *r, double *loss, tf_error *err);
+
 /* Releases r.  After a failure (rc < 0) it first tells the other processes
  * of a launched run why this one stops (err's message). */
 void tfx_exec_run_close(tfx_exec_run *r, int rc, const tf_error *err);

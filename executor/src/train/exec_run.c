@@ -18,6 +18,7 @@ void tfx_exec_options_default(tfx_exec_options *o)
     o->warmup = 10;
     o->ramp = 10;
     o->checkpoint_every = 10;
+    o->eval_batches = 4;
     o->seed = 1;
     o->select = TFX_SELECT_RANDOM;
     tfx_model_config_default(&o->model);
@@ -111,7 +112,8 @@ static int open_corpus(const tfx_exec_options *o, tfx_corpus *c, tf_error *err)
 {
     if (o->data_path)
         return tfx_corpus_load(o->data_path, o->model.context, c, err);
-    return tfx_corpus_builtin("base", BUILTIN_CORPUS_BYTES, o->model.context, c, err);
+    return tfx_corpus_builtin(o->source ? o->source : "base", BUILTIN_CORPUS_BYTES,
+                              o->model.context, c, err);
 }
 
 static int create_pipeline(tfx_exec_run *r, tf_error *err)
@@ -157,8 +159,30 @@ int tfx_exec_run_step(tfx_exec_run *r, long step, const unsigned char *frozen,
     const tfx_exec_options *o = r->o;
     tfx_corpus_batch(&r->corpus, o->seed, step, r->microbatches, o->model.microbatch_size,
                      o->model.context, r->batch_tokens, r->batch_targets);
-    tfx_step_input in = {r->batch_tokens, r->batch_targets, frozen, 1};
+    tfx_step_input in = {.tokens = r->batch_tokens, .targets = r->batch_targets,
+                         .frozen = frozen, .apply_optimizer = 1,
+                         .rescale_frozen = o->freeze_rescale};
     return tfx_pipeline_step(r->p, &in, res, err);
+}
+
+int tfx_exec_run_evaluate(tfx_exec_run *r, double *loss, tf_error *err)
+{
+    const tfx_exec_options *o = r->o;
+    const int K = o->eval_batches > 0 ? o->eval_batches : 1;
+    double sum = 0.0;
+    for (int b = 0; b < K; b++) {
+        tfx_step_result res;
+        tfx_corpus_validation_batch(&r->corpus, b, K, r->microbatches, o->model.microbatch_size,
+                                    o->model.context, r->batch_tokens, r->batch_targets);
+        tfx_step_input in = {.tokens = r->batch_tokens, .targets = r->batch_targets,
+                             .forward_only = 1};
+        int rc = tfx_pipeline_step(r->p, &in, &res, err);
+        if (rc < 0)
+            return rc;
+        sum += res.loss;
+    }
+    *loss = sum / K;
+    return 0;
 }
 
 void tfx_exec_run_close(tfx_exec_run *r, int rc, const tf_error *err)

@@ -2,6 +2,7 @@
  * uniform ratio, or none), through warm-up and ramp, with progress, a JSON
  * log, checkpoints and a summary against the plan (see exec.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,9 @@ typedef struct trainer {
     int any_freezing;     /* some ratio is above 0 */
     unsigned char *mask;  /* microbatch x tensor: frozen in this step */
     long start;           /* steps done before this call (resumed from a checkpoint) */
+    int resumed;          /* the weights came from --checkpoint */
+    double train_ms;      /* wall time of the steps run so far (no evaluations) */
+    double flops;         /* GEMM-equivalent FLOPs of those steps */
     FILE *log;            /* --log, or NULL */
     int bar;              /* progress as a bar (else one line per step) */
     /* Timing samples: steps without freezing, and steps at the full ratios. */
@@ -37,6 +41,7 @@ typedef struct step_report {
     double ratio;         /* tensors frozen / tensor slots */
     double tokens_per_s;
     double forward_ms, backward_ms; /* mean compute time of F and of B / W actions */
+    double val_loss;      /* after the step, or NaN when it was not evaluated */
     tfx_step_result res;
 } step_report;
 
@@ -147,6 +152,20 @@ static int resume(trainer *tr, tf_error *err)
                                  &found, err);
     if (rc == 0 && found)
         fprintf(tr->run.out, "resuming from %s at step %ld\n", tr->o->checkpoint_dir, tr->start);
+    tr->resumed = found;
+    return rc;
+}
+
+/* --init: the weights of another run's checkpoint, unless this run resumes
+ * its own. */
+static int init_weights(trainer *tr, tf_error *err)
+{
+    const char *dir = tr->o->init_dir;
+    if (!dir || tr->resumed)
+        return 0;
+    int rc = tfx_checkpoint_load_weights(dir, tr->run.p, err);
+    if (rc == 0)
+        fprintf(tr->run.out, "starting from the weights in %s (fresh optimizer)\n", dir);
     return rc;
 }
 
@@ -224,6 +243,7 @@ static int trainer_open(trainer *tr, const tfx_exec_options *o, tf_error *err)
     if (tr->have_plan || o->freeze_ratio > 0.0)
         full_ratios(tr);
     TFX_TRY(resume(tr, err));
+    TFX_TRY(init_weights(tr, err));
     TFX_TRY(open_log(tr, err));
     tr->bar = o->progress < 0 ? isatty(fileno(tr->run.out)) : o->progress;
     print_header(tr);
@@ -310,6 +330,8 @@ static void record(trainer *tr, const step_report *rep)
     sum->final_loss = rep->res.loss;
     sum->steps_run++;
     sum->dw_gemms += rep->res.counts.gemms;
+    tr->train_ms += rep->res.step_ms;
+    tr->flops += rep->res.flops;
     if (sum->steps_run > 1 && rep->factor == 0.0) {
         tr->unfrozen_ms[tr->n_unfrozen] = rep->res.pipeline_ms;
         tr->unfrozen_step[tr->n_unfrozen++] = rep->res.step_ms;
@@ -331,11 +353,16 @@ static void print_progress(FILE *out, int bar, const step_report *rep, long step
         cells[width] = '\0';
         fprintf(out, "\r[%s] %ld/%ld loss %.4f  %.1f ms  %.0f tok/s  freeze %.2f ", cells,
                 rep->step, steps, loss, batch_ms, rep->tokens_per_s, rep->ratio);
+        if (!isnan(rep->val_loss))
+            fprintf(out, " val %.4f ", rep->val_loss);
         if (rep->step == steps)
             fputc('\n', out);
     } else {
-        fprintf(out, "step %ld/%ld loss %.4f batch %.1f ms %.0f tokens/s freeze %.3f\n",
+        fprintf(out, "step %ld/%ld loss %.4f batch %.1f ms %.0f tokens/s freeze %.3f",
                 rep->step, steps, loss, batch_ms, rep->tokens_per_s, rep->ratio);
+        if (!isnan(rep->val_loss))
+            fprintf(out, " validation %.4f", rep->val_loss);
+        fputc('\n', out);
     }
     fflush(out);
 }
@@ -348,10 +375,15 @@ static void log_step(const trainer *tr, const step_report *rep)
                                             : "frozen";
     fprintf(tr->log,
             "{\"step\": %ld, \"loss\": %.6f, \"batch_ms\": %.3f, \"step_ms\": %.3f, "
-            "\"tokens_per_s\": %.1f, \"freeze_ratio\": %.4f, \"phase\": \"%s\", "
-            "\"dw_gemms\": %ld, \"forward_ms\": %.3f, \"backward_ms\": %.3f}\n",
-            rep->step, rep->res.loss, rep->res.pipeline_ms, rep->res.step_ms, rep->tokens_per_s,
-            rep->ratio, phase, rep->res.counts.gemms, rep->forward_ms, rep->backward_ms);
+            "\"train_ms\": %.3f, \"tokens_per_s\": %.1f, \"freeze_ratio\": %.4f, "
+            "\"phase\": \"%s\", \"dw_gemms\": %ld, \"gflop\": %.4f, \"forward_ms\": %.3f, "
+            "\"backward_ms\": %.3f",
+            rep->step, rep->res.loss, rep->res.pipeline_ms, rep->res.step_ms, tr->train_ms,
+            rep->tokens_per_s, rep->ratio, phase, rep->res.counts.gemms, rep->res.flops / 1e9,
+            rep->forward_ms, rep->backward_ms);
+    if (!isnan(rep->val_loss))
+        fprintf(tr->log, ", \"val_loss\": %.6f", rep->val_loss);
+    fputs("}\n", tr->log);
     fflush(tr->log);
 }
 
@@ -365,6 +397,20 @@ static int maybe_checkpoint(const trainer *tr, long done, tf_error *err)
     tfx_checkpoint_meta meta;
     checkpoint_meta(tr, done, &meta);
     return tfx_checkpoint_save(o->checkpoint_dir, tr->run.p, &tr->sel, &meta, err);
+}
+
+/* The validation loss after step `done` (1-based), every --eval-every
+ * steps and after the last; NaN in between. */
+static int maybe_evaluate(trainer *tr, long done, double *loss, tf_error *err)
+{
+    const tfx_exec_options *o = tr->o;
+    *loss = NAN;
+    if (!(done == o->steps || (o->eval_every > 0 && done % o->eval_every == 0)))
+        return 0;
+    int rc = tfx_exec_run_evaluate(&tr->run, loss, err);
+    if (rc == 0)
+        tr->sum.val_loss = *loss;
+    return rc;
 }
 
 static int train_step(trainer *tr, long step, tf_error *err)
@@ -381,6 +427,8 @@ static int train_step(trainer *tr, long step, tf_error *err)
     rep.tokens_per_s = batch_tokens / (rep.res.step_ms / 1e3);
     action_means(tr, &rep);
     record(tr, &rep);
+    if ((rc = maybe_evaluate(tr, step + 1, &rep.val_loss, err)) < 0)
+        return rc;
     print_progress(tr->run.out, tr->bar, &rep, tr->o->steps);
     if (tr->log)
         log_step(tr, &rep);
@@ -395,6 +443,8 @@ static void summarize(trainer *tr)
     const double batch_tokens = (double)tr->run.microbatches * tr->run.tokens;
     sum->last_step = tr->o->steps > tr->start ? tr->o->steps : tr->start;
     sum->entropy_floor = tr->run.corpus.entropy_floor;
+    sum->best_bigram = tr->run.corpus.best_bigram;
+    sum->gflops = tr->train_ms > 0 ? tr->flops / (tr->train_ms * 1e6) : 0.0;
     sum->unfrozen_batch_ms = tfx_exec_median(tr->unfrozen_ms, tr->n_unfrozen);
     sum->frozen_batch_ms = tfx_exec_median(tr->frozen_ms, tr->n_frozen);
     double us = tfx_exec_median(tr->unfrozen_step, tr->n_unfrozen);
@@ -447,12 +497,18 @@ static void print_summary(const trainer *tr)
                 tr->o->steps);
         return;
     }
-    fprintf(out, "final loss %.4f (first %.4f)", sum->final_loss, sum->first_loss);
+    fprintf(out, "final loss %.4f (first %.4f), validation %.4f nats/byte", sum->final_loss,
+            sum->first_loss, sum->val_loss);
     if (sum->entropy_floor >= 0)
-        fprintf(out, ", entropy floor of the source %.4f, gap %.4f nats/byte",
-                sum->entropy_floor, sum->final_loss - sum->entropy_floor);
+        fprintf(out, "; entropy floor %.4f, best bigram %.4f", sum->entropy_floor,
+                sum->best_bigram);
+    else
+        fprintf(out, "; best bigram %.4f (the training bytes' own)", sum->best_bigram);
     fputc('\n', out);
     print_timing(tr, out);
+    const int ranks = tr->run.sched.ranks;
+    fprintf(out, "compute: %.2f GFLOP/s (GEMM-equivalent, %.2f per rank) over %.1f s of steps\n",
+            sum->gflops, sum->gflops / ranks, tr->train_ms / 1e3);
 }
 
 int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_error *err)

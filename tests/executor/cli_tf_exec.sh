@@ -107,4 +107,47 @@ steps=$(python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["step"]) f
 check "resumed log has steps \"$steps\", expected 1 2 3 4 5" [ "$steps" = "1 2 3 4 5" ]
 check "resumed log dropped the lines of the lost steps" lacks '"loss": 99' "$work/l.jsonl"
 
+# 4. The model uses context: on the built-in source (order 2) the loss goes
+# well below the best bigram, which no model of the current byte alone can
+# reach.  Floor and bigram are exact (corpus.h).  A small model and lr
+# that cross it in about 120 steps; 200 leave a margin (also under ASan).
+expect_status 0 "training on the built-in source" "$TF_EXEC" --schedule 1F1B --ranks 2 \
+    --microbatches 4 --layers 2 --hidden 64 --context 32 --microbatch-size 8 --steps 200 \
+    --no-freeze --eval-every 50 --eval-batches 2 --log "$work/ctx.jsonl" --progress lines
+expect_stdout "summary names the floor and the best bigram" "entropy floor"
+expect_stdout "summary prints GFLOP/s" "GFLOP/s"
+bigram=$(sed -n 's/.*best bigram \([0-9.]*\).*/\1/p' "$work/out")
+val=$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["val_loss"])' \
+    "$work/ctx.jsonl")
+check "validation loss $val below the best bigram $bigram by 0.3 nats" \
+    awk -v v="$val" -v b="$bigram" 'BEGIN { exit !(v < b - 0.3) }'
+evals=$(grep -c '"val_loss"' "$work/ctx.jsonl")
+check "4 evaluations logged (every 50 steps), got $evals" [ "$evals" -eq 4 ]
+
+# 5. Fine-tuning: pretrain on base, start from that checkpoint on the
+# shifted source with another pipeline shape.  The first loss of the
+# fine-tune is that of the pretrained model (far below a fresh model's).
+small_gpt=(--layers 2 --hidden 32 --context 16)
+expect_status 0 "pretraining" "$TF_EXEC" --schedule 1F1B --ranks 2 --microbatches 4 \
+    "${small_gpt[@]}" --microbatch-size 4 --steps 40 --no-freeze --checkpoint "$work/pre"
+expect_status 0 "fine-tuning with --init, another shape" "$TF_EXEC" --schedule GPipe --ranks 1 \
+    --microbatches 2 "${small_gpt[@]}" --microbatch-size 2 --steps 2 --source shifted \
+    --init "$work/pre" --log "$work/ft.jsonl"
+expect_stdout "--init says where the weights come from" "starting from the weights in $work/pre"
+expect_status 0 "a fresh run for comparison" "$TF_EXEC" --schedule GPipe --ranks 1 \
+    --microbatches 2 "${small_gpt[@]}" --microbatch-size 2 --steps 2 --source shifted \
+    --log "$work/fresh.jsonl"
+ft=$(loss_of "$(head -1 "$work/ft.jsonl")")
+fresh=$(loss_of "$(head -1 "$work/fresh.jsonl")")
+check "fine-tune starts at $ft, below a fresh model's $fresh" \
+    awk -v a="$ft" -v b="$fresh" 'BEGIN { exit !(a < b - 1.0) }'
+refused init_other_model "hidden = 32, but this run has hidden = 64" --init "$work/pre" \
+    --layers 2 --hidden 64 --context 16 --steps 1
+refused init_missing "--init $work/nothing: no checkpoint there" --init "$work/nothing" --steps 1
+refused heads_not_dividing "--heads 5: --hidden 64 is not a multiple of it" --heads 5 \
+    "${model[@]}" --steps 1
+refused data_and_source "--data and --source: give one of them" --data "$work/data.bin" \
+    --source shifted --steps 1
+refused unknown_source '--source "other"' --source other "${model[@]}" --steps 1
+
 finish "tf-exec command line"

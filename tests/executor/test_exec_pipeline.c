@@ -1,6 +1,7 @@
 /* test_exec_pipeline.c - the pipeline runtime: every schedule against one
  * rank, freezing semantics and dW accounting, failures and deadlocks. */
 #include <math.h>
+#include <string.h>
 
 #include "test_util.h"
 #include "small_plan.h"
@@ -10,8 +11,8 @@
 
 #define M 4
 
-static const tfx_model_config CFG = {.layers = 4, .hidden = 16, .heads = 2, .ffn = 24, .context = 8,
-                                     .microbatch_size = 2};
+static const tfx_model_config CFG = {.layers = 4, .hidden = 16, .heads = 2, .ffn = 24,
+                                     .context = 8, .microbatch_size = 2};
 enum { N = 16 }; /* context x microbatch_size */
 
 typedef struct batch {
@@ -371,6 +372,105 @@ static void test_deadlocking_order_is_refused(void **state)
     tf_schedule_free(&s);
 }
 
+/* An evaluation (forward only) gives the loss a training step computes on
+ * the same batch and changes nothing: not the weights, not the gradients
+ * of the last training step, not its action times. */
+static void test_forward_only_changes_nothing(void **state)
+{
+    (void)state;
+    batch b, other;
+    make_batch(&b, 21);
+    make_batch(&other, 22);
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, M, &s, NULL), 0);
+    tfx_model_config cfg = CFG;
+    tfx_pipeline *p = make_pipeline(&s, &cfg);
+    tf_error err = {0};
+    tfx_step_result train, eval;
+    tfx_step_input in = {.tokens = other.tokens, .targets = other.targets};
+    assert_int_equal(tfx_pipeline_step(p, &in, &train, &err), 0);
+    size_t n;
+    float *grad0 = all_tensors(p, TFX_BUF_GRAD, &n), *param0 = all_tensors(p, TFX_BUF_PARAM, &n);
+    double *times0 = malloc(sizeof(double) * s.n_actions);
+    memcpy(times0, tfx_pipeline_action_ms(p), sizeof(double) * s.n_actions);
+
+    tfx_step_input ev = {.tokens = b.tokens, .targets = b.targets, .forward_only = 1};
+    assert_int_equal(tfx_pipeline_step(p, &ev, &eval, &err), 0);
+    float *grad1 = all_tensors(p, TFX_BUF_GRAD, &n), *param1 = all_tensors(p, TFX_BUF_PARAM, &n);
+    assert_memory_equal(grad0, grad1, n * sizeof *grad0);
+    assert_memory_equal(param0, param1, n * sizeof *param0);
+    assert_memory_equal(times0, tfx_pipeline_action_ms(p), sizeof(double) * s.n_actions);
+    assert_int_equal(eval.counts.gemms + eval.counts.reductions, 0);
+    /* The same loss as a training step on that batch. */
+    in = (tfx_step_input){.tokens = b.tokens, .targets = b.targets};
+    assert_int_equal(tfx_pipeline_step(p, &in, &train, &err), 0);
+    assert_true(eval.loss == train.loss);
+    /* An evaluation has nothing for AdamW. */
+    ev.apply_optimizer = 1;
+    assert_int_equal(tfx_pipeline_step(p, &ev, &eval, &err), TF_EINVAL);
+    assert_contains(err.msg, "forward-only");
+    free(grad0);
+    free(grad1);
+    free(param0);
+    free(param1);
+    free(times0);
+    tfx_pipeline_destroy(p);
+    tf_schedule_free(&s);
+}
+
+/* With rescale_frozen, a tensor frozen in k of the M microbatches gets its
+ * unfrozen microbatches' gradient times M / (M - k); one never frozen or
+ * frozen everywhere is as without it.  The FLOPs a step reports are the
+ * model's per microbatch, less the dW GEMMs of the frozen weights. */
+static void test_rescale_and_flops(void **state)
+{
+    (void)state;
+    batch b;
+    make_batch(&b, 31);
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, M, &s, NULL), 0);
+    tfx_model_config cfg = CFG;
+    tfx_pipeline *p = make_pipeline(&s, &cfg);
+    const tfx_model_layout *l = tfx_pipeline_layout(p);
+    const int T = l->n_tensors;
+    unsigned char *frozen = calloc((size_t)M * T, 1);
+    int k_of[64] = {0};
+    double frozen_flops = 0.0;
+    for (int t = 0; t < T; t++) {
+        k_of[t] = t % (M + 1); /* 0 .. M microbatches frozen */
+        for (int m = 0; m < k_of[t]; m++)
+            frozen[m * T + t] = 1;
+        if (l->tensors[t].kind == TFX_TENSOR_WEIGHT)
+            frozen_flops += k_of[t] * 2.0 * N * (double)l->tensors[t].count;
+    }
+    tf_error err = {0};
+    tfx_step_result plain, scaled;
+    tfx_step_input in = {.tokens = b.tokens, .targets = b.targets, .frozen = frozen};
+    assert_int_equal(tfx_pipeline_step(p, &in, &plain, &err), 0);
+    size_t n;
+    float *g0 = all_tensors(p, TFX_BUF_GRAD, &n);
+    in.rescale_frozen = 1;
+    assert_int_equal(tfx_pipeline_step(p, &in, &scaled, &err), 0);
+    float *g1 = all_tensors(p, TFX_BUF_GRAD, &n);
+    size_t at = 0;
+    for (int t = 0; t < T; t++) {
+        const int k = k_of[t];
+        const float factor = k > 0 && k < M ? (float)M / (float)(M - k) : 1.0f;
+        for (size_t i = 0; i < l->tensors[t].count; i++)
+            assert_true(g1[at + i] == g0[at + i] * factor);
+        at += l->tensors[t].count;
+    }
+    tfx_model_flops f = tfx_model_microbatch_flops(l, -1);
+    double expect = M * (f.forward + f.backward_input + f.backward_weight) - frozen_flops;
+    assert_float_equal(plain.flops, expect, 1.0);
+    assert_float_equal(scaled.flops, expect, 1.0);
+    free(g0);
+    free(g1);
+    free(frozen);
+    tfx_pipeline_destroy(p);
+    tf_schedule_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -379,6 +479,8 @@ int main(void)
         cmocka_unit_test(test_dw_count_matches_plan),
         cmocka_unit_test(test_rank_failure_stops_all_ranks),
         cmocka_unit_test(test_deadlocking_order_is_refused),
+        cmocka_unit_test(test_forward_only_changes_nothing),
+        cmocka_unit_test(test_rescale_and_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,12 +128,40 @@ const tf_schedule *tfx_pipeline_schedule(const tfx_pipeline *p);
 const double *tfx_pipeline_action_ms(const tfx_pipeline *p);
 const double *tfx_pipeline_action_start_ms(const tfx_pipeline *p);
 
+/* When each action of the last training step began, in ms from the step
+ * start of the process running it: before its receive, so start - enter is
+ * the time it waited for its input (and copied it).  Same validity and
+ * launched-mode rules as tfx_pipeline_action_start_ms. */
+const double *tfx_pipeline_action_enter_ms(const tfx_pipeline *p);
+
+/* Per rank (schedule.ranks entries): the step start of the process running
+ * the rank minus that of process 0, in ms, for the last training step; add
+ * it to a rank's offsets to put every rank on one time line.  0 in one
+ * process; NaN for a process whose monotonic clock is not process 0's (it
+ * runs on another machine).  Valid until destroy. */
+const double *tfx_pipeline_rank_clock_ms(const tfx_pipeline *p);
+
+/* Testing: from the next step on, every action of `rank` takes `factor`
+ * times its compute time (the rank sleeps for the difference after the
+ * compute, inside the timed part), as a slower device would; factor 1 or a
+ * rank not run by this process leaves it alone.  Not during a step. */
+void tfx_pipeline_set_slowdown(tfx_pipeline *p, int rank, double factor);
+
 typedef enum {
     TFX_BUF_PARAM = 0, TFX_BUF_GRAD = 1, TFX_BUF_ADAM_M = 2, TFX_BUF_ADAM_V = 3
 } tfx_buffer_kind;
 
 /* Whether this process holds stage `stage` (always, but in launched mode). */
 int tfx_pipeline_has_stage(const tfx_pipeline *p, int stage);
+
+/* Launched mode: process 0 gives every other process the len bytes at
+ * *text (e.g. a plan it solved); every process must call it at the same
+ * point, between steps.  On the others, *text and *len receive a malloc'd
+ * copy (NUL-terminated; the caller frees it) and what was there is not
+ * freed.  Does nothing in the single-process mode.  Returns 0, or the
+ * control transport's error (a process that died, the timeout), or
+ * TF_ENOMEM. */
+int tfx_pipeline_share(tfx_pipeline *p, char **text, size_t *len, tf_error *err);
 
 /* Launched mode: tells every other process that this one stops because of
  * msg (their next wait fails with it), e.g. after an error outside the

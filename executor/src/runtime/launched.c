@@ -1,6 +1,7 @@
 /* launched.c - a step of a launched run (one process per rank or per block
  * of ranks): the actions of this process's ranks, the exchange of the
  * step's figures through process 0, then AdamW (see runtime.h). */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,42 +11,66 @@
 #include "tf/util.h"
 
 /* Tags of the launched mode's control messages (data tags are >= 0). */
-enum { TAG_REPORT = -1, TAG_VERDICT = -2 };
+enum { TAG_REPORT = -1, TAG_VERDICT = -2, TAG_SHARE_SIZE = -3, TAG_SHARE = -4 };
 
 /* What a process reports to process 0 after the actions of a step, and what
- * process 0 sends back merged; followed on the wire by the compute times
- * and the start offsets of every action (n_actions doubles each; a report
- * fills the entries of its own ranks' actions). */
+ * process 0 sends back merged; followed on the wire by the compute times,
+ * the start offsets and the enter offsets of every action (n_actions
+ * doubles each; a report fills the entries of its own ranks' actions), then
+ * (merged only) the ranks' clock offsets (tfx_pipeline_rank_clock_ms). */
 typedef struct step_report {
     double pipeline_ms;  /* report: this process's; merged: the largest */
     double loss;         /* mean token loss, from the process of the last stage */
     double flops;
+    double t0;           /* report: this process's step start (monotonic seconds) */
+    uint64_t clock_id;   /* report: which monotonic clock t0 is on */
     int64_t has_loss;
     int64_t gemms, reductions, skipped;
 } step_report;
 
+/* Bytes of a packed report. */
+static size_t report_bytes(const tfx_pipeline *p)
+{
+    return sizeof(step_report) +
+           (3 * (size_t)p->schedule.n_actions + (size_t)p->schedule.ranks) * sizeof(double);
+}
+
 static void pack_report(const tfx_pipeline *p, const step_report *r, unsigned char *buf)
 {
-    const size_t n = (size_t)p->schedule.n_actions;
+    const size_t n = (size_t)p->schedule.n_actions * sizeof(double);
     memcpy(buf, r, sizeof *r);
-    memcpy(buf + sizeof *r, p->action_ms, n * sizeof(double));
-    memcpy(buf + sizeof *r + n * sizeof(double), p->action_start_ms, n * sizeof(double));
+    buf += sizeof *r;
+    memcpy(buf, p->action_ms, n);
+    memcpy(buf + n, p->action_start_ms, n);
+    memcpy(buf + 2 * n, p->action_enter_ms, n);
+    memcpy(buf + 3 * n, p->rank_clock_ms, (size_t)p->schedule.ranks * sizeof(double));
 }
 
 /* Copies the head of a packed report into *r, and the timings of the
- * actions [a0, a1) into the pipeline's arrays. */
+ * actions [a0, a1) into the pipeline's arrays (and, when a1 covers every
+ * action, the merged clock offsets). */
 static void unpack_report(tfx_pipeline *p, const unsigned char *buf, step_report *r, int a0,
                           int a1)
 {
     const size_t n = (size_t)p->schedule.n_actions;
-    const unsigned char *ms = buf + sizeof *r, *start = ms + n * sizeof(double);
+    double *const into[3] = {p->action_ms, p->action_start_ms, p->action_enter_ms};
     memcpy(r, buf, sizeof *r);
-    if (a1 > a0) {
-        memcpy(p->action_ms + a0, ms + (size_t)a0 * sizeof(double),
+    buf += sizeof *r;
+    for (int k = 0; k < 3 && a1 > a0; k++)
+        memcpy(into[k] + a0, buf + (k * n + (size_t)a0) * sizeof(double),
                (size_t)(a1 - a0) * sizeof(double));
-        memcpy(p->action_start_ms + a0, start + (size_t)a0 * sizeof(double),
-               (size_t)(a1 - a0) * sizeof(double));
-    }
+    if (a0 == 0 && a1 == (int)n)
+        memcpy(p->rank_clock_ms, buf + 3 * n * sizeof(double),
+               (size_t)p->schedule.ranks * sizeof(double));
+}
+
+/* Process 0: the clock offset of process q's ranks from its report. */
+static void note_clock(tfx_pipeline *p, int q, const step_report *mine,
+                       const step_report *theirs)
+{
+    const double off = theirs->clock_id == mine->clock_id ? (theirs->t0 - mine->t0) * 1e3 : NAN;
+    for (int i = 0; i < p->n_local; i++)
+        p->rank_clock_ms[q * p->n_local + i] = off;
 }
 
 /* A launched step failed with rc / err: name the rank that failed first as
@@ -74,6 +99,8 @@ static void local_report(const tfx_step_run *sr, step_report *r)
     *r = (step_report){.pipeline_ms = (sr->t1 - sr->t0) * 1e3,
                        .loss = t.loss,
                        .flops = t.flops,
+                       .t0 = sr->t0,
+                       .clock_id = sr->p->clock_id,
                        .has_loss = t.has_loss,
                        .gemms = t.counts.gemms,
                        .reductions = t.counts.reductions,
@@ -90,11 +117,14 @@ static int merge_reports(tfx_pipeline *p, step_report *mine, unsigned char *buf,
     const tfx_transport c = p->control;
     const int per = p->n_local;
     int rc = 0;
+    for (int i = 0; i < per; i++)
+        p->rank_clock_ms[i] = 0.0;
     for (int q = 1; q < p->processes; q++) {
         step_report theirs;
         if ((rc = c.ops->recv(c.ctx, 0, q * per, TAG_REPORT, other, bytes, err)) < 0)
             return rc;
         unpack_report(p, other, &theirs, s->rank_offset[q * per], s->rank_offset[(q + 1) * per]);
+        note_clock(p, q, mine, &theirs);
         if (theirs.pipeline_ms > mine->pipeline_ms)
             mine->pipeline_ms = theirs.pipeline_ms;
         if (theirs.has_loss) {
@@ -116,7 +146,7 @@ static int merge_reports(tfx_pipeline *p, step_report *mine, unsigned char *buf,
  * times in the pipeline.  The exchange is also the step's barrier. */
 static int exchange_reports(tfx_pipeline *p, step_report *mine, tf_error *err)
 {
-    const size_t bytes = sizeof(step_report) + 2 * (size_t)p->schedule.n_actions * sizeof(double);
+    const size_t bytes = report_bytes(p);
     const tfx_transport c = p->control;
     const int lead = p->first_local;
     unsigned char *buf = calloc(1, bytes), *other = calloc(1, bytes);
@@ -184,4 +214,39 @@ int tfx_launched_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result
         rc = launched_failure(p, rc, err);
     tfx_step_end(&sr);
     return rc;
+}
+
+int tfx_pipeline_share(tfx_pipeline *p, char **text, size_t *len, tf_error *err)
+{
+    if (p->processes <= 1)
+        return 0;
+    if (p->broken)
+        return tf_fail(err, TF_ERUNTIME, "an earlier step failed: %s", p->broken_err.msg);
+    const tfx_transport c = p->control;
+    const int per = p->n_local;
+    int rc = 0;
+    if (p->process == 0) {
+        uint64_t size = *len;
+        for (int q = 1; q < p->processes && rc == 0; q++)
+            if ((rc = c.ops->send(c.ctx, 0, q * per, TAG_SHARE_SIZE, &size, sizeof size, err)) == 0)
+                rc = c.ops->send(c.ctx, 0, q * per, TAG_SHARE, *text, *len, err);
+        return rc;
+    }
+    uint64_t size = 0;
+    if ((rc = c.ops->recv(c.ctx, p->first_local, 0, TAG_SHARE_SIZE, &size, sizeof size, err)) < 0)
+        return rc;
+    if (size > ((uint64_t)1 << 40))
+        return tf_fail(err, TF_ERUNTIME, "process 0 announced %llu bytes to share",
+                       (unsigned long long)size);
+    char *buf = malloc((size_t)size + 1);
+    if (!buf)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    if ((rc = c.ops->recv(c.ctx, p->first_local, 0, TAG_SHARE, buf, (size_t)size, err)) < 0) {
+        free(buf);
+        return rc;
+    }
+    buf[size] = '\0';
+    *text = buf;
+    *len = (size_t)size;
+    return 0;
 }

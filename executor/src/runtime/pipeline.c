@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "runtime_internal.h"
@@ -28,6 +29,23 @@ int tfx_pipeline_has_stage(const tfx_pipeline *p, int stage)
 {
     return stage >= 0 && stage < p->schedule.stages &&
            tfx_pipeline_is_local(p, p->schedule.stage_rank[stage]);
+}
+
+/* Which monotonic clock this process reads: processes of one kernel share
+ * CLOCK_MONOTONIC, and the kernel's boot id names it (the host name where
+ * there is none).  An FNV-1a hash, compared between processes only. */
+static uint64_t tfx_clock_id(void)
+{
+    char text[256] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f || !fgets(text, sizeof text, f))
+        gethostname(text, sizeof text - 1);
+    if (f)
+        fclose(f);
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = text; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h;
 }
 
 /* The device entry of local rank i: the rank itself in one process; see
@@ -192,6 +210,11 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
     TFX_TRY(tfx_model_layout_build(c, s->stages, &p->layout, err));
     TFX_CALLOC(p->action_ms, s->n_actions);
     TFX_CALLOC(p->action_start_ms, s->n_actions);
+    TFX_CALLOC(p->action_enter_ms, s->n_actions);
+    TFX_CALLOC(p->rank_clock_ms, s->ranks);
+    p->slow_rank = -1;
+    p->slow_factor = 1.0;
+    p->clock_id = tfx_clock_id();
     TFX_TRY(check_stage_ranks(s, err));
     /* Refuse a backend or transport that cannot work before waiting for
      * peers. */
@@ -232,6 +255,8 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
     free(p->backends);
     free(p->action_ms);
     free(p->action_start_ms);
+    free(p->action_enter_ms);
+    free(p->rank_clock_ms);
     tfx_model_layout_free(&p->layout);
     tf_schedule_free(&p->schedule);
     free(p);
@@ -270,6 +295,22 @@ const double *tfx_pipeline_action_ms(const tfx_pipeline *p)
 const double *tfx_pipeline_action_start_ms(const tfx_pipeline *p)
 {
     return p->action_start_ms;
+}
+
+const double *tfx_pipeline_action_enter_ms(const tfx_pipeline *p)
+{
+    return p->action_enter_ms;
+}
+
+const double *tfx_pipeline_rank_clock_ms(const tfx_pipeline *p)
+{
+    return p->rank_clock_ms;
+}
+
+void tfx_pipeline_set_slowdown(tfx_pipeline *p, int rank, double factor)
+{
+    p->slow_rank = rank;
+    p->slow_factor = factor > 1.0 ? factor : 1.0;
 }
 
 static float *tensor_buffer(tfx_pipeline *p, int tensor, tfx_buffer_kind kind,

@@ -12,6 +12,7 @@
 #define TFX_RUNTIME_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "tfx/runtime.h"
 
@@ -25,6 +26,13 @@ struct tfx_pipeline {
     tfx_stage *stages;        /* schedule.stages (those of this process are set) */
     double *action_ms;        /* n_actions */
     double *action_start_ms;  /* n_actions */
+    double *action_enter_ms;  /* n_actions: when the action began, before its receive */
+    double *rank_clock_ms;    /* ranks: the step start of the rank's process minus process
+                                 0's on the monotonic clock; 0 in one process, NaN for a
+                                 process on another machine (clocks not comparable) */
+    uint64_t clock_id;        /* which monotonic clock this process reads (boot id) */
+    int slow_rank;            /* testing: rank whose compute is stretched, -1 none */
+    double slow_factor;       /* by this factor (tfx_pipeline_set_slowdown) */
     /* Launched mode: this process runs ranks [first_local, first_local +
      * n_local) (all ranks in the single-process mode). */
     int processes, process, first_local, n_local;

@@ -1,10 +1,13 @@
 /* step.c - one step on this process's ranks: a thread per rank runs its
  * actions in the schedule's order, receiving and sending the tensors
  * between stages, then a thread per rank applies AdamW (see runtime.h). */
+#include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "runtime_internal.h"
@@ -15,6 +18,19 @@ enum { MSG_ACTIVATION = 0, MSG_GRADIENT = 1 };
 static long message_tag(const tfx_pipeline *p, int kind, int stage, int mb)
 {
     return ((long)kind * p->schedule.stages + stage) * p->schedule.microbatches + mb;
+}
+
+/* Testing (tfx_pipeline_set_slowdown): sleeps about ms milliseconds and
+ * returns the time actually slept, so the action's time says what the rank
+ * really spent. */
+static double stretch(double ms)
+{
+    const double t0 = tf_now_seconds();
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1e3),
+                          .tv_nsec = (long)(fmod(ms, 1e3) * 1e6)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        continue;
+    return (tf_now_seconds() - t0) * 1e3;
 }
 
 /* Compute time of an action, on the backend's own clock (backend.h);
@@ -28,8 +44,12 @@ static int compute_begin(tfx_rank_job *job, double *t_begin, tf_error *err)
 
 static int compute_end(tfx_rank_job *job, double *ms, tf_error *err)
 {
-    const tfx_backend *be = &job->p->backends[job->rank];
-    return be->ops->timer_stop(be->ctx, ms, err);
+    const tfx_pipeline *p = job->p;
+    const tfx_backend *be = &p->backends[job->rank];
+    int rc = be->ops->timer_stop(be->ctx, ms, err);
+    if (rc == 0 && job->rank == p->slow_rank && p->slow_factor > 1.0)
+        *ms += stretch(*ms * (p->slow_factor - 1.0));
+    return rc;
 }
 
 /* Runs one action of rank job->rank; returns 0 or an error in job->err. */
@@ -45,7 +65,8 @@ static int run_action(tfx_rank_job *job, int index)
     const int first = a->stage == 0, last = a->stage == s->stages - 1;
     tf_error *err = &job->err;
     int rc = 0;
-    double t_begin = 0.0, ms = 0.0;
+    const double t_enter = tf_now_seconds();
+    double t_begin = t_enter, ms = 0.0;
 
     const unsigned char *frozen = NULL;
     if (job->in->frozen)
@@ -92,6 +113,7 @@ static int run_action(tfx_rank_job *job, int index)
     if (!job->in->forward_only) { /* the times are those of the last training step */
         p->action_ms[index] = ms;
         p->action_start_ms[index] = (t_begin - job->t0) * 1e3;
+        p->action_enter_ms[index] = (t_enter - job->t0) * 1e3;
     }
 fail:
     return rc;

@@ -20,10 +20,13 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tf-exec --profile-out profile.json [pipeline] [model] [options]\n"
             "       tf-exec --plan plan.json --steps N [model] [options]\n"
+            "       tf-exec --auto-plan --steps N [pipeline] [model] [options]  (measure,\n"
+            "               plan and train in one run)\n"
             "       tf-exec --schedule S --ranks P --microbatches M --steps N  (no freezing)\n"
             "\n"
             "pipeline:  --backend cpu|cuda  --schedule NAME (%s)\n"
-            "           --ranks P  --stages-per-rank V  --microbatches M\n",
+            "           --ranks P  --stages-per-rank V  --microbatches M\n"
+            "           --schedule-csv FILE (a per-rank order: PyTorch compute-only CSV)\n",
             tf_schedule_builtin_names());
     if (tfx_registry_has_backend("cuda"))
         fputs("cuda:      --devices LIST (GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on\n"
@@ -52,6 +55,18 @@ static void usage(FILE *f)
           "output:    --log FILE (JSON lines)  --progress auto|bar|lines\n"
           "profiling: --profile-out FILE  --profile-warmup N (3)  --profile-steps N (5)\n"
           "           --max-freeze-ratio R (0.9, written into the profile)\n"
+          "auto-plan: --auto-plan: --warmup steps unfrozen, --profile-steps unfrozen and as\n"
+          "           many fully frozen (alternating), the LP solved in the run, the plan's\n"
+          "           ratios ramped in over --ramp steps, then training with the plan\n"
+          "           --plan-out FILE (the plan in use)  --profile-out FILE (its profile)\n"
+          "           --objective least-freeze|spread  --solver auto|lp_solve|fast (tf-plan's)\n"
+          "           re-plan when a stage's actions drift from the plan by more than\n"
+          "           --replan-threshold X (0.1; 0: never) for --replan-patience N (3)\n"
+          "           steps, at least --replan-interval N (20) steps after the last plan,\n"
+          "           measuring --replan-steps N (2) steps of each kind\n"
+          "testing:   --inject-failure RANK:ACTION (that rank fails before that action)\n"
+          "           --test-slow-rank RANK:FACTOR[:STEP] (from STEP on, 1 by default, the\n"
+          "           rank's actions take FACTOR times their compute time)\n"
           "cpu:       --transport local|socket (local: in-process, the default; socket: TCP,\n"
           "           the default when launched)\n"
           "launched:  one process per rank (or per block of ranks) when RANK/WORLD_SIZE,\n"
@@ -128,6 +143,42 @@ static int parse_progress(tfx_exec_options *o, const char *flag, const char *val
     return 0;
 }
 
+static int parse_objective(tfx_exec_options *o, const char *flag, const char *value,
+                           tf_error *err)
+{
+    if (tf_objective_parse(value, &o->objective) == 0)
+        return 0;
+    return tf_fail(err, TF_EINVAL, "%s \"%s\": expected least-freeze or spread", flag, value);
+}
+
+static int parse_solver(tfx_exec_options *o, const char *flag, const char *value,
+                        tf_error *err)
+{
+    if (tf_solver_parse(value, &o->solver) == 0)
+        return 0;
+    return tf_fail(err, TF_EINVAL, "%s: unknown solver \"%s\" (auto, lp_solve, fast)", flag,
+                   value);
+}
+
+/* Testing: RANK:FACTOR[:STEP] stretches that rank's compute by FACTOR from
+ * step STEP (1-based, default 1) on. */
+static int parse_slow(tfx_exec_options *o, const char *flag, const char *value, tf_error *err)
+{
+    int rank = -1, from = 1, used = 0;
+    double factor = 0.0;
+    int n = sscanf(value, "%d:%lf%n:%d%n", &rank, &factor, &used, &from, &used);
+    if (n < 2 || value[used] != '\0' || rank < 0 || !(factor >= 1.0 && factor <= 1000.0) ||
+        from < 1)
+        return tf_fail(err, TF_EINVAL,
+                       "%s \"%s\": expected RANK:FACTOR[:STEP] (FACTOR from 1 to 1000, STEP >= "
+                       "1)",
+                       flag, value);
+    o->slow_rank = rank;
+    o->slow_factor = factor;
+    o->slow_from = from;
+    return 0;
+}
+
 /* Testing: RANK:ACTION makes that rank fail before its ACTION-th action. */
 static int parse_failure(tfx_exec_options *o, const char *flag, const char *value,
                          tf_error *err)
@@ -147,18 +198,25 @@ typedef struct value_option {
     size_t field;  /* TEXT: a const char *, INT: an int, REAL: a double */
     double lo, hi; /* INT and REAL: the range accepted */
     int (*parse)(tfx_exec_options *o, const char *flag, const char *value, tf_error *err);
+    int auto_only; /* means something only with --auto-plan */
 } value_option;
 
-#define TEXT(name, f) {name, ARG_TEXT, offsetof(tfx_exec_options, f), 0, 0, NULL}
-#define INT(name, f, lo, hi) {name, ARG_INT, offsetof(tfx_exec_options, f), lo, hi, NULL}
-#define REAL(name, f, lo, hi) {name, ARG_REAL, offsetof(tfx_exec_options, f), lo, hi, NULL}
-#define OWN(name, fn) {name, ARG_OWN, 0, 0, 0, fn}
+#define TEXT(name, f) {name, ARG_TEXT, offsetof(tfx_exec_options, f), 0, 0, NULL, 0}
+#define INT(name, f, lo, hi) {name, ARG_INT, offsetof(tfx_exec_options, f), lo, hi, NULL, 0}
+#define REAL(name, f, lo, hi) {name, ARG_REAL, offsetof(tfx_exec_options, f), lo, hi, NULL, 0}
+#define OWN(name, fn) {name, ARG_OWN, 0, 0, 0, fn, 0}
+/* Options of --auto-plan. */
+#define AUTO_TEXT(name, f) {name, ARG_TEXT, offsetof(tfx_exec_options, f), 0, 0, NULL, 1}
+#define AUTO_INT(name, f, lo, hi) {name, ARG_INT, offsetof(tfx_exec_options, f), lo, hi, NULL, 1}
+#define AUTO_REAL(name, f, lo, hi) {name, ARG_REAL, offsetof(tfx_exec_options, f), lo, hi, NULL, 1}
+#define AUTO_OWN(name, fn) {name, ARG_OWN, 0, 0, 0, fn, 1}
 
 static const value_option value_options[] = {
     TEXT("backend", backend),
     TEXT("devices", devices),
     TEXT("transport", transport),
     TEXT("schedule", schedule),
+    TEXT("schedule-csv", schedule_csv),
     TEXT("plan", plan_path),
     TEXT("profile-out", profile_out),
     TEXT("log", log_path),
@@ -190,6 +248,14 @@ static const value_option value_options[] = {
     OWN("freeze-select", parse_select),
     OWN("progress", parse_progress),
     OWN("inject-failure", parse_failure),
+    OWN("test-slow-rank", parse_slow),
+    AUTO_TEXT("plan-out", plan_out),
+    AUTO_OWN("objective", parse_objective),
+    AUTO_OWN("solver", parse_solver),
+    AUTO_REAL("replan-threshold", replan_threshold, 0, 100),
+    AUTO_INT("replan-patience", replan_patience, 1, INT_MAX),
+    AUTO_INT("replan-interval", replan_interval, 1, INT_MAX),
+    AUTO_INT("replan-steps", replan_steps, 1, 1000),
 };
 
 enum {
@@ -197,11 +263,12 @@ enum {
     OPT_NO_FREEZE = 256,
     OPT_TF32,
     OPT_FREEZE_RESCALE,
+    OPT_AUTO_PLAN,
     OPT_VALUE /* + index into value_options */
 };
 
 /* getopt_long's table: the N_FLAGS flags, then every option with a value. */
-enum { N_FLAGS = 4 };
+enum { N_FLAGS = 5 };
 
 static void long_options(struct option *out)
 {
@@ -209,6 +276,7 @@ static void long_options(struct option *out)
     out[1] = (struct option){"no-freeze", no_argument, NULL, OPT_NO_FREEZE};
     out[2] = (struct option){"tf32", no_argument, NULL, OPT_TF32};
     out[3] = (struct option){"freeze-rescale", no_argument, NULL, OPT_FREEZE_RESCALE};
+    out[4] = (struct option){"auto-plan", no_argument, NULL, OPT_AUTO_PLAN};
     for (int i = 0; i < N_VALUE_OPTIONS; i++)
         out[N_FLAGS + i] = (struct option){value_options[i].name, required_argument, NULL,
                                            OPT_VALUE + i};
@@ -244,8 +312,30 @@ static int refuse(int c, const char *arg, tf_error *err)
                    arg);
 }
 
+/* --auto-plan and the options it cannot go with, or that need it
+ * (auto_only: the first such option given, or NULL). */
+static int check_auto_plan(const tfx_exec_options *o, const char *auto_only, tf_error *err)
+{
+    if (!o->auto_plan) {
+        if (auto_only)
+            return tf_fail(err, TF_EINVAL, "--%s: only with --auto-plan", auto_only);
+        return 0;
+    }
+    if (o->plan_path)
+        return tf_fail(err, TF_EINVAL, "--auto-plan and --plan: give one of them");
+    if (o->freeze_ratio > 0)
+        return tf_fail(err, TF_EINVAL, "--auto-plan and --freeze-ratio: give one of them");
+    if (o->no_freeze)
+        return tf_fail(err, TF_EINVAL, "--auto-plan and --no-freeze: give one of them");
+    if (o->checkpoint_dir)
+        return tf_fail(err, TF_EINVAL,
+                       "--auto-plan and --checkpoint: a resumed run would need the plan; write "
+                       "it with --plan-out and resume with --plan");
+    return 0;
+}
+
 /* Options that cannot go together, and the defaults that depend on others. */
-static int finish_options(tfx_exec_options *o, tf_error *err)
+static int finish_options(tfx_exec_options *o, const char *auto_only, tf_error *err)
 {
     if (!o->model.ffn)
         o->model.ffn = 4 * o->model.hidden > 65536 ? 65536 : 4 * o->model.hidden;
@@ -257,7 +347,10 @@ static int finish_options(tfx_exec_options *o, tf_error *err)
         return tf_fail(err, TF_EINVAL, "--plan and --profile-out: give one of them");
     if (o->data_path && o->source)
         return tf_fail(err, TF_EINVAL, "--data and --source: give one of them");
-    return 0;
+    if (o->schedule_csv && (o->schedule || o->plan_path))
+        return tf_fail(err, TF_EINVAL, "--schedule-csv and --%s: give one of them",
+                       o->schedule ? "schedule" : "plan");
+    return check_auto_plan(o, auto_only, err);
 }
 
 /* Parses argv into o (--name VALUE or --name=VALUE).  Returns 0, 1 for
@@ -269,6 +362,7 @@ static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
     o->model.ffn = 0;   /* 4C unless --ffn says otherwise */
     o->model.heads = 0; /* heads of 32 unless --heads says otherwise */
     opterr = 0;
+    const char *auto_only = NULL;
     int c;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         int rc = 0;
@@ -280,16 +374,21 @@ static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
             o->tf32 = 1;
         else if (c == OPT_FREEZE_RESCALE)
             o->freeze_rescale = 1;
-        else if (c >= OPT_VALUE)
-            rc = set_value(o, &value_options[c - OPT_VALUE], optarg, err);
-        else
+        else if (c == OPT_AUTO_PLAN)
+            o->auto_plan = 1;
+        else if (c >= OPT_VALUE) {
+            const value_option *v = &value_options[c - OPT_VALUE];
+            if (v->auto_only && !auto_only)
+                auto_only = v->name;
+            rc = set_value(o, v, optarg, err);
+        } else
             rc = refuse(c, argv[optind - 1], err);
         if (rc < 0)
             return rc;
     }
     if (optind < argc)
         return tf_fail(err, TF_EINVAL, "unexpected argument \"%s\" (see --help)", argv[optind]);
-    return finish_options(o, err);
+    return finish_options(o, auto_only, err);
 }
 
 int main(int argc, char **argv)
@@ -317,11 +416,12 @@ int main(int argc, char **argv)
     if (o.launch.world_size > 1)
         snprintf(who, sizeof who, "tf-exec (process %d of %d)", o.launch.rank,
                  o.launch.world_size);
-    rc = o.profile_out ? tfx_exec_profile(&o, &err) : tfx_exec_train(&o, NULL, &err);
+    rc = o.profile_out && !o.auto_plan ? tfx_exec_profile(&o, &err)
+                                       : tfx_exec_train(&o, NULL, &err);
     if (rc < 0) {
         fflush(stdout);
         fprintf(stderr, "%s: error: %s\n", who, err.msg[0] ? err.msg : tf_strerror(rc));
-        return rc == TF_ERUNTIME ? 3 : 1;
+        return rc == TF_ERUNTIME || rc == TF_ESOLVER ? 3 : 1;
     }
     return 0;
 }

@@ -16,6 +16,16 @@
  * freezing, achieved GFLOP/s, and the training and validation loss beside
  * the source's entropy floor and best bigram.
  *
+ * With auto_plan, tfx_exec_train makes its own plan: after the warm-up it
+ * measures profile_steps unfrozen and as many fully frozen steps
+ * (alternating, as tfx_exec_profile does), solves the freeze LP with the
+ * planner library exactly as tf-plan does on the profile it would write
+ * (objective, solver, max_freeze_ratio), writes profile_out and plan_out,
+ * ramps the plan's ratios in over `ramp` steps and trains; when a stage's
+ * measured times drift from the plan beyond replan_threshold it measures
+ * again and re-plans (src/train/autoplan.h has the rule).  Launched, process
+ * 0 solves and sends the plan to the others.
+ *
  * Launched (launch.world_size > 1, one process per rank or per block of
  * ranks, see runtime.h): every process runs the same job on its own ranks;
  * process 0 alone prints, writes --log and --profile-out; the others write
@@ -27,6 +37,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "tf/error.h"
+#include "tf/freeze.h"
 #include "tfx/freeze_select.h"
 #include "tfx/launch.h"
 #include "tfx/model.h"
@@ -40,8 +51,20 @@ typedef struct tfx_exec_options {
     int ranks;                  /* 0: the plan's, else 2 */
     int stages_per_rank;        /* 0: the plan's, else 2 for two-stage schedules, 1 */
     int microbatches;           /* 0: the plan's, else 4 */
+    const char *schedule_csv;   /* the per-rank order in this PyTorch CSV, not --schedule's */
     const char *plan_path;      /* train with this plan */
-    const char *profile_out;    /* profile instead of training */
+    const char *profile_out;    /* profile instead of training (with auto_plan: write the
+                                   profile it measured) */
+    /* --auto-plan: measure, solve and train in one run (see above). */
+    int auto_plan;
+    const char *plan_out;       /* auto_plan: write the plan in use here */
+    tf_objective objective;     /* auto_plan: the LP's tie-break (tf-plan --objective) */
+    tf_solver solver;           /* auto_plan: tf-plan --solver */
+    double replan_threshold;    /* re-plan when a stage drifts by more than this share of
+                                   its planned time (default 0.1; 0: never) */
+    int replan_patience;        /* ... for this many steps in a row (default 3) */
+    int replan_interval;        /* at least this many steps after the last plan (20) */
+    int replan_steps;           /* steps of each kind a re-plan measures (default 2) */
     int steps;                  /* training steps (default 60) */
     int warmup;                 /* steps without freezing (default 10) */
     int ramp;                   /* steps to ramp freezing up (default 10) */
@@ -65,6 +88,9 @@ typedef struct tfx_exec_options {
     int profile_steps;          /* default 5 of each kind */
     int progress;               /* -1 auto (bar on a terminal), 0 lines, 1 bar */
     int fail_rank, fail_action; /* testing: inject a failure (-1 none) */
+    int slow_rank;              /* testing: from step slow_from (1-based) on, this rank's */
+    double slow_factor;         /* compute takes slow_factor times as long (-1: none) */
+    int slow_from;
     FILE *out;                  /* where progress and summaries go (stdout if NULL) */
     tfx_launch_env launch;      /* this process in a launched run (world_size 1: not) */
 } tfx_exec_options;
@@ -83,6 +109,9 @@ typedef struct tfx_train_summary {
     double frozen_batch_ms;     /* median of steps at the full plan ratios, 0 if none */
     double unfrozen_tokens_per_s, frozen_tokens_per_s;
     double planned_unfrozen_ms, planned_ms; /* from the plan, 0 without one */
+    double unfrozen_replay_ms;  /* median longest path of the plan's DAG under each unfrozen */
+    double frozen_replay_ms;    /* (frozen) step's measured action times; 0 if none */
+    int plans;                  /* --auto-plan: plans solved (the first and re-plans) */
     long dw_gemms, dw_gemms_unfrozen;       /* executed, and without any freezing */
 } tfx_train_summary;
 

@@ -31,9 +31,10 @@ typedef struct tfx_exec_run {
 /* Whether o describes one process of several (a launched run). */
 int tfx_exec_launched(const tfx_exec_options *o);
 
-/* Builds the schedule the options name (without a plan): --schedule,
- * --ranks, --stages-per-rank, --microbatches or their defaults.  Returns 0
- * or TF_EINVAL naming the option and its range. */
+/* Builds the schedule the options name (without a plan): the order of
+ * --schedule-csv (checked against the pipeline options given), else
+ * --schedule, --ranks, --stages-per-rank, --microbatches or their defaults.
+ * Returns 0 or TF_EINVAL / TF_EIO naming the option, file or range. */
 int tfx_exec_options_schedule(const tfx_exec_options *o, tf_schedule *out, tf_error *err);
 
 /* Opens everything a job needs for r->sched: checks the launch against it,

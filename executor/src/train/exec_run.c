@@ -29,6 +29,14 @@ void tfx_exec_options_default(tfx_exec_options *o)
     o->progress = -1;
     o->fail_rank = -1;
     o->fail_action = -1;
+    o->slow_rank = -1;
+    o->slow_factor = 1.0;
+    o->objective = TF_OBJECTIVE_LEAST_FREEZE;
+    o->solver = TF_SOLVER_AUTO;
+    o->replan_threshold = 0.1;
+    o->replan_patience = 3;
+    o->replan_interval = 20;
+    o->replan_steps = 2;
     memset(&o->launch, 0, sizeof o->launch);
     o->launch.world_size = 1;
     o->launch.local_rank = -1;
@@ -39,8 +47,33 @@ int tfx_exec_launched(const tfx_exec_options *o)
     return o->launch.world_size > 1;
 }
 
+/* --schedule-csv: the order in the file, whose shape must agree with the
+ * pipeline options given beside it. */
+static int schedule_from_csv(const tfx_exec_options *o, tf_schedule *out, tf_error *err)
+{
+    int rc = tf_schedule_read_csv(o->schedule_csv, out, err);
+    if (rc < 0)
+        return rc;
+    if (o->ranks && o->ranks != out->ranks)
+        rc = tf_fail(err, TF_EINVAL, "--schedule-csv %s: %d ranks, but --ranks %d was given",
+                     o->schedule_csv, out->ranks, o->ranks);
+    else if (o->microbatches && o->microbatches != out->microbatches)
+        rc = tf_fail(err, TF_EINVAL,
+                     "--schedule-csv %s: %d microbatches, but --microbatches %d was given",
+                     o->schedule_csv, out->microbatches, o->microbatches);
+    else if (o->stages_per_rank && o->stages_per_rank != out->stages_per_rank)
+        rc = tf_fail(err, TF_EINVAL,
+                     "--schedule-csv %s: %d stages per rank, but --stages-per-rank %d was given",
+                     o->schedule_csv, out->stages_per_rank, o->stages_per_rank);
+    if (rc < 0)
+        tf_schedule_free(out);
+    return rc;
+}
+
 int tfx_exec_options_schedule(const tfx_exec_options *o, tf_schedule *out, tf_error *err)
 {
+    if (o->schedule_csv)
+        return schedule_from_csv(o, out, err);
     const char *name = o->schedule ? o->schedule : "1F1B";
     if (!tf_schedule_is_builtin(name))
         return tf_fail(err, TF_EINVAL, "--schedule \"%s\": unknown schedule (known: %s)", name,
@@ -144,6 +177,9 @@ int tfx_exec_run_open(tfx_exec_run *r, const tfx_exec_options *o, tf_error *err)
     r->microbatches = r->sched.microbatches;
     r->tokens = tfx_model_microbatch_tokens(&o->model);
     TFX_TRY(check_launch(o, &r->sched, err));
+    if (o->slow_rank >= r->sched.ranks)
+        TFX_TRY(tf_fail(err, TF_EINVAL, "--test-slow-rank %d: the pipeline has %d ranks",
+                        o->slow_rank, r->sched.ranks));
     TFX_TRY(open_output(r, err));
     TFX_TRY(open_corpus(o, &r->corpus, err));
     TFX_TRY(create_pipeline(r, err));
@@ -157,6 +193,8 @@ int tfx_exec_run_step(tfx_exec_run *r, long step, const unsigned char *frozen,
                       tfx_step_result *res, tf_error *err)
 {
     const tfx_exec_options *o = r->o;
+    if (o->slow_rank >= 0 && step + 1 >= o->slow_from)
+        tfx_pipeline_set_slowdown(r->p, o->slow_rank, o->slow_factor);
     tfx_corpus_batch(&r->corpus, o->seed, step, r->microbatches, o->model.microbatch_size,
                      o->model.context, r->batch_tokens, r->batch_targets);
     tfx_step_input in = {.tokens = r->batch_tokens, .targets = r->batch_targets,

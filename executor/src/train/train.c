@@ -7,8 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "autoplan.h"
 #include "check.h"
 #include "exec_internal.h"
+#include "tf/dag.h"
 #include "tf/plan.h"
 #include "tf/util.h"
 #include "tfx/checkpoint.h"
@@ -18,6 +20,10 @@ typedef struct trainer {
     const tfx_exec_options *o;
     tf_plan plan;
     int have_plan;
+    int autoplan;         /* --auto-plan: ap says the phases and makes the plans */
+    tfx_autoplan ap;
+    tf_dag dag;           /* of the plan in use (its lag), to replay the steps' times */
+    double *scratch;      /* n_actions: the replay's start times */
     tfx_freeze_selector sel;
     double *ratio_of;     /* stage x microbatch: the ratio once the ramp is done */
     int any_freezing;     /* some ratio is above 0 */
@@ -30,13 +36,18 @@ typedef struct trainer {
     int bar;              /* progress as a bar (else one line per step) */
     /* Timing samples: steps without freezing, and steps at the full ratios. */
     double *unfrozen_ms, *unfrozen_step, *frozen_ms, *frozen_step;
-    int n_unfrozen, n_frozen;
+    /* ... and the longest path of the plan's DAG under each step's own
+     * measured action times (with a plan only) */
+    double *unfrozen_replay, *frozen_replay;
+    int n_unfrozen, n_frozen, n_unfrozen_replay, n_frozen_replay;
     tfx_train_summary sum;
 } trainer;
 
 /* What one step did, for the progress line and the log. */
 typedef struct step_report {
     long step;            /* 1-based */
+    const char *phase;    /* its name in the log and the progress */
+    int all_frozen;       /* --auto-plan measuring: every tensor frozen */
     double factor;        /* share of the full ratios applied */
     double ratio;         /* tensors frozen / tensor slots */
     double tokens_per_s;
@@ -123,6 +134,7 @@ static void full_ratios(trainer *tr)
 {
     const tf_schedule *s = &tr->run.sched;
     const int M = s->microbatches;
+    tr->any_freezing = 0;
     for (int i = 0; i < s->n_actions; i++) {
         const tf_action *a = tr->have_plan ? &tr->plan.actions[i].action : &s->actions[i];
         if (a->type != TF_ACT_B && a->type != TF_ACT_W)
@@ -131,6 +143,31 @@ static void full_ratios(trainer *tr)
         tr->ratio_of[a->stage * M + a->microbatch] = r;
         tr->any_freezing |= r > 0.0;
     }
+}
+
+/* The DAG of the plan in use, with its lag, to replay each step's measured
+ * action times on. */
+static int plan_dag(trainer *tr, tf_error *err)
+{
+    tf_dag_free(&tr->dag);
+    return tf_dag_build(&tr->run.sched, tr->plan.p2p_ms, &tr->dag, err);
+}
+
+/* --auto-plan: the plan just solved replaces the one in use.  A re-plan
+ * also restarts the timing samples: those before it ran on another clock
+ * and are compared with another plan. */
+static int install_plan(trainer *tr, tf_plan *plan, tf_error *err)
+{
+    const int replan = tr->have_plan;
+    if (tr->have_plan)
+        tf_plan_free(&tr->plan);
+    tr->plan = *plan;
+    memset(plan, 0, sizeof *plan);
+    tr->have_plan = 1;
+    full_ratios(tr);
+    if (replan)
+        tr->n_unfrozen = tr->n_frozen = tr->n_unfrozen_replay = tr->n_frozen_replay = 0;
+    return plan_dag(tr, err);
 }
 
 static void checkpoint_meta(const trainer *tr, long step, tfx_checkpoint_meta *meta)
@@ -212,9 +249,33 @@ static int open_log(trainer *tr, tf_error *err)
     return 0;
 }
 
+/* --auto-plan: the phases to come. */
+static void print_auto_header(const trainer *tr)
+{
+    const tfx_exec_options *o = tr->o;
+    const long w = o->warmup, m = 2L * o->profile_steps;
+    fprintf(tr->run.out,
+            "auto-plan: warm-up steps 1-%ld unfrozen, measuring steps %ld-%ld (%d unfrozen and "
+            "%d fully frozen, alternating), then the plan (%s, cap %.2f) ramped in over %d %s",
+            w, w + 1, w + m, o->profile_steps, o->profile_steps, tf_objective_name(o->objective),
+            o->max_freeze_ratio, o->ramp, tfx_plural(o->ramp, "step", "steps"));
+    if (o->replan_threshold > 0)
+        fprintf(tr->run.out, "; re-plan beyond %.1f%% drift for %d %s\n",
+                100.0 * o->replan_threshold, o->replan_patience,
+                tfx_plural(o->replan_patience, "step", "steps"));
+    else
+        fprintf(tr->run.out, "; no re-planning\n");
+}
+
 static void print_header(const trainer *tr)
 {
     const tfx_exec_options *o = tr->o;
+    if (tr->autoplan) {
+        tfx_exec_run_describe(&tr->run, "training");
+        fprintf(tr->run.out, ", auto-plan\ndata: %s\n", tr->run.corpus.source);
+        print_auto_header(tr);
+        return;
+    }
     const char *what = !tr->have_plan ? (o->freeze_ratio > 0 && !o->no_freeze
                                              ? "uniform freeze ratio"
                                              : "no plan (no freezing)")
@@ -240,8 +301,16 @@ static int trainer_open(trainer *tr, const tfx_exec_options *o, tf_error *err)
     TFX_CALLOC(tr->frozen_ms, o->steps + 1);
     TFX_CALLOC(tr->unfrozen_step, o->steps + 1);
     TFX_CALLOC(tr->frozen_step, o->steps + 1);
+    TFX_CALLOC(tr->unfrozen_replay, o->steps + 1);
+    TFX_CALLOC(tr->frozen_replay, o->steps + 1);
+    TFX_CALLOC(tr->scratch, tr->run.sched.n_actions);
     if (tr->have_plan || o->freeze_ratio > 0.0)
         full_ratios(tr);
+    if (tr->have_plan)
+        TFX_TRY(plan_dag(tr, err));
+    tr->autoplan = o->auto_plan;
+    if (tr->autoplan)
+        TFX_TRY(tfx_autoplan_open(&tr->ap, o, &tr->run.sched, err));
     TFX_TRY(resume(tr, err));
     TFX_TRY(init_weights(tr, err));
     TFX_TRY(open_log(tr, err));
@@ -263,6 +332,12 @@ static int trainer_close(trainer *tr, int rc, tf_error *err)
     free(tr->frozen_ms);
     free(tr->unfrozen_step);
     free(tr->frozen_step);
+    free(tr->unfrozen_replay);
+    free(tr->frozen_replay);
+    free(tr->scratch);
+    tf_dag_free(&tr->dag);
+    if (tr->autoplan)
+        tfx_autoplan_close(&tr->ap);
     tfx_freeze_selector_free(&tr->sel);
     if (tr->have_plan)
         tf_plan_free(&tr->plan);
@@ -282,12 +357,33 @@ static double phase_factor(const tfx_exec_options *o, long step)
     return f < 1.0 ? f : 1.0;
 }
 
+/* The phase of `step` (0-based): its name and the share of the full ratios
+ * it applies. */
+static void step_phase(const trainer *tr, long step, step_report *rep)
+{
+    if (tr->autoplan) {
+        tfx_phase ph = tfx_autoplan_phase(&tr->ap, step, &rep->factor);
+        rep->phase = tfx_phase_name(ph);
+        rep->all_frozen = ph == TFX_PHASE_MEASURE_FROZEN;
+        return;
+    }
+    rep->factor = phase_factor(tr->o, step);
+    rep->phase = rep->factor == 0.0
+                     ? (tr->o->no_freeze || !tr->any_freezing ? "unfrozen" : "warmup")
+                 : rep->factor < 1.0 ? "ramp"
+                                     : "frozen";
+}
+
 /* Fills the mask of `step` at `factor` times the full ratios; returns the
  * share of tensor slots frozen. */
 static double select_frozen(trainer *tr, long step, double factor)
 {
     const tfx_model_layout *l = tfx_pipeline_layout(tr->run.p);
     const int M = tr->run.microbatches;
+    if (factor == 0.0 && !tr->any_freezing) { /* nothing to draw (no plan yet) */
+        memset(tr->mask, 0, (size_t)M * l->n_tensors);
+        return 0.0;
+    }
     long frozen = 0, slots = 0;
     for (int st = 0; st < l->stages; st++) {
         int first = l->stage_first_tensor[st];
@@ -332,12 +428,22 @@ static void record(trainer *tr, const step_report *rep)
     sum->dw_gemms += rep->res.counts.gemms;
     tr->train_ms += rep->res.step_ms;
     tr->flops += rep->res.flops;
-    if (sum->steps_run > 1 && rep->factor == 0.0) {
+    if (sum->steps_run <= 1 || rep->all_frozen)
+        return;
+    /* The DAG of the plan in use under this step's own action times: what
+     * the plan would predict had it known them. */
+    const double *ms = tfx_pipeline_action_ms(tr->run.p);
+    const double replay = tr->dag.n ? tf_dag_longest_path(&tr->dag, ms, tr->scratch) : -1.0;
+    if (rep->factor == 0.0) {
         tr->unfrozen_ms[tr->n_unfrozen] = rep->res.pipeline_ms;
         tr->unfrozen_step[tr->n_unfrozen++] = rep->res.step_ms;
-    } else if (sum->steps_run > 1 && rep->factor == 1.0 && tr->any_freezing) {
+        if (replay >= 0)
+            tr->unfrozen_replay[tr->n_unfrozen_replay++] = replay;
+    } else if (rep->factor == 1.0 && tr->any_freezing) {
         tr->frozen_ms[tr->n_frozen] = rep->res.pipeline_ms;
         tr->frozen_step[tr->n_frozen++] = rep->res.step_ms;
+        if (replay >= 0)
+            tr->frozen_replay[tr->n_frozen_replay++] = replay;
     }
 }
 
@@ -351,15 +457,15 @@ static void print_progress(FILE *out, int bar, const step_report *rep, long step
         for (int i = 0; i < width; i++)
             cells[i] = i < filled ? '#' : '.';
         cells[width] = '\0';
-        fprintf(out, "\r[%s] %ld/%ld loss %.4f  %.1f ms  %.0f tok/s  freeze %.2f ", cells,
-                rep->step, steps, loss, batch_ms, rep->tokens_per_s, rep->ratio);
+        fprintf(out, "\r[%s] %ld/%ld loss %.4f  %.1f ms  %.0f tok/s  freeze %.2f  %-16s", cells,
+                rep->step, steps, loss, batch_ms, rep->tokens_per_s, rep->ratio, rep->phase);
         if (!isnan(rep->val_loss))
             fprintf(out, " val %.4f ", rep->val_loss);
         if (rep->step == steps)
             fputc('\n', out);
     } else {
-        fprintf(out, "step %ld/%ld loss %.4f batch %.1f ms %.0f tokens/s freeze %.3f",
-                rep->step, steps, loss, batch_ms, rep->tokens_per_s, rep->ratio);
+        fprintf(out, "step %ld/%ld loss %.4f batch %.1f ms %.0f tokens/s freeze %.3f phase %s",
+                rep->step, steps, loss, batch_ms, rep->tokens_per_s, rep->ratio, rep->phase);
         if (!isnan(rep->val_loss))
             fprintf(out, " validation %.4f", rep->val_loss);
         fputc('\n', out);
@@ -367,12 +473,29 @@ static void print_progress(FILE *out, int bar, const step_report *rep, long step
     fflush(out);
 }
 
-static void log_step(const trainer *tr, const step_report *rep)
+/* --auto-plan's fields of a log line: the plan in use, the drift from it,
+ * and on a step that changed something what it did (and the new plan). */
+static void log_auto(const trainer *tr, const step_report *rep, int solved)
 {
-    const char *phase = rep->factor == 0.0
-                            ? (tr->o->no_freeze || !tr->any_freezing ? "unfrozen" : "warmup")
-                        : rep->factor < 1.0 ? "ramp"
-                                            : "frozen";
+    const tfx_autoplan *a = &tr->ap;
+    fprintf(tr->log, ", \"plan\": %d", a->plans);
+    if (a->drift_stage >= 0 && !solved && rep->factor > 0.0)
+        fprintf(tr->log, ", \"drift\": %.4f, \"drift_stage\": %d", a->drift, a->drift_stage);
+    if (a->event[0])
+        fprintf(tr->log, ", \"event\": \"%s\"", a->event);
+    if (!solved)
+        return;
+    fprintf(tr->log, ", \"planned_ms\": %.3f, \"planned_unfrozen_ms\": %.3f, \"p2p_ms\": %.4f, "
+                     "\"freeze_ratio_per_stage\": [",
+            tr->plan.batch_ms_planned, tr->plan.batch_ms_unfrozen, tr->plan.p2p_ms);
+    for (int st = 0; st < tr->plan.schedule.stages; st++)
+        fprintf(tr->log, "%s%.4f", st ? ", " : "", tr->plan.freeze_ratio_stage[st]);
+    fputc(']', tr->log);
+}
+
+static void log_step(const trainer *tr, const step_report *rep, int solved)
+{
+    const char *phase = rep->phase;
     fprintf(tr->log,
             "{\"step\": %ld, \"loss\": %.6f, \"batch_ms\": %.3f, \"step_ms\": %.3f, "
             "\"train_ms\": %.3f, \"tokens_per_s\": %.1f, \"freeze_ratio\": %.4f, "
@@ -383,6 +506,8 @@ static void log_step(const trainer *tr, const step_report *rep)
             rep->forward_ms, rep->backward_ms);
     if (!isnan(rep->val_loss))
         fprintf(tr->log, ", \"val_loss\": %.6f", rep->val_loss);
+    if (tr->autoplan)
+        log_auto(tr, rep, solved);
     fputs("}\n", tr->log);
     fflush(tr->log);
 }
@@ -413,10 +538,48 @@ static int maybe_evaluate(trainer *tr, long done, double *loss, tf_error *err)
     return rc;
 }
 
+/* --auto-plan after a step: measuring, watching the drift, or a new plan
+ * (*solved).  A bar in progress gets its own line before the solve prints. */
+static int autoplan_step(trainer *tr, long step, const step_report *rep, int *solved,
+                         tf_error *err)
+{
+    *solved = 0;
+    if (!tr->autoplan)
+        return 0;
+    tfx_phase ph = tfx_autoplan_phase(&tr->ap, step, &(double){0});
+    if (tr->bar && ph == TFX_PHASE_MEASURE_FROZEN &&
+        step == tr->ap.measure_from + 2L * tr->ap.measure_pairs - 1)
+        fputc('\n', tr->run.out);
+    tf_plan plan = {0};
+    int rc = tfx_autoplan_after_step(&tr->ap, &tr->run, step, ph, &rep->res,
+                                     tr->have_plan ? &tr->plan : NULL, tr->mask, &plan, solved,
+                                     err);
+    if (rc == 0 && *solved)
+        rc = install_plan(tr, &plan, err);
+    tf_plan_free(&plan);
+    return rc;
+}
+
+/* What --auto-plan did after the step, on a line of its own. */
+static void print_event(const trainer *tr)
+{
+    if (!tr->autoplan || !tr->ap.event[0])
+        return;
+    fprintf(tr->run.out, "%sauto-plan: %s\n", tr->bar ? "\n" : "", tr->ap.event);
+    fflush(tr->run.out);
+}
+
 static int train_step(trainer *tr, long step, tf_error *err)
 {
-    step_report rep = {.step = step + 1, .factor = phase_factor(tr->o, step)};
-    rep.ratio = select_frozen(tr, step, rep.factor);
+    step_report rep = {.step = step + 1};
+    step_phase(tr, step, &rep);
+    if (rep.all_frozen) {
+        const int tensors = tfx_pipeline_layout(tr->run.p)->n_tensors;
+        memset(tr->mask, 1, (size_t)tr->run.microbatches * tensors);
+        rep.ratio = 1.0;
+    } else {
+        rep.ratio = select_frozen(tr, step, rep.factor);
+    }
     int rc = tfx_exec_run_step(&tr->run, step, tr->mask, &rep.res, err);
     if (rc < 0)
         return rc;
@@ -426,12 +589,16 @@ static int train_step(trainer *tr, long step, tf_error *err)
     const double batch_tokens = (double)tr->run.microbatches * tr->run.tokens;
     rep.tokens_per_s = batch_tokens / (rep.res.step_ms / 1e3);
     action_means(tr, &rep);
+    int solved = 0;
+    if ((rc = autoplan_step(tr, step, &rep, &solved, err)) < 0)
+        return rc;
     record(tr, &rep);
     if ((rc = maybe_evaluate(tr, step + 1, &rep.val_loss, err)) < 0)
         return rc;
     print_progress(tr->run.out, tr->bar, &rep, tr->o->steps);
+    print_event(tr);
     if (tr->log)
-        log_step(tr, &rep);
+        log_step(tr, &rep, solved);
     return maybe_checkpoint(tr, step + 1, err);
 }
 
@@ -455,6 +622,29 @@ static void summarize(trainer *tr)
         sum->planned_unfrozen_ms = tr->plan.batch_ms_unfrozen;
         sum->planned_ms = tr->plan.batch_ms_planned;
     }
+    sum->unfrozen_replay_ms = tfx_exec_median(tr->unfrozen_replay, tr->n_unfrozen_replay);
+    sum->frozen_replay_ms = tfx_exec_median(tr->frozen_replay, tr->n_frozen_replay);
+    sum->plans = tr->autoplan ? tr->ap.plans : 0;
+}
+
+/* Where measured and planned batch times part: the plan's DAG (with its
+ * lag) under each step's own measured action times gives what the plan
+ * would say had it known them; the clock's excess over that is what the DAG
+ * does not model (thread start, sends, wake-ups beyond the lag, joins). */
+static void print_replay(const trainer *tr, FILE *out)
+{
+    const tfx_train_summary *sum = &tr->sum;
+    if (!tr->n_unfrozen_replay && !tr->n_frozen_replay)
+        return;
+    fprintf(out, "the plan's DAG (lag %.3f ms) under each step's measured action times:",
+            tr->plan.p2p_ms);
+    if (tr->n_unfrozen_replay)
+        fprintf(out, " unfrozen %.2f ms (clock %+.2f ms)", sum->unfrozen_replay_ms,
+                sum->unfrozen_batch_ms - sum->unfrozen_replay_ms);
+    if (tr->n_frozen_replay)
+        fprintf(out, "%s with the plan %.2f ms (clock %+.2f ms)", tr->n_unfrozen_replay ? "," : "",
+                sum->frozen_replay_ms, sum->frozen_batch_ms - sum->frozen_replay_ms);
+    fputc('\n', out);
 }
 
 /* Measured against planned batch time, and tokens/s with and without
@@ -486,6 +676,12 @@ static void print_timing(const trainer *tr, FILE *out)
     if (nu && nf && plan && tr->plan.batch_ms_planned > 0)
         fprintf(out, "speedup: measured %.3fx, planned %.3fx\n",
                 sum->unfrozen_batch_ms / sum->frozen_batch_ms, tr->plan.speedup);
+    if (plan)
+        print_replay(tr, out);
+    if (tr->autoplan)
+        fprintf(out, "auto-plan: %d %s solved in the run (%d %s)\n", sum->plans,
+                tfx_plural(sum->plans, "plan", "plans"), sum->plans > 0 ? sum->plans - 1 : 0,
+                tfx_plural(sum->plans - 1, "re-plan", "re-plans"));
 }
 
 static void print_summary(const trainer *tr)

@@ -11,7 +11,8 @@
 #     1e-6 relative only so that the last printed digit of "%.6f" can never
 #     make it flaky.  Other processes print nothing.
 #  2. --profile-out in launched mode writes a profile tf-plan accepts, and a
-#     launched run trains with the resulting plan.
+#     launched run trains with the resulting plan; --auto-plan launched
+#     shares process 0's plan with every process.
 #  3. Failures end every process non-zero with a message naming the cause
 #     within a few seconds: an injected failure, a killed process, a process
 #     that hangs (SIGSTOP, TFX_TIMEOUT=3), a peer that never starts.
@@ -194,6 +195,47 @@ launched_profiles() {
     same_losses "--transport socket in one process" "$work/ref1f1b4.jsonl" "$work/sock1.jsonl"
 }
 
+# 2b. --auto-plan launched: process 0 measures, solves and sends the plan to
+#     the other process; the plan is tf-plan's of the profile (which carries
+#     the lag measured between the processes), and both processes train with
+#     it: from the plan on, the dW GEMM counts (merged over both) equal those
+#     of a single-process --plan run with the same warm-up, whose freezing
+#     masks are a function of the seed, the step and the plan's ratios.
+launched_auto_plan() {
+    local auto=(--schedule 1F1B --ranks 2 --microbatches 4 "${model[@]}" --auto-plan --warmup 1
+                --profile-steps 2 --ramp 1 --steps 8 --progress lines)
+    launch autoplan 2 "${auto[@]}" --plan-out "$work/auto-plan.json" \
+        --profile-out "$work/auto-profile.json" --log "$work/auto.jsonl"
+    launched_ok autoplan || return
+    quiet autoplan 2
+    check "process 0 announced the plan" \
+        grep -q "auto-plan: plan 1 from step 6" "$work/autoplan.0.out"
+    expect_status 0 "tf-plan on the launched auto-plan's profile" "$TF_PLAN" \
+        "$work/auto-profile.json" -o "$work/auto-tf.json" -q
+    local verdict
+    verdict=$(python3 - "$work/auto-plan.json" "$work/auto-tf.json" \
+        "$work/auto-profile.json" <<'EOF2'
+import json, sys
+a, b, prof = (json.load(open(p)) for p in sys.argv[1:4])
+a["solver"].pop("seconds"); b["solver"].pop("seconds")
+if a != b:
+    print("--plan-out differs from tf-plan's plan in", [k for k in a if a[k] != b.get(k)])
+elif not prof["p2p_ms"] > 0:
+    print("the profile's p2p_ms is %r, expected the measured lag" % prof["p2p_ms"])
+else:
+    print("ok")
+EOF2
+)
+    check "launched --auto-plan: $verdict" [ "$verdict" = ok ]
+    single "--plan with the launched run's plan" --plan "$work/auto-plan.json" "${model[@]}" \
+        --warmup 5 --ramp 1 --steps 8 --progress lines --log "$work/auto-ref.jsonl"
+    local got want
+    local gemms='import json,sys; print([json.loads(l)["dw_gemms"] for l in open(sys.argv[1])][5:])'
+    got=$(python3 -c "$gemms" "$work/auto.jsonl")
+    want=$(python3 -c "$gemms" "$work/auto-ref.jsonl")
+    check "launched --auto-plan: dW GEMMs of steps 6-8 $got, with --plan $want" [ "$got" = "$want" ]
+}
+
 # 3. failures.
 # expect_all_fail NAME N NEEDLE [SKIP]: every process but SKIP exited
 # non-zero (not killed by the watchdog), each stderr names NEEDLE.  Returns
@@ -335,6 +377,7 @@ bad_launches() {
 if [ "$part" != failures ]; then
     same_as_one_process
     launched_profiles
+    launched_auto_plan
 fi
 if [ "$part" != runs ]; then
     injected_failure

@@ -153,20 +153,15 @@ static int plan_dag(trainer *tr, tf_error *err)
     return tf_dag_build(&tr->run.sched, tr->plan.p2p_ms, &tr->dag, err);
 }
 
-/* --auto-plan: the plan just solved replaces the one in use.  A re-plan
- * also restarts the timing samples: those before it ran on another clock
- * and are compared with another plan. */
+/* --auto-plan: the plan just solved replaces the one in use. */
 static int install_plan(trainer *tr, tf_plan *plan, tf_error *err)
 {
-    const int replan = tr->have_plan;
     if (tr->have_plan)
         tf_plan_free(&tr->plan);
     tr->plan = *plan;
     memset(plan, 0, sizeof *plan);
     tr->have_plan = 1;
     full_ratios(tr);
-    if (replan)
-        tr->n_unfrozen = tr->n_frozen = tr->n_unfrozen_replay = tr->n_frozen_replay = 0;
     return plan_dag(tr, err);
 }
 
@@ -556,6 +551,11 @@ static int autoplan_step(trainer *tr, long step, const step_report *rep, int *so
                                      err);
     if (rc == 0 && *solved)
         rc = install_plan(tr, &plan, err);
+    /* A re-plan's measuring starts: the timing samples restart with it, as
+     * the steps before ran on another clock and are set against another
+     * plan; its unfrozen steps are the new plan's unfrozen samples. */
+    if (rc == 0 && tr->have_plan && tr->ap.measure_from == step + 1)
+        tr->n_unfrozen = tr->n_frozen = tr->n_unfrozen_replay = tr->n_frozen_replay = 0;
     tf_plan_free(&plan);
     return rc;
 }

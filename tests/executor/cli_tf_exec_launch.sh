@@ -234,6 +234,21 @@ EOF2
     got=$(python3 -c "$gemms" "$work/auto.jsonl")
     want=$(python3 -c "$gemms" "$work/auto-ref.jsonl")
     check "launched --auto-plan: dW GEMMs of steps 6-8 $got, with --plan $want" [ "$got" = "$want" ]
+    # Re-planning: both processes decide it at the same step (or they would
+    # wait for each other until the timeout), and process 0's new plan puts
+    # the whole critical path on the slowed rank (as in one process).
+    launch replan 2 "${auto[@]}" --steps 16 --test-slow-rank 1:10:8 \
+        --replan-threshold 0.5 --replan-patience 2 --replan-interval 2 \
+        --plan-out "$work/replan-plan.json" --log "$work/replan.jsonl"
+    launched_ok replan || return
+    quiet replan 2
+    check "launched re-plan: process 0 logged it" grep -q '"event": "re-plan 1 at step' \
+        "$work/replan.jsonl"
+    local ratios per_stage='import json, sys
+print(" ".join("%.6f" % r for r in json.load(open(sys.argv[1]))["freeze_ratio"]["per_stage"]))'
+    ratios=$(python3 -c "$per_stage" "$work/replan-plan.json")
+    check "launched re-plan: the new plan freezes $ratios per stage, expected 0.25 0.9" \
+        [ "$ratios" = "0.250000 0.900000" ]
 }
 
 # 3. failures.

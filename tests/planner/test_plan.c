@@ -271,6 +271,37 @@ static void solver_choice_is_recorded(void **state)
     tf_profile_free(&p);
 }
 
+/* Size limits: an endless file is refused at TF_MAX_PLAN_BYTES, a header
+ * whose counts multiply past TF_MAX_ACTIONS and an action list longer than
+ * that are refused before anything is allocated for them. */
+static void plan_size_limits(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    tf_error err = {0};
+    assert_int_equal(tf_plan_load("/dev/zero", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "/dev/zero: larger than the 64 MiB limit");
+    const char *header = "{\"format\": \"tf-plan\", \"version\": 1, \"schedule\": \"1F1B\", "
+                         "\"ranks\": 512, \"stages_per_rank\": 1, \"microbatches\": 65536, "
+                         "\"actions\": []}";
+    assert_int_equal(tf_plan_parse(header, "big.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "big.json: $: ranks x stages_per_rank x microbatches x 2");
+    assert_contains(err.msg, "more than the 131072");
+    /* One rank, one microbatch, and 131,073 (empty) actions. */
+    size_t n = TF_MAX_ACTIONS + 1, size = 200 + 3 * n;
+    char *text = malloc(size);
+    assert_non_null(text);
+    int used = snprintf(text, size, "{\"format\": \"tf-plan\", \"version\": 1, \"schedule\": "
+                                    "\"1F1B\", \"ranks\": 1, \"stages_per_rank\": 1, "
+                                    "\"microbatches\": 1, \"actions\": [");
+    for (size_t i = 0; i < n; i++)
+        used += snprintf(text + used, size - (size_t)used, i ? ",{}" : "{}");
+    snprintf(text + used, size - (size_t)used, "]}");
+    assert_int_equal(tf_plan_parse(text, "long.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "long.json: $.actions: 131073 actions, more than the 131072");
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +312,7 @@ int main(void)
         cmocka_unit_test(cyclic_order_is_an_error),
         cmocka_unit_test(rejects_bad_plans),
         cmocka_unit_test(solver_choice_is_recorded),
+        cmocka_unit_test(plan_size_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -528,8 +528,12 @@ static void test_build_rejects(void **state)
     expect_build_error("Interleaved1F1B", 4, 2, 9, "rounds 2");
     expect_build_error("InterleavedZeroBubble", 3, 2, 7, "microbatches = 7");
     /* Far too large to plan. */
-    expect_build_error("1F1B", 1 << 20, 1, 1 << 20, "actions");
-    expect_build_error("Interleaved1F1B", 2, 1 << 30, 4, "actions");
+    expect_build_error("1F1B", 1 << 20, 1, 1 << 20, "at most 512, 64 and 65536");
+    expect_build_error("Interleaved1F1B", 2, 1 << 30, 4, "at most 512, 64 and 65536");
+    /* Counts within their limits whose products are not. */
+    expect_build_error("1F1B", 512, 1, 65536, "= 67108864 actions, more than the 131072");
+    expect_build_error("ZBVZeroBubble", 128, 2, 512, "x 3 = 393216 actions");
+    expect_build_error("Interleaved1F1B", 512, 2, 4, "= 1024 stages, more than the 512");
 
     tf_schedule s;
     assert_int_equal(tf_schedule_build("1F1B", 2, 1, 2, &s, NULL), 0);

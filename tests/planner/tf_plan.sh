@@ -104,6 +104,42 @@ expect_error "huge time" 1 '$.stages[0].forward_ms' "$work/huge.json"
 # The plan and its timeline are one unit: an unwritable timeline keeps the plan untouched.
 expect_error "unwritable timeline" 1 'no/such/dir/t.svg' "$work/two.json" --timeline "$work/no/such/dir/t.svg"
 
+# Size limits (docs/robustness.md): an endless or huge input is refused
+# after reading at most its limit, naming the file and the limit; counts
+# that are each within their limits are refused when their product is not.
+# Each within 20 s: expect_quick_error runs expect_error's checks under
+# timeout, which would show as exit 124.
+expect_quick_error() {
+    local name=$1 code=$2 part=$3
+    shift 3
+    printf 'precious' >"$work/plan.json"
+    expect_refused_with "$code" "$name" "$part" "$work/plan.json" -- \
+        timeout 20 "$TF_PLAN" "$@" -o "$work/plan.json"
+}
+expect_quick_error "/dev/zero as profile" 1 '/dev/zero: larger than the 64 MiB limit' \
+    /dev/zero
+expect_quick_error "/dev/zero as schedule CSV" 1 '/dev/zero: larger than the 16 MiB limit' \
+    "$work/two.json" --schedule-csv /dev/zero
+truncate -s 65M "$work/sparse.json"
+expect_quick_error "a 65 MiB profile" 1 'sparse.json: larger than the 64 MiB limit' \
+    "$work/sparse.json"
+printf '{"schedule": "1F1B", "ranks": 512, "microbatches": 65536, "stages": []}' >"$work/many.json"
+expect_quick_error "ranks x microbatches" 1 '512 x 1 x 65536 x 2 = 67108864 actions, more than the 131072' \
+    "$work/many.json"
+printf '{"schedule": "Interleaved1F1B", "ranks": 512, "stages_per_rank": 2, "microbatches": 1, "stages": []}' \
+    >"$work/stages.json"
+expect_quick_error "ranks x stages_per_rank" 1 '1024 stages, more than the 512' \
+    "$work/stages.json"
+python3 - "$work/cells.json" <<'PY'
+import json, sys
+order = [[f"{r}F{m}" for m in range(65536)] for r in range(8)]
+stages = [{"forward_ms": 1, "backward_ms": 2}] * 8
+json.dump({"schedule": "custom", "ranks": 8, "microbatches": 8, "stages": stages,
+           "order": order}, open(sys.argv[1], "w"))
+PY
+expect_quick_error "8 x 65536 order cells" 1 'more than 131072 actions' \
+    "$work/cells.json"
+
 # An unwritable output location fails cleanly.
 run "$TF_PLAN" "$work/two.json" -q -o "$work/no/such/dir/plan.json"
 check "unwritable output refused" [ "$rc" -ne 0 ]

@@ -10,6 +10,10 @@
 #include "tf/profile.h"
 #include "tf/schedule.h"
 
+/* The largest plan.json read: tf-plan writes about 280 bytes per action,
+ * 37 MB for TF_MAX_ACTIONS. */
+#define TF_MAX_PLAN_BYTES ((size_t)64 << 20)
+
 typedef struct tf_plan_action {
     tf_action action;     /* type, stage, microbatch, rank */
     double start_ms;      /* planned start */
@@ -74,6 +78,7 @@ int tf_plan_save(const tf_plan *plan, const char *path, tf_error *err);
  * present once and consistent with the schedule shape, times finite and
  * non-negative, min <= ms <= max, ratios in [0,1].  Errors name the path. */
 int tf_plan_parse(const char *json, const char *where, tf_plan *out, tf_error *err);
+/* Reads path (at most TF_MAX_PLAN_BYTES) and parses it. */
 int tf_plan_load(const char *path, tf_plan *out, tf_error *err);
 
 /* Prints the human-readable summary tf-plan shows. */

@@ -17,6 +17,11 @@
  * Larger finite values are input errors that name the field. */
 #define TF_MAX_DURATION_MS 1e7
 
+/* The largest profile.json read: a profile of TF_MAX_ACTIONS actions with
+ * every action measured ("actions") and an explicit "order" is about 21 MB
+ * as tf-exec writes it. */
+#define TF_MAX_PROFILE_BYTES ((size_t)64 << 20)
+
 typedef struct tf_stage_times {
     double forward_ms;
     double backward_ms;                /* full B */
@@ -50,7 +55,8 @@ typedef struct tf_profile {
  * (tf_profile_free); on error *out is zeroed and err names the field. */
 int tf_profile_parse(const char *json, const char *where, tf_profile *out, tf_error *err);
 
-/* Reads path and parses it as tf_profile_parse does. */
+/* Reads path and parses it as tf_profile_parse does; a file over
+ * TF_MAX_PROFILE_BYTES is refused unread (tf_read_file_limit). */
 int tf_profile_load(const char *path, tf_profile *out, tf_error *err);
 
 /* Serialises a profile as JSON (malloc'd string, caller frees). */

@@ -11,6 +11,25 @@
 
 #include "tf/error.h"
 
+/* The largest pipeline the toolkit accepts (docs/robustness.md).  Real
+ * pipelines have up to about 64 ranks, 256 stages and tens of thousands of
+ * actions per step; these limits leave room above that while every program
+ * stays within about a minute and a few hundred MB on a 2-core machine
+ * (the fast solver takes about 75 s for 131,072 actions of 1F1B, tf-dot
+ * about 3 s).  A count within its own limit can still multiply into too
+ * many actions: tf_schedule_check_size checks the products. */
+enum {
+    TF_MAX_RANKS = 512,
+    TF_MAX_STAGES_PER_RANK = 64,
+    TF_MAX_STAGES = 512,         /* ranks x stages_per_rank: one cap row each */
+    TF_MAX_MICROBATCHES = 65536,
+    TF_MAX_ACTIONS = 131072      /* every action of one step (order cells too) */
+};
+
+/* The largest schedule CSV read: TF_MAX_ACTIONS cells of a few bytes and
+ * their idle slots take about 4 MB. */
+#define TF_MAX_CSV_BYTES ((size_t)16 << 20)
+
 typedef enum { TF_ACT_F = 0, TF_ACT_B = 1, TF_ACT_I = 2, TF_ACT_W = 3 } tf_action_type;
 
 typedef struct tf_action {
@@ -70,10 +89,20 @@ int tf_schedule_splits_backward(const char *name);
  * s mod ranks) or, for ZBVZeroBubble, the V shape.  Returns the rank. */
 int tf_schedule_stage_rank(const char *name, int ranks, int stages_per_rank, int stage);
 
+/* Checks a pipeline's shape against the limits above: each count, the
+ * stages (ranks x stages_per_rank) and the actions they make (stages x
+ * microbatches x actions_per_pair: 2 for F and B, 3 for F, I and W), each
+ * product formed without overflow.  Returns 0 or TF_EINVAL with a message
+ * that names the counts and the limit passed, for the caller to prefix with
+ * the file and field. */
+int tf_schedule_check_size(int ranks, int stages_per_rank, int microbatches,
+                           int actions_per_pair, tf_error *err);
+
 /* Builds a built-in schedule with PyTorch's per-rank orders.  Checks the
  * counts the schedule needs (e.g. Interleaved1F1B needs stages_per_rank >= 2,
  * ZBVZeroBubble exactly 2, microbatches >= 1; PyTorch's own requirements on
- * microbatches are reported as TF_EINVAL with the reason).  On success *out
+ * microbatches are reported as TF_EINVAL with the reason), and the size
+ * (tf_schedule_check_size).  On success *out
  * owns its arrays (free with tf_schedule_free).  On error *out is zeroed. */
 int tf_schedule_build(const char *name, int ranks, int stages_per_rank, int microbatches,
                       tf_schedule *out, tf_error *err);
@@ -91,7 +120,8 @@ int tf_schedule_from_cells(const char *const *const *rows, const int *row_len, i
 
 /* Reads PyTorch's compute-only schedule CSV (one row per rank, cells like
  * 0F3; empty cells are idle slots and skipped) and builds the schedule as
- * tf_schedule_from_cells does.  microbatches = 1 + the largest seen. */
+ * tf_schedule_from_cells does.  microbatches = 1 + the largest seen.  A
+ * file over TF_MAX_CSV_BYTES is refused unread (tf_read_file_limit). */
 int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err);
 
 /* Writes the schedule as a compute-only CSV (one row per rank). */

@@ -167,10 +167,11 @@ static int parse_plan_header(const tfj_ctx *ctx, const cJSON *root, plan_shape *
     }
     if ((rc = tfj_int(ctx, root, "version", 1, 1, 1, 1, &version, err)) ||
         (rc = tfj_string(ctx, root, "schedule", 1, NULL, &shape->name, err)) ||
-        (rc = tfj_int(ctx, root, "ranks", 1, 0, 1, 4096, &shape->ranks, err)) ||
-        (rc = tfj_int(ctx, root, "stages_per_rank", 1, 1, 1, 64, &shape->stages_per_rank,
-                      err)) ||
-        (rc = tfj_int(ctx, root, "microbatches", 1, 0, 1, 65536, &shape->microbatches, err)) ||
+        (rc = tfj_int(ctx, root, "ranks", 1, 0, 1, TF_MAX_RANKS, &shape->ranks, err)) ||
+        (rc = tfj_int(ctx, root, "stages_per_rank", 1, 1, 1, TF_MAX_STAGES_PER_RANK,
+                      &shape->stages_per_rank, err)) ||
+        (rc = tfj_int(ctx, root, "microbatches", 1, 0, 1, TF_MAX_MICROBATCHES,
+                      &shape->microbatches, err)) ||
         (rc = tfj_number(ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL,
                          &plan->microbatch_tokens, err)) ||
         (rc = tfj_number(ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &plan->p2p_ms, err)) ||
@@ -180,6 +181,12 @@ static int parse_plan_header(const tfj_ctx *ctx, const cJSON *root, plan_shape *
         tfj_child(ctx, "objective", &at);
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "objective"),
                         "expected \"least-freeze\" or \"spread\"", err);
+    }
+    if (tf_schedule_check_size(shape->ranks, shape->stages_per_rank, shape->microbatches, 2,
+                               err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err ? err->msg : "");
+        return tf_fail(err, TF_EINVAL, "%s: $: %s", ctx->where, why);
     }
     return 0;
 }
@@ -244,6 +251,9 @@ static int parse_plan_actions(const tfj_ctx *ctx, const cJSON *root, const plan_
     if (rc)
         return rc;
     int n = cJSON_GetArraySize(actions);
+    if (n > TF_MAX_ACTIONS)
+        return tf_fail(err, TF_EINVAL, "%s: $.actions: %d actions, more than the %d the planner "
+                       "accepts", ctx->where, n, TF_MAX_ACTIONS);
     plan->actions = calloc((size_t)n + 1, sizeof *plan->actions);
     plan->max_freeze_ratio = calloc((size_t)stages + 1, sizeof *plan->max_freeze_ratio);
     plan->freeze_ratio_stage = calloc((size_t)stages + 1, sizeof *plan->freeze_ratio_stage);
@@ -403,7 +413,7 @@ int tf_plan_load(const char *path, tf_plan *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     char *text;
-    int rc = tf_read_file(path, &text, NULL, err);
+    int rc = tf_read_file_limit(path, TF_MAX_PLAN_BYTES, &text, NULL, err);
     if (rc)
         return rc;
     rc = tf_plan_parse(text, path, out, err);

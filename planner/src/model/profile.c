@@ -9,12 +9,6 @@
 #include "json_util.h"
 #include "tf/util.h"
 
-/* Largest pipeline the planner accepts; far beyond real runs, small enough
- * that counts multiply without overflow. */
-#define TF_MAX_RANKS 4096
-#define TF_MAX_STAGES_PER_RANK 64
-#define TF_MAX_MICROBATCHES 65536
-#define TF_MAX_ACTIONS 4000000
 #define TF_DEFAULT_CAP 0.9
 /* Reference defaults when a frozen time was not measured. */
 #define TF_DEFAULT_B_FROZEN 0.5
@@ -269,11 +263,14 @@ static int parse_schedule(const tfj_ctx *ctx, const cJSON *root, tf_profile *p, 
         (rc = tfj_int(ctx, root, "microbatches", 1, 0, 1, TF_MAX_MICROBATCHES, &microbatches,
                       err)))
         return rc;
-    if ((double)ranks * spr * microbatches * 3 > TF_MAX_ACTIONS)
-        return tf_fail(err, TF_EINVAL,
-                       "%s: $: %d ranks x %d stages per rank x %d microbatches is more than the "
-                       "%d actions the planner accepts",
-                       ctx->where, ranks, spr, microbatches, TF_MAX_ACTIONS);
+    /* An explicit order has at least F and B per (stage, microbatch); its
+     * cells are counted against the limit too. */
+    int per_pair = !order && tf_schedule_splits_backward(name) ? 3 : 2;
+    if (tf_schedule_check_size(ranks, spr, microbatches, per_pair, err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err ? err->msg : "");
+        return tf_fail(err, TF_EINVAL, "%s: $: %s", ctx->where, why);
+    }
     if ((rc = tfj_number(ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL, &p->microbatch_tokens,
                          err)) ||
         (rc = tfj_number(ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &p->p2p_ms, err)))
@@ -415,7 +412,7 @@ int tf_profile_load(const char *path, tf_profile *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     char *text;
-    int rc = tf_read_file(path, &text, NULL, err);
+    int rc = tf_read_file_limit(path, TF_MAX_PROFILE_BYTES, &text, NULL, err);
     if (rc)
         return rc;
     rc = tf_profile_parse(text, path, out, err);

@@ -444,6 +444,34 @@ static void emit_zbv_rank(order_writer *w, int rank, int ranks, int microbatches
         emit(w, TF_ACT_W, c0, w0++, rank);
 }
 
+int tf_schedule_check_size(int ranks, int stages_per_rank, int microbatches,
+                           int actions_per_pair, tf_error *err)
+{
+    if (ranks < 1 || ranks > TF_MAX_RANKS || stages_per_rank < 1 ||
+        stages_per_rank > TF_MAX_STAGES_PER_RANK || microbatches < 1 ||
+        microbatches > TF_MAX_MICROBATCHES)
+        return tf_fail(err, TF_EINVAL,
+                       "ranks = %d, stages_per_rank = %d, microbatches = %d: each must be at "
+                       "least 1 and at most %d, %d and %d",
+                       ranks, stages_per_rank, microbatches, TF_MAX_RANKS,
+                       TF_MAX_STAGES_PER_RANK, TF_MAX_MICROBATCHES);
+    /* Within those, the products fit in a long long. */
+    long long stages = (long long)ranks * stages_per_rank;
+    long long actions = stages * microbatches * actions_per_pair;
+    if (stages > TF_MAX_STAGES)
+        return tf_fail(err, TF_EINVAL,
+                       "ranks x stages_per_rank = %d x %d = %lld stages, more than the %d the "
+                       "planner accepts",
+                       ranks, stages_per_rank, stages, TF_MAX_STAGES);
+    if (actions > TF_MAX_ACTIONS)
+        return tf_fail(err, TF_EINVAL,
+                       "ranks x stages_per_rank x microbatches x %d = %d x %d x %d x %d = %lld "
+                       "actions, more than the %d the planner accepts",
+                       actions_per_pair, ranks, stages_per_rank, microbatches, actions_per_pair,
+                       actions, TF_MAX_ACTIONS);
+    return 0;
+}
+
 /* Checks a built-in's shape; returns 0 or TF_EINVAL with the reason. */
 static int check_builtin_shape(builtin_kind kind, int ranks, int stages_per_rank,
                                int microbatches, tf_error *err)
@@ -479,17 +507,12 @@ static int check_builtin_shape(builtin_kind kind, int ranks, int stages_per_rank
     if (microbatches < 1)
         return tf_fail(err, TF_EINVAL, "%s: microbatches = %d, must be at least 1", name,
                        microbatches);
-    long long actions_per_pair = tf_schedule_splits_backward(name) ? 3 : 2;
-    long long total = (long long)ranks * stages_per_rank;
-    if (total <= TF_SCHEDULE_MAX_ACTIONS)
-        total *= microbatches;
-    if (total <= TF_SCHEDULE_MAX_ACTIONS)
-        total *= actions_per_pair;
-    if (total > TF_SCHEDULE_MAX_ACTIONS)
-        return tf_fail(err, TF_EINVAL,
-                       "%s: ranks = %d, stages_per_rank = %d, microbatches = %d give more than "
-                       "%d actions",
-                       name, ranks, stages_per_rank, microbatches, TF_SCHEDULE_MAX_ACTIONS);
+    if (tf_schedule_check_size(ranks, stages_per_rank, microbatches,
+                               tf_schedule_splits_backward(name) ? 3 : 2, err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err ? err->msg : "");
+        return tf_fail(err, TF_EINVAL, "%s: %s", name, why);
+    }
 
     /* PyTorch's GPipe and 1F1B refuse fewer microbatches than stages; the
      * orders are still well defined (1F1B warms up with min(P - r, M)

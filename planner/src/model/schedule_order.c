@@ -54,6 +54,11 @@ static int count_stages(tf_schedule *s, const cell_naming *naming, tf_error *err
         if (s->actions[i].stage > max_stage)
             max_stage = s->actions[i].stage;
     s->stages = max_stage + 1;
+    /* Every stage is a cap row of the freeze LP: bounded like a built-in's. */
+    if (s->stages > TF_MAX_STAGES)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: stage %d: more than the %d stages the planner accepts",
+                       naming->where, max_stage, TF_MAX_STAGES);
     if (s->stages % s->ranks != 0)
         return tf_fail(err, TF_EINVAL,
                        "%s: %d stages (0 to %d) do not divide evenly over %d ranks",
@@ -269,9 +274,10 @@ static int count_cells(const char *const *const *rows, const int *row_len, int r
         for (int c = 0; c < row_len[r]; c++)
             if (!(skip_blank && rows[r][c] && is_blank_cell(rows[r][c])))
                 cells++;
-        if (cells > TF_SCHEDULE_MAX_ACTIONS)
-            return tf_fail(err, TF_EINVAL, "%s: more than %d actions", naming->where,
-                           TF_SCHEDULE_MAX_ACTIONS);
+        if (cells > TF_MAX_ACTIONS)
+            return tf_fail(err, TF_EINVAL,
+                           "%s: more than %d actions (the most the planner accepts) by row %d",
+                           naming->where, TF_MAX_ACTIONS, r);
     }
     *count = (int)cells;
     return 0;
@@ -398,9 +404,9 @@ static int split_line(char *line, const char *path, size_t line_no, char ***cell
     for (size_t i = 0; i < line_len; i++)
         if (line[i] == ',')
             cells++;
-    if (cells > (size_t)TF_SCHEDULE_MAX_ACTIONS)
+    if (cells > (size_t)TF_SCHEDULE_MAX_CELLS)
         return tf_fail(err, TF_EINVAL, "%s: line %zu has more than %d cells", path, line_no,
-                       TF_SCHEDULE_MAX_ACTIONS);
+                       TF_SCHEDULE_MAX_CELLS);
     char **row = malloc(sizeof *row * (cells > 0 ? cells : 1));
     if (!row)
         return tf_fail(err, TF_ENOMEM, "%s: out of memory for line %zu", path, line_no);
@@ -444,8 +450,9 @@ static int split_csv(char *data, size_t len, const char *path, char ****rows_out
     for (size_t i = 0; i < content_end; i++)
         if (data[i] == '\n')
             lines++;
-    if (lines > (size_t)TF_SCHEDULE_MAX_ACTIONS)
-        return tf_fail(err, TF_EINVAL, "%s: more than %d rows", path, TF_SCHEDULE_MAX_ACTIONS);
+    if (lines > (size_t)TF_MAX_RANKS)
+        return tf_fail(err, TF_EINVAL, "%s: more than %d rows (one per rank; at most %d ranks)",
+                       path, TF_MAX_RANKS, TF_MAX_RANKS);
     data[content_end] = '\0';
 
     char ***rows = calloc(lines, sizeof *rows);
@@ -487,7 +494,7 @@ int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err)
     if (!path || !out)
         return tf_fail(err, TF_EINVAL, "tf_schedule_read_csv: %s is missing",
                        path ? "the output schedule" : "the path");
-    int rc = tf_read_file(path, &data, &len, err);
+    int rc = tf_read_file_limit(path, TF_MAX_CSV_BYTES, &data, &len, err);
     if (rc)
         return rc;
     const char *nul = memchr(data, '\0', len);
@@ -514,7 +521,7 @@ int tf_schedule_write_csv(const tf_schedule *s, const char *path, tf_error *err)
     if (!s || !path)
         return tf_fail(err, TF_EINVAL, "tf_schedule_write_csv: %s is missing",
                        s ? "the path" : "the schedule");
-    int malformed = s->ranks < 1 || s->n_actions < 0 || s->n_actions > TF_SCHEDULE_MAX_ACTIONS ||
+    int malformed = s->ranks < 1 || s->n_actions < 0 || s->n_actions > TF_MAX_ACTIONS ||
                     !s->rank_offset || (s->n_actions > 0 && !s->actions);
     for (int r = 0; !malformed && r < s->ranks; r++)
         malformed = s->rank_offset[r] < 0 || s->rank_offset[r] > s->rank_offset[r + 1];

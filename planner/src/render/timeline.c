@@ -53,7 +53,10 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     char *text;
-    int rc = tf_read_file(path, &text, NULL, err);
+    /* A plan or a profile: the larger of their limits. */
+    size_t limit = TF_MAX_PLAN_BYTES > TF_MAX_PROFILE_BYTES ? TF_MAX_PLAN_BYTES
+                                                            : TF_MAX_PROFILE_BYTES;
+    int rc = tf_read_file_limit(path, limit, &text, NULL, err);
     if (rc)
         return rc;
     /* Peek at "format" to pick the parser; each parser then validates fully.

@@ -186,6 +186,29 @@ static void rejects_bad_plans(void **state)
     assert_contains(err.msg, "$.actions[1]");
     assert_contains(err.msg, "freeze_ratio 1 gives ms");
 
+    /* A ratio left out is 0, like a written 0: both are refused when ms is
+     * not max_ms (tf-exec would run unfrozen what tf-dot draws frozen), and
+     * both accepted when it is. */
+    const char *ratios[] = {"", ", \"freeze_ratio\": 0", ", \"freeze_ratio\": 0.5"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(text, sizeof text,
+                 "%s\"actions\": [%s, {\"rank\": 0, \"stage\": 0, \"microbatch\": 0, "
+                 "\"type\": \"B\", \"start_ms\": 1, \"ms\": 3, \"max_ms\": 4, \"min_ms\": 2%s}]}",
+                 head, action, ratios[k]);
+        int rc = tf_plan_parse(text, "p.json", &plan, &err);
+        if (k == 2) {
+            assert_int_equal(rc, 0);
+            assert_true(plan.actions[1].freeze_ratio == 0.5);
+            tf_plan_free(&plan);
+            continue;
+        }
+        assert_int_equal(rc, TF_EINVAL);
+        assert_contains(err.msg, "p.json: $.actions[1]: freeze_ratio 0");
+        assert_contains(err.msg, "= 4, but ms is 3");
+        if (k == 0)
+            assert_contains(err.msg, "(not given, so the default)");
+    }
+
     snprintf(text, sizeof text,
              "%s\"actions\": [%s, {\"rank\": 3, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
              " \"start_ms\": 1, \"ms\": 2}]}",

@@ -132,14 +132,18 @@ static int parse_plan_action(const tfj_ctx *at, const cJSON *o, int ranks, int s
                        at->where, at->path, a->min_ms, a->ms, a->max_ms);
     }
     /* The ratio is what tf-exec freezes and ms what the timeline draws:
-     * they must describe the same plan (files keep 12 digits). */
+     * they must describe the same plan (files keep 12 digits).  A ratio
+     * left out is its default, 0, and checked like a written 0, so that
+     * leaving it out cannot make tf-exec run unfrozen what tf-dot draws
+     * frozen. */
     double expected_ms = a->max_ms - a->freeze_ratio * (a->max_ms - a->min_ms);
-    if (cJSON_GetObjectItemCaseSensitive(o, "freeze_ratio") &&
-        fabs(a->ms - expected_ms) > 1e-6 * fmax(1.0, a->max_ms)) {
+    if (fabs(a->ms - expected_ms) > 1e-6 * fmax(1.0, a->max_ms)) {
+        int given = tfj_has(o, "freeze_ratio");
         return tf_fail(err, TF_EINVAL,
-                       "%s: %s: freeze_ratio %g gives ms = max_ms - ratio x (max_ms - min_ms) = "
-                       "%g, but ms is %g",
-                       at->where, at->path, a->freeze_ratio, expected_ms, a->ms);
+                       "%s: %s: freeze_ratio %g%s gives ms = max_ms - ratio x (max_ms - min_ms) "
+                       "= %g, but ms is %g",
+                       at->where, at->path, a->freeze_ratio,
+                       given ? "" : " (not given, so the default)", expected_ms, a->ms);
     }
     return 0;
 }

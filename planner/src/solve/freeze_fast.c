@@ -31,6 +31,7 @@
  * constraint of the full LP because X is convex and the master enforces the
  * rest.  See docs/fast-solver.md.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,7 @@ typedef struct dw_state {
     const tf_dag *d;
     const double *max_ms, *min_ms;
     double scale;          /* unfrozen makespan */
+    double ratio_eps;      /* round-off of a priced point's ratios (ratio_resolution) */
     int fresh_pricing;     /* arc lengths changed: the last tree is stale */
     tf_nsx nsx;
     double *demand;        /* nodes */
@@ -301,6 +303,20 @@ static double ratio_from(const fast_net *g, const double *pi, const double *max_
     double w = pi[g->end_node[u]] - pi[g->start_node[u]];
     double r = (max_ms[u] - w) / g->span[u];
     return r < 0.0 ? 0.0 : r > 1.0 ? 1.0 : r;
+}
+
+/* How finely a priced point's ratios are known: a ratio is
+ * (max_u - (pi_b - pi_a)) / span_u, with potentials up to the makespan
+ * (scale), so each carries round-off of a few units of DBL_EPSILON x scale
+ * / span_u.  16 units of the worst action's, and never below 1e-12: what
+ * the master's slack and a repeated point are judged against. */
+static double ratio_resolution(const fast_net *g, double scale)
+{
+    double smallest = INFINITY;
+    for (int j = 0; j < g->k; j++)
+        smallest = fmin(smallest, g->span[g->freezable[j]]);
+    double eps = g->k ? 16.0 * DBL_EPSILON * scale / smallest : 0.0;
+    return eps > 1e-12 ? eps : 1e-12;
 }
 
 /* Warm start: the tree of a longest path under the durations of the last
@@ -588,7 +604,7 @@ static int point_is_column(const dw_state *w)
         const double *r = column_r(w, j);
         int same = 1;
         for (int i = 0; i < k && same; i++)
-            same = fabs(r[i] - w->point_r[i]) <= 1e-12;
+            same = fabs(r[i] - w->point_r[i]) <= w->ratio_eps;
         if (same)
             return 1;
     }
@@ -786,10 +802,14 @@ static int fix_makespan(dw_state *w, double bound_ms)
  * of `penalty` per unit bounds every cap dual by the penalty; the relaxed
  * LP's optimum is the true one as soon as the penalty exceeds the smallest
  * optimal dual, which shows as no slack in the answer, so the penalty grows
- * until the answer uses none: at most 1e-12 of a mean ratio.  Below that
- * the slack is the master's round-off (its tolerances are 1e-13), which no
- * penalty removes: at 1e-14 a tie broken differently once pushed the
- * penalty to 7e10, where the master's tableau no longer converged.
+ * until the answer uses none: no more than the ratios' own round-off
+ * (ratio_eps, at least 1e-12 of a mean ratio).  Below that the slack is
+ * round-off, which no penalty removes: at 1e-14 a tie broken differently
+ * once pushed the penalty to 7e10, where the master's tableau no longer
+ * converged; and with durations six orders of magnitude apart the ratios'
+ * round-off alone is about 1e-11, so a threshold of 1e-12 drove the
+ * penalty to 7e10, where the pricing drowned in it: wrong plans, or 20,000
+ * rounds of noise (docs/fast-solver.md).
  *
  * The penalty starts at 256: the benchmark profiles all needed at least
  * that, and each smaller penalty cost a round of column generation (1F1B
@@ -801,7 +821,7 @@ static int dw_run_bounded(dw_state *w, int kind, const char *step, tf_error *err
         int rc = dw_run(w, kind, step, err);
         if (rc)
             return rc;
-        if (w->slack_used <= 1e-12)
+        if (w->slack_used <= w->ratio_eps)
             return 0;
     }
     return tf_fail(err, TF_ESOLVER,
@@ -978,6 +998,7 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
         memcpy(w.duration, max_ms, (size_t)n * sizeof *w.duration);
         const double unfrozen_T = tf_dag_longest_path(g, max_ms, NULL);
         w.scale = fmax(1.0, unfrozen_T);
+        w.ratio_eps = ratio_resolution(&net, w.scale);
         /* The first column: nothing frozen, which meets every cap. */
         memset(w.point_r, 0, (size_t)net.k * sizeof *w.point_r);
         w.point_T = unfrozen_T;

@@ -1,5 +1,6 @@
 /* test_util.c - the shared file helpers: reads with a byte limit, the
  * same-file test that keeps two outputs apart, progress lines. */
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,6 +91,37 @@ static void test_same_file(void **state)
     remove_dir(dir);
 }
 
+/* A FIFO (like /dev/null, a file that is not a regular one) is written
+ * in place: renaming a temporary file over it replaced the device itself
+ * (as root, tf-plan -o /dev/null made /dev/null a regular file). */
+static void test_atomic_write_keeps_devices(void **state)
+{
+    (void)state;
+    char dir[256], fifo[300], plain[300];
+    make_dir(dir, sizeof dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(plain, sizeof plain, "%s/plain.txt", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    /* The read end is open first, so the write end opens at once. */
+    int reader = open(fifo, O_RDONLY | O_NONBLOCK);
+    assert_true(reader >= 0);
+    const char *paths[2] = {plain, fifo};
+    const void *data[2] = {"plain", "hello"};
+    const size_t lens[2] = {5, 5};
+    tf_error err = {0};
+    assert_int_equal(tf_write_files_atomic(2, paths, data, lens, &err), 0);
+    char got[16] = {0};
+    assert_int_equal(read(reader, got, sizeof got - 1), 5);
+    assert_string_equal(got, "hello");
+    close(reader);
+    struct stat st;
+    assert_int_equal(stat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(stat(plain, &st), 0);
+    assert_int_equal(st.st_size, 5);
+    remove_dir(dir);
+}
+
 /* Progress lines wait for TF_PROGRESS_QUIET_S; a NULL progress is
  * silent. */
 static void test_progress_quiet_at_first(void **state)
@@ -116,6 +148,7 @@ int main(void)
         cmocka_unit_test(test_limit_regular_file),
         cmocka_unit_test(test_limit_endless_device),
         cmocka_unit_test(test_same_file),
+        cmocka_unit_test(test_atomic_write_keeps_devices),
         cmocka_unit_test(test_progress_quiet_at_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,12 +28,15 @@ int tf_same_file(const char *a, const char *b);
 
 /* Writes len bytes to path atomically: a temporary file in the same directory
  * is written, flushed and renamed over path.  On failure path is untouched and
- * the temporary file is removed.  Returns 0 or TF_EIO. */
+ * the temporary file is removed.  An existing path that is a device or a
+ * FIFO (/dev/null, /dev/stdout) is written in place instead, never
+ * replaced.  Returns 0 or TF_EIO. */
 int tf_write_file_atomic(const char *path, const void *data, size_t len, tf_error *err);
 
 /* Writes count files as one unit: every file goes to a temporary file
  * beside its target first, and only when all are written are they renamed
- * over their targets.  On a failure while writing, every target is left
+ * over their targets (devices and FIFOs are written in place, after the
+ * temporary files and before the renames).  On a failure while writing, every target is left
  * untouched and no temporary file remains.  (A rename failing after others
  * succeeded cannot be undone; renames within a directory do not fail in
  * practice once the temporary file exists.)  Returns 0, TF_EIO or TF_ENOMEM

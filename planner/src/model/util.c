@@ -152,6 +152,24 @@ int tf_same_file(const char *a, const char *b)
     return same;
 }
 
+/* Writes len bytes of data to fd; 0, or -1 with errno set. */
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    return 0;
+}
+
 /* Writes data to a new temporary file beside path; on success *tmp_out is
  * its malloc'd name, to be renamed over path or unlinked. */
 static int write_temporary(const char *path, const void *data, size_t len, char **tmp_out,
@@ -170,23 +188,9 @@ static int write_temporary(const char *path, const void *data, size_t len, char 
         return tf_fail(err, TF_EIO, "%s: cannot create a temporary file beside it: %s", path,
                        strerror(e));
     }
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    int e = errno;
     /* Temporary files from mkstemp are 0600; give the result the usual mode. */
-    int ok = left == 0 && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
-    if (!ok)
-        e = errno;
+    int ok = write_all(fd, data, len) == 0 && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
+    int e = errno;
     if (close(fd) != 0 && ok) {
         ok = 0;
         e = errno;
@@ -200,6 +204,30 @@ static int write_temporary(const char *path, const void *data, size_t len, char 
     return 0;
 }
 
+/* Is path an existing file that is neither regular nor a directory: a
+ * device (/dev/null, /dev/stdout) or a FIFO?  A temporary file renamed
+ * over it would replace the device itself (as root, -o /dev/null turned
+ * /dev/null into a regular file), so such a target is written in place. */
+static int is_special_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+static int write_in_place(const char *path, const void *data, size_t len, tf_error *err)
+{
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
+        return tf_fail(err, TF_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int ok = write_all(fd, data, len) == 0;
+    int e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    return ok ? 0 : tf_fail(err, TF_EIO, "%s: cannot write: %s", path, strerror(e));
+}
+
 int tf_write_file_atomic(const char *path, const void *data, size_t len, tf_error *err)
 {
     return tf_write_files_atomic(1, &path, &data, &len, err);
@@ -209,14 +237,23 @@ int tf_write_files_atomic(int count, const char *const *paths, const void *const
                           const size_t *lens, tf_error *err)
 {
     char **tmp = calloc((size_t)count + 1, sizeof *tmp);
-    if (!tmp)
-        return tf_fail(err, TF_ENOMEM, "out of memory");
-    int rc = 0, written = 0;
-    for (; written < count && rc == 0; written++)
-        rc = write_temporary(paths[written], data[written], lens[written], &tmp[written], err);
-    /* Only when every file is safely on disk does any of them replace its
-     * target, so a failure leaves all targets as they were. */
+    unsigned char *special = calloc((size_t)count + 1, 1);
+    int rc = tmp && special ? 0 : tf_fail(err, TF_ENOMEM, "out of memory");
     for (int k = 0; k < count && rc == 0; k++) {
+        special[k] = (unsigned char)is_special_file(paths[k]);
+        if (!special[k])
+            rc = write_temporary(paths[k], data[k], lens[k], &tmp[k], err);
+    }
+    /* Devices cannot be replaced atomically; they are written once every
+     * regular file is safely on disk, and before any of those replaces its
+     * target, so that a failure still leaves all regular targets as they
+     * were. */
+    for (int k = 0; k < count && rc == 0; k++)
+        if (special[k])
+            rc = write_in_place(paths[k], data[k], lens[k], err);
+    for (int k = 0; k < count && rc == 0; k++) {
+        if (special[k])
+            continue;
         if (rename(tmp[k], paths[k]) != 0) {
             rc = tf_fail(err, TF_EIO, "%s: cannot write: %s", paths[k], strerror(errno));
             break;
@@ -224,12 +261,13 @@ int tf_write_files_atomic(int count, const char *const *paths, const void *const
         free(tmp[k]);
         tmp[k] = NULL;
     }
-    for (int k = 0; k < count; k++) {
+    for (int k = 0; tmp && k < count; k++) {
         if (tmp[k])
             unlink(tmp[k]);
         free(tmp[k]);
     }
     free(tmp);
+    free(special);
     return rc;
 }
 

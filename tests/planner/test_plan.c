@@ -325,6 +325,67 @@ static void plan_size_limits(void **state)
     free(text);
 }
 
+/* A solver that fails hands over to the other, and the plan, its file
+ * and the summary say so; without the fallback the failure is reported;
+ * the time limit stops a solve with a message that names it. */
+static void solver_failure_falls_back(void **state)
+{
+    (void)state;
+    char path[512];
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_load(source_path("traces/examples/zbv-p4-m8.profile.json", path, sizeof path),
+                        &p, &err))
+        fail_msg("%s", err.msg);
+    tf_plan_options o;
+    tf_plan_options_init(&o);
+    assert_true(o.control.fallback);
+    assert_true(o.control.time_limit_s == 0.0);
+    o.solver = TF_SOLVER_FAST;
+    o.control.max_rounds = 2; /* too few for this profile: the fast solver gives up */
+    tf_plan plan, reference;
+    if (tf_plan_from_profile(&p, &o, &plan, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(plan.solver_name, "lp_solve");
+    assert_string_equal(plan.solver_requested, "fast");
+    assert_contains(plan.solver_fallback, "fast solver: no convergence after 2 rounds");
+    o.solver = TF_SOLVER_LP_SOLVE;
+    if (tf_plan_from_profile(&p, &o, &reference, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(reference.solver_fallback, "");
+    assert_true(plan.batch_ms_planned == reference.batch_ms_planned);
+
+    char *json, summary[4096];
+    assert_int_equal(tf_plan_to_json(&plan, &json, &err), 0);
+    tf_plan loaded;
+    assert_int_equal(tf_plan_parse(json, "fallback.json", &loaded, &err), 0);
+    assert_string_equal(loaded.solver_fallback, plan.solver_fallback);
+    FILE *f = fmemopen(summary, sizeof summary, "w");
+    assert_non_null(f);
+    tf_plan_print_summary(&loaded, f);
+    fclose(f);
+    assert_contains(summary, "fallback      lp_solve solved it after: fast solver: no convergence");
+    tf_plan_free(&loaded);
+    free(json);
+
+    o.solver = TF_SOLVER_FAST;
+    o.control.fallback = 0;
+    assert_int_equal(tf_plan_from_profile(&p, &o, &loaded, &err),
+                     TF_ESOLVER);
+    assert_contains(err.msg, "fast solver: no convergence after 2 rounds");
+    o.control.max_rounds = 0;
+    o.control.fallback = 1;
+    o.control.time_limit_s = 1e-9; /* past before the first round: no time to fall back */
+    assert_int_equal(tf_plan_from_profile(&p, &o, &loaded, &err), TF_ESOLVER);
+    assert_contains(err.msg, "fast solver: stopped at the time limit (1e-09 s)");
+    o.solver = TF_SOLVER_LP_SOLVE;
+    assert_int_equal(tf_plan_from_profile(&p, &o, &loaded, &err), TF_ESOLVER);
+    assert_contains(err.msg, "lp_solve: stopped at the time limit (1e-09 s) while minimising");
+    tf_plan_free(&plan);
+    tf_plan_free(&reference);
+    tf_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +397,7 @@ int main(void)
         cmocka_unit_test(rejects_bad_plans),
         cmocka_unit_test(solver_choice_is_recorded),
         cmocka_unit_test(plan_size_limits),
+        cmocka_unit_test(solver_failure_falls_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

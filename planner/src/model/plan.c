@@ -97,6 +97,9 @@ void tf_plan_print_summary(const tf_plan *plan, FILE *f)
         fprintf(f, "%d variables, %d constraints", plan->solver_variables,
                 plan->solver_constraints);
     fprintf(f, ", %.3f s\n", plan->solver_seconds);
+    if (plan->solver_fallback[0])
+        fprintf(f, "fallback      %s solved it after: %s\n", plan->solver_name,
+                plan->solver_fallback);
 }
 
 void tf_plan_free(tf_plan *plan)

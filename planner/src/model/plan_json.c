@@ -57,6 +57,8 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
     if (plan->solver_requested[0])
         cJSON_AddStringToObject(solver, "requested", plan->solver_requested);
     cJSON_AddStringToObject(solver, "status", plan->solver_status);
+    if (plan->solver_fallback[0])
+        cJSON_AddStringToObject(solver, "fallback", plan->solver_fallback);
     cJSON_AddNumberToObject(solver, "variables", plan->solver_variables);
     cJSON_AddNumberToObject(solver, "constraints", plan->solver_constraints);
     tfj_add_number(solver, "seconds", plan->solver_seconds);
@@ -315,13 +317,14 @@ static int parse_plan_solver(const tfj_ctx *ctx, const cJSON *root, tf_plan *pla
     const cJSON *solver = cJSON_GetObjectItemCaseSensitive(root, "solver");
     tfj_ctx at;
     tfj_child(ctx, "solver", &at);
-    const char *name = "unknown", *version = "", *status = "", *requested = "";
+    const char *name = "unknown", *version = "", *status = "", *requested = "", *fallback = "";
     int rc;
     if (cJSON_IsObject(solver) &&
         ((rc = tfj_string(&at, solver, "name", 0, "unknown", &name, err)) ||
          (rc = tfj_string(&at, solver, "version", 0, "", &version, err)) ||
          (rc = tfj_string(&at, solver, "requested", 0, "", &requested, err)) ||
          (rc = tfj_string(&at, solver, "status", 0, "", &status, err)) ||
+         (rc = tfj_string(&at, solver, "fallback", 0, "", &fallback, err)) ||
          (rc = tfj_number(&at, solver, "seconds", 0, 0, 0, HUGE_VAL, &plan->solver_seconds,
                           err))))
         return rc;
@@ -329,6 +332,7 @@ static int parse_plan_solver(const tfj_ctx *ctx, const cJSON *root, tf_plan *pla
     snprintf(plan->solver_version, sizeof plan->solver_version, "%s", version);
     snprintf(plan->solver_requested, sizeof plan->solver_requested, "%s", requested);
     snprintf(plan->solver_status, sizeof plan->solver_status, "%s", status);
+    snprintf(plan->solver_fallback, sizeof plan->solver_fallback, "%s", fallback);
     if (cJSON_IsObject(solver)) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(solver, "variables");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(solver, "constraints");

@@ -289,6 +289,8 @@ typedef struct dw_state {
     int *basis;            /* rows: the last optimal basis, coded by basis_code */
     int have_basis;        /* 0 once columns are dropped: the next master starts cold */
     int pricings, master_solves;
+    int rounds;            /* of column generation, every stage together */
+    const tf_freeze_limits *lim; /* time limit and progress (may be NULL) */
 } dw_state;
 
 static const double *column_r(const dw_state *w, int j)
@@ -613,9 +615,30 @@ static int point_is_column(const dw_state *w)
 
 /* Column generation for one objective stage until no point of X prices
  * out: returns 0 with the master optimal, or a TF_E* code. */
+/* Before each round: the bounds of a solve (TF_FAST_MAX_ROUNDS rounds in
+ * all, the time limit) and the progress line.  Returns 0 or TF_ESOLVER. */
+static int dw_round_allowed(dw_state *w, const char *step, tf_error *err)
+{
+    int most = w->lim ? w->lim->max_rounds : TF_FAST_MAX_ROUNDS;
+    if (w->rounds >= most)
+        return tf_fail(err, TF_ESOLVER,
+                       "fast solver: no convergence after %d rounds (the most allowed) "
+                       "minimising %s",
+                       w->rounds, step);
+    if (tf_freeze_past_deadline(w->lim))
+        return tf_fail(err, TF_ESOLVER,
+                       "fast solver: stopped at the time limit (%g s) while minimising %s "
+                       "after %d rounds",
+                       w->lim->time_limit_s, step, w->rounds);
+    if (w->lim && tf_progress_due(w->lim->progress))
+        tf_progress_note(w->lim->progress, "fast solver: minimising %s, %d rounds, %d columns",
+                         step, w->rounds, w->cols);
+    w->rounds++;
+    return 0;
+}
+
 static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
 {
-    const int max_rounds = 20000;
     const fast_net *g = w->g;
     /* Dual smoothing (Wentges): price at a mix of the master's cap duals and
      * the best Lagrangian duals seen so far (the centre), which damps the
@@ -630,8 +653,11 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
     const double alpha = 0.8;
     int have_centre = 0;
     double best_bound = -INFINITY;
-    for (int round = 0; round < max_rounds; round++) {
-        int rc = solve_master(w, kind);
+    for (;;) {
+        int rc = dw_round_allowed(w, step, err);
+        if (rc)
+            return rc;
+        rc = solve_master(w, kind);
         if (rc)
             return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
                            "fast solver: master LP %s while minimising %s",
@@ -688,8 +714,6 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
         if ((rc = add_point_column(w)))
             return tf_fail(err, rc, "out of memory");
     }
-    return tf_fail(err, TF_ESOLVER, "fast solver: no convergence after %d rounds minimising %s",
-                   max_rounds, step);
 }
 
 static void dw_free(dw_state *w)
@@ -957,6 +981,13 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
                          const double *min_ms, const double *cap, tf_objective objective,
                          tf_freeze_result *out, tf_error *err)
 {
+    return tf_freeze_fast_run(NULL, s, g, max_ms, min_ms, cap, objective, out, err);
+}
+
+int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
+                       const double *max_ms, const double *min_ms, const double *cap,
+                       tf_objective objective, tf_freeze_result *out, tf_error *err)
+{
     memset(out, 0, sizeof *out);
     double started = tf_now_seconds();
     const int n = s->n_actions;
@@ -973,6 +1004,7 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
     out->constraints = net.arcs;
     if (net.k > 0) {
         w.g = &net;
+        w.lim = lim;
         w.s = s;
         w.d = g;
         w.max_ms = max_ms;

@@ -14,6 +14,11 @@
 
 static const char *const prog = "tf-plan";
 
+/* The default --time-limit: ten times the slowest solve within the size
+ * limits measured on a 2-core machine (75 s, 131,072 actions), so only a
+ * solve gone wrong reaches it. */
+enum { TF_PLAN_TIME_LIMIT_S = 600 };
+
 typedef struct plan_args {
     const char *profile, *output, *csv, *timeline;
     int quiet;
@@ -37,7 +42,9 @@ static void usage(FILE *f)
             "                             (default: the profile's, else 0.9)\n"
             "  --solver NAME              auto (default: chosen by the schedule's size),\n"
             "                             lp_solve, or fast (the structured exact solver);\n"
-            "                             the plan records the solver that ran\n"
+            "                             the plan records the solver that ran (the other one\n"
+            "                             takes over if it fails, and the plan says why)\n"
+            "  --time-limit S             stop solving after S seconds (default %d; 0: none)\n"
             "  --schedule-csv FILE        run the per-rank order in FILE (PyTorch compute-only\n"
             "                             CSV: one row per rank, cells like 0F3 1B2 2I0 2W0)\n"
             "  --timeline FILE            also draw the plan (format from the extension: .svg\n"
@@ -47,11 +54,19 @@ static void usage(FILE *f)
             "  --version                  show the version\n"
             "\n"
             "built-in schedules: %s\n"
-            "exit status: 0 ok, 1 invalid input, 2 usage error, 3 solver failure\n",
-            tf_schedule_builtin_names());
+            "exit status: 0 ok, 1 invalid input or unwritable output, 2 usage error,\n"
+            "3 solver failure\n",
+            TF_PLAN_TIME_LIMIT_S, tf_schedule_builtin_names());
 }
 
-enum { OPT_OBJECTIVE = 256, OPT_MAX_FREEZE_RATIO, OPT_SOLVER, OPT_SCHEDULE_CSV, OPT_TIMELINE };
+enum {
+    OPT_OBJECTIVE = 256,
+    OPT_MAX_FREEZE_RATIO,
+    OPT_SOLVER,
+    OPT_SCHEDULE_CSV,
+    OPT_TIMELINE,
+    OPT_TIME_LIMIT
+};
 
 static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
@@ -60,6 +75,7 @@ static const struct option long_options[] = {
     {"solver", required_argument, NULL, OPT_SOLVER},
     {"schedule-csv", required_argument, NULL, OPT_SCHEDULE_CSV},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
+    {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, TF_CLI_HELP},
     {"version", no_argument, NULL, TF_CLI_VERSION},
@@ -90,6 +106,16 @@ static int take_cap(const char *value, plan_args *a)
     return 0;
 }
 
+static int take_time_limit(const char *value, plan_args *a)
+{
+    double seconds;
+    if (tf_cli_parse_number(value, &seconds) || !(seconds >= 0.0 && seconds <= 1e9))
+        return tf_cli_bad_value(prog, "--time-limit", "expected seconds >= 0 (0: no limit)",
+                                value);
+    a->options.control.time_limit_s = seconds;
+    return 0;
+}
+
 /* One option (tf_cli_take). */
 static int take_option(int c, const char *value, void *ctx)
 {
@@ -108,8 +134,28 @@ static int take_option(int c, const char *value, void *ctx)
     case OPT_SOLVER: return tf_cli_solver(prog, value, &a->options.solver);
     case OPT_TIMELINE: return take_timeline(value, a);
     case OPT_MAX_FREEZE_RATIO: return take_cap(value, a);
+    case OPT_TIME_LIMIT: return take_time_limit(value, a);
     default: return TF_EXIT_USAGE;
     }
+}
+
+/* No output may be written over another output or over an input: the
+ * picture would replace the plan, or the plan the profile it came from.
+ * Checked before anything is read or written. */
+static int check_paths(const plan_args *a)
+{
+    int rc = 0;
+    if (!rc)
+        rc = tf_cli_distinct(prog, "-o", a->output, "--timeline", a->timeline);
+    if (!rc)
+        rc = tf_cli_distinct(prog, "-o", a->output, "the profile", a->profile);
+    if (!rc)
+        rc = tf_cli_distinct(prog, "--timeline", a->timeline, "the profile", a->profile);
+    if (!rc)
+        rc = tf_cli_distinct(prog, "-o", a->output, "--schedule-csv", a->csv);
+    if (!rc)
+        rc = tf_cli_distinct(prog, "--timeline", a->timeline, "--schedule-csv", a->csv);
+    return rc;
 }
 
 /* Fills *a from the command line.  Returns TF_CLI_CONTINUE, or the exit
@@ -118,7 +164,11 @@ static int parse_args(int argc, char **argv, plan_args *a)
 {
     memset(a, 0, sizeof *a);
     tf_plan_options_init(&a->options);
-    return tf_cli_parse(&program, argc, argv, take_option, a, &a->profile);
+    a->options.control.time_limit_s = TF_PLAN_TIME_LIMIT_S;
+    int rc = tf_cli_parse(&program, argc, argv, take_option, a, &a->profile);
+    if (rc == TF_CLI_CONTINUE && check_paths(a))
+        rc = TF_EXIT_USAGE;
+    return rc;
 }
 
 /* The profile, with the order of --schedule-csv when given. */
@@ -164,13 +214,16 @@ static int write_outputs(const plan_args *a, const tf_plan *plan, tf_error *err)
     return rc;
 }
 
-static void print_summary(const plan_args *a, const tf_plan *plan)
+/* The summary on stdout; 0, or TF_EXIT_INPUT when it could not be
+ * written (a full disk must not pass for success). */
+static int print_summary(const plan_args *a, const tf_plan *plan)
 {
     tf_plan_print_summary(plan, stdout);
     if (a->output)
         printf("plan          %s\n", a->output);
     if (a->timeline)
         printf("timeline      %s\n", a->timeline);
+    return tf_cli_finish_stdout(prog);
 }
 
 int main(int argc, char **argv)
@@ -182,6 +235,10 @@ int main(int argc, char **argv)
     tf_error err = {0};
     tf_profile profile;
     tf_plan plan = {0};
+    tf_progress progress;
+    tf_progress_start(&progress, prog);
+    if (!a.quiet)
+        a.options.control.progress = &progress;
     int rc = load_profile(&a, &profile, &err);
     if (!rc)
         rc = tf_plan_from_profile(&profile, &a.options, &plan, &err);
@@ -190,8 +247,10 @@ int main(int argc, char **argv)
     if (rc)
         tf_cli_report(prog, rc, &err);
     else if (!a.quiet)
-        print_summary(&a, &plan);
+        status = print_summary(&a, &plan);
     tf_plan_free(&plan);
     tf_profile_free(&profile);
-    return !rc ? 0 : rc == TF_ESOLVER ? TF_EXIT_SOLVER : TF_EXIT_INPUT;
+    if (rc)
+        return rc == TF_ESOLVER ? TF_EXIT_SOLVER : TF_EXIT_INPUT;
+    return a.quiet ? 0 : status;
 }

@@ -140,6 +140,39 @@ PY
 expect_quick_error "8 x 65536 order cells" 1 'more than 131072 actions' \
     "$work/cells.json"
 
+# Two outputs, or an output and an input, that are one file under any
+# spelling are refused before anything is read or written (the picture
+# replaced the plan before).
+mkdir -p "$work/sub"
+printf 'precious' >"$work/same.json"
+expect_refused_with 2 "-o and --timeline the same file" "-o and --timeline are the same file" \
+    "$work/same.json" -- "$TF_PLAN" "$trace" -o "$work/same.json" --timeline "$work/same.json"
+expect_refused_with 2 "-o and --timeline, other spellings" "the same file" "$work/same.json" -- \
+    "$TF_PLAN" "$trace" -o "$work/same.json" --timeline "$work/sub/../././same.json"
+ln -s "$work/same.json" "$work/link.json"
+expect_refused_with 2 "-o and --timeline through a link" "the same file" "$work/same.json" -- \
+    "$TF_PLAN" "$trace" -o "$work/link.json" --timeline "$work/same.json"
+rm -f "$work/new.json"
+expect_refused_with 2 "-o and --timeline, a new file" "the same file" -- \
+    "$TF_PLAN" "$trace" -o "$work/new.json" --timeline "$work/sub/../new.json"
+check "-o and --timeline, a new file: nothing written" [ ! -e "$work/new.json" ]
+cp "$work/two.json" "$work/input.json"
+expect_refused_with 2 "-o over the profile" "-o and the profile are the same file" \
+    "$work/input.json" -- "$TF_PLAN" "$work/input.json" -o "$work/./input.json"
+
+# A summary that cannot be written (a full disk) is an error, not a
+# silent success; the plan itself is written (atomically) before it.
+if [ -w /dev/full ]; then
+    run bash -c '"$1" "$2" -o "$3" >/dev/full' _ "$TF_PLAN" "$trace" "$work/full.json"
+    check "summary to /dev/full: exit 1" [ "$rc" -eq 1 ]
+    expect_stderr "summary to /dev/full" "cannot write the summary to stdout"
+fi
+
+# --time-limit bounds the solve: past it, exit 3 naming the limit.
+expect_error "bad --time-limit" 2 'time-limit' "$trace" --time-limit -1
+expect_error "time limit reached" 3 'stopped at the time limit (1e-09 s)' \
+    "$trace" --time-limit 1e-9
+
 # An unwritable output location fails cleanly.
 run "$TF_PLAN" "$work/two.json" -q -o "$work/no/such/dir/plan.json"
 check "unwritable output refused" [ "$rc" -ne 0 ]

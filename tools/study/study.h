@@ -25,6 +25,12 @@
  * far beyond real models and real sweeps. */
 #define TF_STUDY_MAX_LAYERS 1024
 #define TF_STUDY_MAX_CONFIGS 100000
+/* The largest study file read: a sweep list of TF_STUDY_MAX_CONFIGS values
+ * and per-layer lists for TF_STUDY_MAX_LAYERS layers take about 2 MB. */
+#define TF_STUDY_MAX_BYTES ((size_t)16 << 20)
+/* Each configuration's solve stops after this long (tf_freeze_control):
+ * ten times the slowest solve within the planner's size limits. */
+#define TF_STUDY_TIME_LIMIT_S 600.0
 
 typedef struct tf_study {
     char source[512];             /* file name used in messages */
@@ -60,7 +66,8 @@ typedef struct tf_study {
  * TF_EIO (the profile cannot be read) or TF_ENOMEM. */
 int tf_study_parse(const char *json, const char *where, tf_study *out, tf_error *err);
 
-/* Reads path and parses it as tf_study_parse does. */
+/* Reads path (at most TF_STUDY_MAX_BYTES) and parses it as tf_study_parse
+ * does. */
 int tf_study_load(const char *path, tf_study *out, tf_error *err);
 
 void tf_study_free(tf_study *s);

@@ -285,6 +285,7 @@ void tf_study_solve_with(const tf_study *s, const tf_study_config *c, tf_objecti
     tf_plan_options_init(&options);
     options.objective = objective;
     options.solver = solver;
+    options.control.time_limit_s = TF_STUDY_TIME_LIMIT_S;
     tf_plan plan;
     rc = tf_plan_from_profile(&profile, &options, &plan, &err);
     tf_profile_free(&profile);

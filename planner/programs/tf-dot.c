@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "tf/plan.h"
 #include "tf/timeline.h"
+#include "tf/util.h"
 
 static const char *const prog = "tf-dot";
 
@@ -128,7 +129,26 @@ static int parse_args(int argc, char **argv, dot_args *a)
                 a->output);
         return TF_EXIT_USAGE;
     }
+    /* The picture must not replace the plan it is drawn from. */
+    if (rc == TF_CLI_CONTINUE && a->output && strcmp(a->output, "-") != 0 &&
+        tf_cli_distinct(prog, "the input", a->input, "-o", a->output))
+        return TF_EXIT_USAGE;
     return rc;
+}
+
+/* Pictures of this many boxes and more take seconds (Graphviz draws about
+ * 40,000 a second here), so tf-dot says what it is doing first. */
+enum { TF_DOT_PROGRESS_BOXES = 65536 };
+
+static void say_when_slow(const dot_args *a, const tf_plan *plan)
+{
+    long boxes = (long)plan->schedule.n_actions * (a->options.compare_unfrozen ? 2 : 1);
+    const char *format = a->format ? a->format : tf_timeline_format_for_path(a->output);
+    if (boxes < TF_DOT_PROGRESS_BOXES || (format && !strcmp(format, "chrome")))
+        return;
+    tf_progress p;
+    tf_progress_start(&p, prog);
+    tf_progress_say(&p, "drawing %ld boxes", boxes);
 }
 
 int main(int argc, char **argv)
@@ -140,6 +160,8 @@ int main(int argc, char **argv)
     tf_error err = {0};
     tf_plan plan;
     int rc = tf_timeline_load(a.input, &plan, &err);
+    if (!rc)
+        say_when_slow(&a, &plan);
     if (!rc)
         rc = tf_timeline_render(&plan, &a.options, a.output, a.format, &err);
     if (rc)

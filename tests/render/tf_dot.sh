@@ -114,4 +114,12 @@ cp "$work/t.svg" "$work/keep.svg"
 expect_refused_with 1 "overlap" 'inconsistent plan' "$work/keep.svg" -- \
     "$TF_DOT" "$work/overlap.json" -o "$work/keep.svg"
 
+# The picture never replaces the plan it is drawn from, however the two
+# paths are spelled; an endless input is refused at the size limit.
+cp "$plan" "$work/self.json"
+expect_refused_with 2 "input as output" 'the input and -o are the same file' \
+    "$work/self.json" -- "$TF_DOT" "$work/self.json" -o "$work/./self.json" -T svg
+expect_refused_with 1 "/dev/zero as input" '/dev/zero: larger than the 64 MiB limit' -- \
+    timeout 20 "$TF_DOT" /dev/zero -o "$work/zero.svg"
+
 finish "tf-dot CLI"

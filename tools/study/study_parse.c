@@ -478,7 +478,8 @@ static int read_list(const tfj_ctx *sweep_at, const cJSON *sweep, const char *ke
         free(values);
         return tf_fail(err, TF_ENOMEM, "%s: out of memory", sweep_at->where);
     }
-    int rc = read_list_values(&at, v, count, kind, min, max, values, err), repeat, first;
+    int repeat = 0, first = 0;
+    int rc = read_list_values(&at, v, count, kind, min, max, values, err);
     if (!rc && (rc = find_repeat(values, count, &repeat, &first)) == 1) {
         tfj_ctx item_at;
         tfj_index(&at, repeat, &item_at);

@@ -70,6 +70,11 @@ mkdir -p "$work/seed/fuzz_checkpoint"
 TF_FUZZ_SEED_DIR="$work/seed/fuzz_checkpoint" "$bin/fuzz_checkpoint" -runs=1 \
     >/dev/null 2>&1 </dev/null
 
+# Inputs of earlier findings, kept in the tree: each must pass again.
+for d in "$here"/regressions/*/; do
+    [ -d "$d" ] && seed "$(basename "$d")" "$d"*
+done
+
 failed=0
 summary=()
 for t in "${targets[@]}"; do

@@ -287,6 +287,54 @@ static void wide_range_durations(void **state)
     }
 }
 
+/* A freezable span of 2e-319 ms (found by fuzz_profile) beside a makespan
+ * of 550 ms: the fast solver's demands (cost / span) overflowed and it
+ * reported as optimal a plan 2% slower than lp_solve's.  It now refuses
+ * durations whose ratios it cannot resolve, and the dispatcher hands the
+ * LP to lp_solve, saying why. */
+static void unresolvable_spans_fall_back(void **state)
+{
+    (void)state;
+    char json[2048] = "{\"schedule\": \"Interleaved1F1B\", \"ranks\": 4, \"stages_per_rank\": 2, "
+                      "\"microbatches\": 8, \"max_freeze_ratio\": 0.8, \"stages\": [";
+    for (int st = 0; st < 8; st++)
+        snprintf(json + strlen(json), sizeof json - strlen(json),
+                 "%s{\"forward_ms\": 7.17, \"backward_ms\": %s, \"backward_frozen_ms\": %s}",
+                 st ? ", " : "", st ? "20.09" : "2.261e-319", st ? "8.784" : "1.13e-319");
+    snprintf(json + strlen(json), sizeof json - strlen(json), "]}");
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_parse(json, "tiny.json", &p, &err))
+        fail_msg("%s", err.msg);
+    const tf_schedule *s = &p.schedule;
+    double *max_ms = malloc(sizeof(double) * (size_t)s->n_actions);
+    double *min_ms = malloc(sizeof(double) * (size_t)s->n_actions);
+    assert_non_null(max_ms);
+    assert_non_null(min_ms);
+    tf_profile_durations(&p, max_ms, min_ms);
+    tf_dag g;
+    assert_int_equal(tf_dag_build(s, 0.0, &g, &err), 0);
+    tf_freeze_result ref, fast;
+    assert_int_equal(tf_freeze_solve(s, &g, max_ms, min_ms, p.max_freeze_ratio,
+                                     TF_OBJECTIVE_LEAST_FREEZE, &ref, &err), 0);
+    assert_int_equal(tf_freeze_solve_fast(s, &g, max_ms, min_ms, p.max_freeze_ratio,
+                                          TF_OBJECTIVE_LEAST_FREEZE, &fast, &err),
+                     TF_ESOLVER);
+    assert_contains(err.msg, "fast solver: durations too far apart for its precision");
+    assert_int_equal(tf_freeze_solve_with(TF_SOLVER_FAST, s, &g, max_ms, min_ms,
+                                          p.max_freeze_ratio, TF_OBJECTIVE_LEAST_FREEZE, &fast,
+                                          &err), 0);
+    assert_string_equal(fast.solver, "lp_solve");
+    assert_contains(fast.fallback, "too far apart");
+    assert_close(fast.makespan, ref.makespan, 1e-12);
+    tf_freeze_result_free(&ref);
+    tf_freeze_result_free(&fast);
+    tf_dag_free(&g);
+    free(max_ms);
+    free(min_ms);
+    tf_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +344,7 @@ int main(void)
         cmocka_unit_test(medium_matches_lp_solve),
         cmocka_unit_test(nothing_freezable),
         cmocka_unit_test(wide_range_durations),
+        cmocka_unit_test(unresolvable_spans_fall_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

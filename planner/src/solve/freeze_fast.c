@@ -321,6 +321,28 @@ static double ratio_resolution(const fast_net *g, double scale)
     return eps > 1e-12 ? eps : 1e-12;
 }
 
+/* The worst round-off of the ratios this solver can live with: a cap may
+ * be exceeded by that much of a mean ratio. */
+#define FAST_RATIO_EPS_MAX 1e-6
+
+/* Refuses (TF_ESOLVER, for the dispatcher's fallback) durations so far
+ * apart that the ratios would be round-off: a freezable span of 1e-20 ms
+ * beside a makespan of 370 ms made the pricing's demands (cost / span)
+ * 1e20 and the plan 2% slower than lp_solve's, reported as optimal. */
+static int check_resolution(const fast_net *g, double ratio_eps, double makespan,
+                            tf_error *err)
+{
+    if (ratio_eps <= FAST_RATIO_EPS_MAX)
+        return 0;
+    double smallest = INFINITY;
+    for (int j = 0; j < g->k; j++)
+        smallest = fmin(smallest, g->span[g->freezable[j]]);
+    return tf_fail(err, TF_ESOLVER,
+                   "fast solver: durations too far apart for its precision (makespan %.6g ms, "
+                   "smallest freezable span %.3g ms): ratios would carry round-off of %.3g",
+                   makespan, smallest, ratio_eps);
+}
+
 /* Warm start: the tree of a longest path under the durations of the last
  * priced point (each start hangs from the predecessor that releases it
  * last), so the network simplex starts near the new optimum. */
@@ -1031,6 +1053,8 @@ int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const 
         const double unfrozen_T = tf_dag_longest_path(g, max_ms, NULL);
         w.scale = fmax(1.0, unfrozen_T);
         w.ratio_eps = ratio_resolution(&net, w.scale);
+        if ((rc = check_resolution(&net, w.ratio_eps, unfrozen_T, err)))
+            goto done;
         /* The first column: nothing frozen, which meets every cap. */
         memset(w.point_r, 0, (size_t)net.k * sizeof *w.point_r);
         w.point_T = unfrozen_T;

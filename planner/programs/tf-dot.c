@@ -136,15 +136,12 @@ static int parse_args(int argc, char **argv, dot_args *a)
     return rc;
 }
 
-/* Pictures of this many boxes and more take seconds (Graphviz draws about
- * 40,000 a second here), so tf-dot says what it is doing first. */
-enum { TF_DOT_PROGRESS_BOXES = 65536 };
-
+/* A picture of TF_TIMELINE_SLOW_BOXES or more takes seconds: say so first. */
 static void say_when_slow(const dot_args *a, const tf_plan *plan)
 {
     long boxes = (long)plan->schedule.n_actions * (a->options.compare_unfrozen ? 2 : 1);
     const char *format = a->format ? a->format : tf_timeline_format_for_path(a->output);
-    if (boxes < TF_DOT_PROGRESS_BOXES || (format && !strcmp(format, "chrome")))
+    if (boxes < TF_TIMELINE_SLOW_BOXES || (format && !strcmp(format, "chrome")))
         return;
     tf_progress p;
     tf_progress_start(&p, prog);

@@ -185,6 +185,17 @@ static int load_profile(const plan_args *a, tf_profile *profile, tf_error *err)
     return rc;
 }
 
+/* A picture of TF_TIMELINE_SLOW_BOXES or more takes seconds: say so first. */
+static void say_when_slow(const plan_args *a, const tf_plan *plan, const char *format)
+{
+    if (a->quiet || strcmp(format, "chrome") == 0 ||
+        plan->schedule.n_actions < TF_TIMELINE_SLOW_BOXES)
+        return;
+    tf_progress p;
+    tf_progress_start(&p, prog);
+    tf_progress_say(&p, "drawing %d boxes", plan->schedule.n_actions);
+}
+
 /* The plan and its picture are written as one unit: either both replace
  * their targets or neither does. */
 static int write_outputs(const plan_args *a, const tf_plan *plan, tf_error *err)
@@ -200,9 +211,11 @@ static int write_outputs(const plan_args *a, const tf_plan *plan, tf_error *err)
         data[files] = plan_json;
         lens[files++] = strlen(plan_json);
     }
-    if (!rc && a->timeline &&
-        !(rc = tf_timeline_render_data(plan, NULL, tf_timeline_format_for_path(a->timeline),
-                                       &picture, &picture_len, err))) {
+    const char *format = a->timeline ? tf_timeline_format_for_path(a->timeline) : NULL;
+    if (!rc && format)
+        say_when_slow(a, plan, format);
+    if (!rc && format &&
+        !(rc = tf_timeline_render_data(plan, NULL, format, &picture, &picture_len, err))) {
         paths[files] = a->timeline;
         data[files] = picture;
         lens[files++] = picture_len;

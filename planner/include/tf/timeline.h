@@ -29,6 +29,11 @@
  * ~2 s at 1,024 actions and minutes at 4,096. */
 enum { TF_TIMELINE_DAG_MAX_ACTIONS = 1024 };
 
+/* Pictures (not Chrome traces) of this many boxes and more take seconds:
+ * Graphviz draws about 40,000 boxes a second on a 2-core machine, so the
+ * programs say what they are doing before they start. */
+enum { TF_TIMELINE_SLOW_BOXES = 65536 };
+
 typedef struct tf_timeline_options {
     int compare_unfrozen; /* 1: draw the unfrozen timeline above the planned one */
     int dag;              /* 1: draw the dependency graph instead of the timeline */

@@ -151,8 +151,10 @@ typedef struct tf_study_run_options {
     int threads;                  /* <= 0: one per online CPU */
     tf_objective objective;
     tf_solver solver;             /* freeze-LP solver per configuration (default auto) */
-    /* Called after each configuration, from a worker thread but never from
-     * two threads at once (the run holds a lock), with done of total. */
+    /* Called after each configuration, and about once a second while
+     * configurations run (so a long solve still shows progress), never
+     * from two threads at once (the run holds a lock), with done of
+     * total. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
 } tf_study_run_options;

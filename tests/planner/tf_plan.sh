@@ -125,10 +125,11 @@ truncate -s 65M "$work/sparse.json"
 expect_quick_error "a 65 MiB profile" 1 'sparse.json: larger than the 64 MiB limit' \
     "$work/sparse.json"
 printf '{"schedule": "1F1B", "ranks": 512, "microbatches": 65536, "stages": []}' >"$work/many.json"
-expect_quick_error "ranks x microbatches" 1 '512 x 1 x 65536 x 2 = 67108864 actions, more than the 131072' \
+expect_quick_error "ranks x microbatches" 1 \
+    '512 x 1 x 65536 x 2 = 67108864 actions, more than the 131072' \
     "$work/many.json"
-printf '{"schedule": "Interleaved1F1B", "ranks": 512, "stages_per_rank": 2, "microbatches": 1, "stages": []}' \
-    >"$work/stages.json"
+printf '{"schedule": "Interleaved1F1B", "ranks": 512, "stages_per_rank": 2, %s}' \
+    '"microbatches": 1, "stages": []' >"$work/stages.json"
 expect_quick_error "ranks x stages_per_rank" 1 '1024 stages, more than the 512' \
     "$work/stages.json"
 python3 - "$work/cells.json" <<'PY'

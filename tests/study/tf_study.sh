@@ -119,7 +119,9 @@ bad_study "not JSON" '{"model": ' 'not valid JSON'
 bad_study "nothing can run" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 8, \"microbatches\": 8}}" \
     'skipped 1F1B ranks=8' 'no configuration of the sweep can run'
 
-bad_study "the first repeat in list order" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 4, \"p2p_ms\": [1, 2, 3, 2, 1]}}" \
+repeats='"p2p_ms": [1, 2, 3, 2, 1]'
+bad_study "the first repeat in list order" \
+    "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 4, $repeats}}" \
     '$.sweep.p2p_ms[3]: repeats the value of p2p_ms[1], got 2'
 
 # --- sizes: caps apply before any work, in bounded time -------------------

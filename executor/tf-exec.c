@@ -197,11 +197,12 @@ enum {
     OPT_NO_FREEZE = 256,
     OPT_TF32,
     OPT_FREEZE_RESCALE,
+    OPT_VERSION,
     OPT_VALUE /* + index into value_options */
 };
 
 /* getopt_long's table: the N_FLAGS flags, then every option with a value. */
-enum { N_FLAGS = 4 };
+enum { N_FLAGS = 5 };
 
 static void long_options(struct option *out)
 {
@@ -209,6 +210,7 @@ static void long_options(struct option *out)
     out[1] = (struct option){"no-freeze", no_argument, NULL, OPT_NO_FREEZE};
     out[2] = (struct option){"tf32", no_argument, NULL, OPT_TF32};
     out[3] = (struct option){"freeze-rescale", no_argument, NULL, OPT_FREEZE_RESCALE};
+    out[4] = (struct option){"version", no_argument, NULL, OPT_VERSION};
     for (int i = 0; i < N_VALUE_OPTIONS; i++)
         out[N_FLAGS + i] = (struct option){value_options[i].name, required_argument, NULL,
                                            OPT_VALUE + i};
@@ -261,7 +263,7 @@ static int finish_options(tfx_exec_options *o, tf_error *err)
 }
 
 /* Parses argv into o (--name VALUE or --name=VALUE).  Returns 0, 1 for
- * --help, or TF_EINVAL naming the option. */
+ * --help, 2 for --version, or TF_EINVAL naming the option. */
 static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
 {
     struct option longopts[N_FLAGS + N_VALUE_OPTIONS + 1];
@@ -274,6 +276,8 @@ static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
         int rc = 0;
         if (c == 'h')
             return 1;
+        if (c == OPT_VERSION)
+            return 2;
         if (c == OPT_NO_FREEZE)
             o->no_freeze = 1;
         else if (c == OPT_TF32)
@@ -301,6 +305,10 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o, &err);
     if (rc == 1) {
         usage(stdout);
+        return 0;
+    }
+    if (rc == 2) {
+        printf("tf-exec %s\n", TF_VERSION);
         return 0;
     }
     if (rc < 0) {

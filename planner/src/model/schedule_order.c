@@ -375,7 +375,7 @@ static int schedule_from_rows(const char *const *const *rows, const int *row_len
 {
     tf_schedule s;
     memset(&s, 0, sizeof s);
-    int n;
+    int n = 0;
     int rc = count_cells(rows, row_len, ranks, naming, skip_blank, &n, err);
     if (rc)
         return rc;

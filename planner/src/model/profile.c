@@ -477,7 +477,7 @@ int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err)
         if (tf_schedule_lookup(s, index, o->type, o->stage, o->microbatch) < 0) {
             free(index);
             char buf[32];
-            tf_action a = {o->type, o->stage, o->microbatch, -1};
+            tf_action a = {o->type, o->stage, o->microbatch, -1, TF_PAIR_NONE};
             return tf_fail(err, TF_EINVAL,
                            "schedule %s has no action %s, but the profile measured it",
                            s->name, tf_action_format(&a, buf));

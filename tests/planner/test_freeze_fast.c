@@ -84,6 +84,7 @@ static const shape shapes[] = {
     {"Interleaved1F1B", 2, 2, 4}, {"Interleaved1F1B", 4, 2, 8},
     {"InterleavedZeroBubble", 2, 2, 4}, {"InterleavedZeroBubble", 4, 2, 8},
     {"ZBVZeroBubble", 2, 2, 4},  {"ZBVZeroBubble", 4, 2, 8},
+    {"LoopedBFS", 2, 2, 4},      {"DualPipeV", 2, 2, 4},   {"DualPipeV", 4, 2, 9},
 };
 
 /* Least-freeze on every schedule: random and tied times, with and without

@@ -25,7 +25,9 @@ static void usage(FILE *f)
             "Draws a freeze plan (plan.json from tf-plan) or a profile's unfrozen schedule\n"
             "(profile.json) as a timeline: one row per rank, one box per action at its\n"
             "start time and as wide as its duration, backward boxes paler the more they\n"
-            "freeze, critical-path actions outlined.\n"
+            "freeze, critical-path actions outlined.  Boxes are labelled F3, or as PyTorch\n"
+            "names actions (2F3) where a rank runs several stages; an overlapped pair's\n"
+            "two boxes are framed together.\n"
             "\n"
             "options:\n"
             "  -o, --output FILE      write here (atomically); the format follows the\n"
@@ -35,6 +37,8 @@ static void usage(FILE *f)
             "  --compare unfrozen     draw the unfrozen timeline above the planned one on a\n"
             "                         shared time axis (a plan: not for a profile)\n"
             "  --dag                  draw the dependency graph instead (small schedules)\n"
+            "  --flows                with -T chrome: a flow event per dependency between\n"
+            "                         ranks, which Perfetto draws as an arrow\n"
             "  --width POINTS         picture width in points (1/72 in; default: wide enough\n"
             "                         for typical actions to hold their labels)\n"
             "  --dpi N                PNG resolution (default 96: pixels = points x 4/3)\n"
@@ -45,13 +49,14 @@ static void usage(FILE *f)
             "exit status: 0 ok, 1 invalid input or output error, 2 usage error\n");
 }
 
-enum { OPT_FORMAT = 256, OPT_COMPARE, OPT_DAG, OPT_WIDTH, OPT_DPI, OPT_TITLE };
+enum { OPT_FORMAT = 256, OPT_COMPARE, OPT_DAG, OPT_WIDTH, OPT_DPI, OPT_TITLE, OPT_FLOWS };
 
 static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"compare", required_argument, NULL, OPT_COMPARE},
     {"dag", no_argument, NULL, OPT_DAG},
+    {"flows", no_argument, NULL, OPT_FLOWS},
     {"width", required_argument, NULL, OPT_WIDTH},
     {"dpi", required_argument, NULL, OPT_DPI},
     {"title", required_argument, NULL, OPT_TITLE},
@@ -100,6 +105,9 @@ static int take_option(int c, const char *value, void *ctx)
     case OPT_DAG:
         a->options.dag = 1;
         return 0;
+    case OPT_FLOWS:
+        a->options.flows = 1;
+        return 0;
     case OPT_WIDTH:
         return take_positive("--width", "expected a positive number of points", value,
                              &a->options.width);
@@ -126,6 +134,16 @@ static int parse_args(int argc, char **argv, dot_args *a)
                 "tf-dot: %s: cannot tell the format from the extension; use .dot .gv .svg "
                 ".png .pdf .json or -T FORMAT\n",
                 a->output);
+        return TF_EXIT_USAGE;
+    }
+    const char *format = a->format ? a->format
+                       : a->output && strcmp(a->output, "-") != 0
+                           ? tf_timeline_format_for_path(a->output)
+                           : "dot";
+    if (rc == TF_CLI_CONTINUE && a->options.flows && strcmp(format, "chrome") != 0) {
+        fprintf(stderr, "tf-dot: --flows: the arrows are flow events of a Chrome trace; add -T "
+                        "chrome (or write a .json file), not %s\n",
+                format);
         return TF_EXIT_USAGE;
     }
     return rc;

@@ -45,7 +45,7 @@ static void usage(FILE *f)
           "           M/(M-k): the mean gradient of the others, not a shrunk sum)\n"
           "data:      --data FILE (any bytes) or --source base|shifted (built-in order-2\n"
           "           sources; shifted is base with a quarter of its pairs redrawn)\n"
-          "           5%% held out: --eval-every N (0: after the last step)\n"
+          "           5% held out: --eval-every N (0: after the last step)\n"
           "           --eval-batches K (4)\n"
           "weights:   --init DIR (start from that checkpoint's weights: fine-tuning)\n"
           "           --checkpoint DIR  --checkpoint-every N (10)\n"

@@ -172,7 +172,7 @@ static void expect_auto_picks(int microbatches, const char *expected)
     instance_free(&x);
 }
 
-/* auto: the reference below 1,024 actions, the fast solver from there on,
+/* auto: lp_solve below 1,024 actions, the fast solver from there on,
  * and tf_freeze_solve_with reports the one that ran. */
 static void auto_picks_by_size(void **state)
 {

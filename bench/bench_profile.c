@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tf/schedule.h"
+#include "tf/util.h"
 
 /* A linear congruential generator: uniform in [0, 1), same on every
  * platform.  The sequence of draws fixes the profile, so the order of calls
@@ -37,9 +38,10 @@ int bench_microbatches_for(const char *schedule, int ranks, int stages_per_rank,
         m -= m % ranks;
     if (m < 1)
         return tf_fail(err, TF_EINVAL,
-                       "%s: %d actions is fewer than one microbatch (%ld actions on %d ranks x "
-                       "%d stages)",
-                       name, actions, per_microbatch, ranks, stages_per_rank);
+                       "%s: %d %s fewer than one microbatch (%ld actions on %d %s x %d %s)",
+                       name, actions, actions == 1 ? "action is" : "actions are", per_microbatch,
+                       ranks, tf_plural(ranks, "rank", "ranks"), stages_per_rank,
+                       tf_plural(stages_per_rank, "stage", "stages"));
     *microbatches = (int)m;
     return 0;
 }

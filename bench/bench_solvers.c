@@ -503,10 +503,11 @@ static void print_header(const bench_options *o, const char *highs_status)
 {
     char version[32], highs_version[32];
     bench_highs_version(o->highs_dir, highs_version, sizeof highs_version);
-    printf("bench-solvers: %s, %d ranks x %d stage%s per rank, %s, caps 0.8, "
+    printf("bench-solvers: %s, %d %s x %d %s per rank, %s, caps 0.8, "
            "limit %g s per solve\n",
-           o->schedule, o->ranks, o->stages_per_rank, o->stages_per_rank == 1 ? "" : "s",
-           tf_objective_name(o->objective), o->limit);
+           o->schedule, o->ranks, tf_plural(o->ranks, "rank", "ranks"), o->stages_per_rank,
+           tf_plural(o->stages_per_rank, "stage", "stages"), tf_objective_name(o->objective),
+           o->limit);
     printf("solvers: lp_solve %s, fast (planner %s), clp %s, highs %s%s\n",
            tf_freeze_solver_version(version, sizeof version), TF_VERSION,
 #ifdef TF_BENCH_HAVE_CLP
@@ -590,12 +591,17 @@ static void print_speedups(int actions, int microbatches, const bench_options *o
         const measurement *lp = &m[SOLVER_LP_SOLVE], *x = &m[s];
         printf("%s%s over lp_solve ", any++ ? ", " : " ", solver_label(s));
         double x_seconds = x->report.seconds > 0 ? x->report.seconds : 1e-9;
+        /* Three significant figures: a solver 300 times slower than
+         * lp_solve is 0.00333x, not "0.00x". */
+        char ratio[64];
         if (lp->outcome == RUN_OK && x->outcome == RUN_OK)
-            printf("%.2fx", lp->report.seconds / x_seconds);
+            printf("%sx", tf_format_significant(lp->report.seconds / x_seconds, 3, ratio,
+                                                sizeof ratio));
         else if (lp->outcome == RUN_TIMEOUT && x->outcome == RUN_OK)
-            printf("> %.2fx", o->limit / x_seconds);
+            printf("> %sx", tf_format_significant(o->limit / x_seconds, 3, ratio, sizeof ratio));
         else if (lp->outcome == RUN_OK && x->outcome == RUN_TIMEOUT)
-            printf("< %.2fx", lp->report.seconds / o->limit);
+            printf("< %sx",
+                   tf_format_significant(lp->report.seconds / o->limit, 3, ratio, sizeof ratio));
         else
             printf("-");
     }
@@ -683,7 +689,8 @@ static int bench_size(int size, const bench_options *o, const char *highs_status
     if (bench_microbatches_for(o->schedule, o->ranks, o->stages_per_rank, size, &microbatches,
                                &err) ||
         bench_make_profile(o->schedule, o->ranks, o->stages_per_rank, microbatches, &p, &err)) {
-        fprintf(stderr, "bench-solvers: %d actions: %s\n", size, err.msg);
+        fprintf(stderr, "bench-solvers: %d %s: %s\n", size, tf_plural(size, "action", "actions"),
+                err.msg);
         return EXIT_FAILED;
     }
     int rc = o->profile_dir && save_profile(&p, o->profile_dir, p.schedule.n_actions)

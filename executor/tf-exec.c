@@ -1,8 +1,10 @@
-/* tf-exec - trains a small byte-level language model on a pipeline with a
+/* tf-exec - trains a small byte-level GPT on a pipeline with a
  * TimelyFreeze plan, or measures the profile tf-plan reads.  This file only
  * parses the command line; the work is in the tfexec library (tfx/exec.h). */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "tf/schedule.h"
 #include "tfx/exec.h"
 #include "tfx/launch.h"
+#include "tfx/registry.h"
 
 static void usage(FILE *f)
 {
@@ -20,35 +23,44 @@ static void usage(FILE *f)
             "       tf-exec --schedule S --ranks P --microbatches M --steps N  (no freezing)\n"
             "\n"
             "pipeline:  --backend cpu|cuda  --schedule NAME (%s)\n"
-            "           --ranks P  --stages-per-rank V  --microbatches M\n"
-#ifdef TF_HAVE_CUDA
-            "cuda:      --devices LIST (GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on\n"
-            "           GPU 0, one stream each; default rank mod GPUs)\n"
-            "           --transport cuda|nccl (cuda: in-process device copies, the default;\n"
-            "           nccl: one GPU per rank, the default when launched)\n"
-            "           --tf32 (TF32 tensor-core GEMMs, FP32 accumulation)\n"
-#else
-            "cuda:      not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
-            "           cuBLAS and NCCL are installed\n"
-#endif
-            "model:     --layers L (4)  --hidden H (128)  --ffn F (4H)  --context T (64)\n"
-            "           --microbatch-size B (8 sequences)  --lr X (0.003)\n"
-            "training:  --steps N (60)  --warmup N (10)  --ramp N (10)  --no-freeze\n"
-            "           --freeze-select random|rotate (random)  --seed S (1)\n"
-            "           --freeze-ratio R (without a plan: freeze R on every backward)\n"
-            "           --data FILE (default: built-in Markov corpus)  --log FILE (JSON lines)\n"
-            "           --checkpoint DIR  --checkpoint-every N (10)  --progress auto|bar|lines\n"
-            "profiling: --profile-out FILE  --profile-warmup N (3)  --profile-steps N (5)\n"
-            "           --max-freeze-ratio R (0.9, written into the profile)\n"
-            "cpu:       --transport local|socket (local: in-process, the default; socket: TCP,\n"
-            "           the default when launched)\n"
-            "launched:  one process per rank (or per block of ranks) when RANK/WORLD_SIZE,\n"
-            "           OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS say so (mpirun,\n"
-            "           srun, by hand); processes meet in $TFX_RENDEZVOUS_DIR (/tmp) under\n"
-            "           $TFX_RUN_ID; a silent peer fails the run after $TFX_TIMEOUT s (600);\n"
-            "           $TFX_SOCKET_BIND / $TFX_SOCKET_HOST for several nodes; process 0\n"
-            "           prints and writes --log / --profile-out; no --checkpoint\n",
+            "           --ranks P  --stages-per-rank V  --microbatches M\n",
             tf_schedule_builtin_names());
+    if (tfx_registry_has_backend("cuda"))
+        fputs("cuda:      --devices LIST (GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on\n"
+              "           GPU 0, one stream each; default rank mod GPUs)\n"
+              "           --transport cuda|nccl (cuda: in-process device copies, the default;\n"
+              "           nccl: one GPU per rank, the default when launched)\n"
+              "           --tf32 (TF32 tensor-core GEMMs, FP32 accumulation)\n",
+              f);
+    else
+        fputs("cuda:      not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
+              "           cuBLAS and NCCL are installed\n",
+              f);
+    fputs("model:     --layers L (4)  --hidden C (192)  --heads A (C/32)  --ffn F (4C)\n"
+          "           --context T (64)  --microbatch-size B (8 sequences)  --lr X (0.003)\n"
+          "training:  --steps N (60)  --warmup N (10)  --ramp N (10)  --no-freeze\n"
+          "           --freeze-select random|rotate (random)  --seed S (1)\n"
+          "           --freeze-ratio R (without a plan: freeze R on every backward)\n"
+          "           --freeze-rescale (scale a tensor frozen in k of M microbatches by\n"
+          "           M/(M-k): the mean gradient of the others, not a shrunk sum)\n"
+          "data:      --data FILE (any bytes) or --source base|shifted (built-in order-2\n"
+          "           sources; shifted is base with a quarter of its pairs redrawn)\n"
+          "           5% held out: --eval-every N (0: after the last step)\n"
+          "           --eval-batches K (4)\n"
+          "weights:   --init DIR (start from that checkpoint's weights: fine-tuning)\n"
+          "           --checkpoint DIR  --checkpoint-every N (10)\n"
+          "output:    --log FILE (JSON lines)  --progress auto|bar|lines\n"
+          "profiling: --profile-out FILE  --profile-warmup N (3)  --profile-steps N (5)\n"
+          "           --max-freeze-ratio R (0.9, written into the profile)\n"
+          "cpu:       --transport local|socket (local: in-process, the default; socket: TCP,\n"
+          "           the default when launched)\n"
+          "launched:  one process per rank (or per block of ranks) when RANK/WORLD_SIZE,\n"
+          "           OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS say so (mpirun,\n"
+          "           srun, by hand); processes meet in $TFX_RENDEZVOUS_DIR (/tmp) under\n"
+          "           $TFX_RUN_ID; a silent peer fails the run after $TFX_TIMEOUT s (600);\n"
+          "           $TFX_SOCKET_BIND / $TFX_SOCKET_HOST for several nodes; process 0\n"
+          "           prints and writes --log / --profile-out; no --checkpoint\n",
+          f);
 }
 
 static int parse_int(const char *flag, const char *s, int lo, int hi, int *out, tf_error *err)
@@ -76,103 +88,212 @@ static int parse_double(const char *flag, const char *s, double lo, double hi, d
     return 0;
 }
 
-/* Parses argv into o.  Returns 0, 1 for --help, or TF_EINVAL. */
-static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
+static int parse_seed(tfx_exec_options *o, const char *flag, const char *value, tf_error *err)
 {
-    int ffn_given = 0, rc = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
-            return 1;
-        if (!strcmp(arg, "--no-freeze")) {
-            o->no_freeze = 1;
-            continue;
-        }
-        if (!strcmp(arg, "--tf32")) {
-            o->tf32 = 1;
-            continue;
-        }
-        if (strncmp(arg, "--", 2) != 0)
-            return tf_fail(err, TF_EINVAL, "unexpected argument \"%s\" (see --help)", arg);
-        /* Every other option takes a value: --name VALUE or --name=VALUE. */
-        char name[64];
-        const char *value;
-        const char *eq = strchr(arg, '=');
-        if (eq) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-            value = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-            if (i + 1 >= argc)
-                return tf_fail(err, TF_EINVAL, "%s: missing value", arg);
-            value = argv[++i];
-        }
-        double d;
-        if (!strcmp(name, "--backend")) o->backend = value;
-        else if (!strcmp(name, "--devices")) o->devices = value;
-        else if (!strcmp(name, "--transport")) o->transport = value;
-        else if (!strcmp(name, "--schedule")) o->schedule = value;
-        else if (!strcmp(name, "--plan")) o->plan_path = value;
-        else if (!strcmp(name, "--profile-out")) o->profile_out = value;
-        else if (!strcmp(name, "--log")) o->log_path = value;
-        else if (!strcmp(name, "--data")) o->data_path = value;
-        else if (!strcmp(name, "--checkpoint")) o->checkpoint_dir = value;
-        else if (!strcmp(name, "--ranks")) rc = parse_int(name, value, 1, 1024, &o->ranks, err);
-        else if (!strcmp(name, "--stages-per-rank"))
-            rc = parse_int(name, value, 1, 64, &o->stages_per_rank, err);
-        else if (!strcmp(name, "--microbatches"))
-            rc = parse_int(name, value, 1, 4096, &o->microbatches, err);
-        else if (!strcmp(name, "--steps")) rc = parse_int(name, value, 0, INT_MAX - 1, &o->steps, err);
-        else if (!strcmp(name, "--warmup")) rc = parse_int(name, value, 0, INT_MAX - 1, &o->warmup, err);
-        else if (!strcmp(name, "--ramp")) rc = parse_int(name, value, 0, INT_MAX - 1, &o->ramp, err);
-        else if (!strcmp(name, "--checkpoint-every"))
-            rc = parse_int(name, value, 0, INT_MAX, &o->checkpoint_every, err);
-        else if (!strcmp(name, "--layers")) rc = parse_int(name, value, 1, 65536, &o->model.layers, err);
-        else if (!strcmp(name, "--hidden")) rc = parse_int(name, value, 1, 65536, &o->model.hidden, err);
-        else if (!strcmp(name, "--ffn")) {
-            rc = parse_int(name, value, 1, 65536, &o->model.ffn, err);
-            ffn_given = 1;
-        } else if (!strcmp(name, "--context"))
-            rc = parse_int(name, value, 1, 65536, &o->model.context, err);
-        else if (!strcmp(name, "--microbatch-size"))
-            rc = parse_int(name, value, 1, 65536, &o->model.microbatch_size, err);
-        else if (!strcmp(name, "--profile-warmup"))
-            rc = parse_int(name, value, 0, 1000, &o->profile_warmup, err);
-        else if (!strcmp(name, "--profile-steps"))
-            rc = parse_int(name, value, 1, 1000, &o->profile_steps, err);
-        else if (!strcmp(name, "--seed")) {
-            rc = parse_double(name, value, 0, 9007199254740992.0, &d, err);
-            o->seed = (uint64_t)d;
-        } else if (!strcmp(name, "--lr")) {
-            rc = parse_double(name, value, 0, 10, &d, err);
-            o->adamw.lr = (float)d;
-        } else if (!strcmp(name, "--freeze-ratio"))
-            rc = parse_double(name, value, 0, 1, &o->freeze_ratio, err);
-        else if (!strcmp(name, "--max-freeze-ratio"))
-            rc = parse_double(name, value, 0, 1, &o->max_freeze_ratio, err);
-        else if (!strcmp(name, "--freeze-select"))
-            rc = tfx_select_method_parse(value, &o->select, err);
-        else if (!strcmp(name, "--progress")) {
-            if (!strcmp(value, "auto")) o->progress = -1;
-            else if (!strcmp(value, "bar")) o->progress = 1;
-            else if (!strcmp(value, "lines")) o->progress = 0;
-            else rc = tf_fail(err, TF_EINVAL, "--progress \"%s\": expected auto, bar or lines", value);
-        } else if (!strcmp(name, "--inject-failure")) {
-            /* testing: RANK:ACTION makes that rank fail before its ACTION-th action */
-            if (sscanf(value, "%d:%d", &o->fail_rank, &o->fail_action) != 2)
-                rc = tf_fail(err, TF_EINVAL, "--inject-failure \"%s\": expected RANK:ACTION", value);
-        } else
-            return tf_fail(err, TF_EINVAL, "unknown option %s (see --help)", name);
-        if (rc < 0)
-            return rc;
+    double d = 0.0;
+    int rc = parse_double(flag, value, 0, 9007199254740992.0, &d, err);
+    if (rc == 0)
+        o->seed = (uint64_t)d;
+    return rc;
+}
+
+static int parse_lr(tfx_exec_options *o, const char *flag, const char *value, tf_error *err)
+{
+    double d = 0.0;
+    int rc = parse_double(flag, value, 0, 10, &d, err);
+    if (rc == 0)
+        o->adamw.lr = (float)d;
+    return rc;
+}
+
+static int parse_select(tfx_exec_options *o, const char *flag, const char *value,
+                        tf_error *err)
+{
+    (void)flag;
+    return tfx_select_method_parse(value, &o->select, err);
+}
+
+static int parse_progress(tfx_exec_options *o, const char *flag, const char *value,
+                          tf_error *err)
+{
+    (void)flag;
+    if (!strcmp(value, "auto"))
+        o->progress = -1;
+    else if (!strcmp(value, "bar"))
+        o->progress = 1;
+    else if (!strcmp(value, "lines"))
+        o->progress = 0;
+    else
+        return tf_fail(err, TF_EINVAL, "--progress \"%s\": expected auto, bar or lines", value);
+    return 0;
+}
+
+/* Testing: RANK:ACTION makes that rank fail before its ACTION-th action. */
+static int parse_failure(tfx_exec_options *o, const char *flag, const char *value,
+                         tf_error *err)
+{
+    (void)flag;
+    if (sscanf(value, "%d:%d", &o->fail_rank, &o->fail_action) != 2)
+        return tf_fail(err, TF_EINVAL, "--inject-failure \"%s\": expected RANK:ACTION", value);
+    return 0;
+}
+
+typedef enum { ARG_TEXT, ARG_INT, ARG_REAL, ARG_OWN } arg_kind;
+
+/* An option with a value, and the field of tfx_exec_options it sets. */
+typedef struct value_option {
+    const char *name;
+    arg_kind kind;
+    size_t field;  /* TEXT: a const char *, INT: an int, REAL: a double */
+    double lo, hi; /* INT and REAL: the range accepted */
+    int (*parse)(tfx_exec_options *o, const char *flag, const char *value, tf_error *err);
+} value_option;
+
+#define TEXT(name, f) {name, ARG_TEXT, offsetof(tfx_exec_options, f), 0, 0, NULL}
+#define INT(name, f, lo, hi) {name, ARG_INT, offsetof(tfx_exec_options, f), lo, hi, NULL}
+#define REAL(name, f, lo, hi) {name, ARG_REAL, offsetof(tfx_exec_options, f), lo, hi, NULL}
+#define OWN(name, fn) {name, ARG_OWN, 0, 0, 0, fn}
+
+static const value_option value_options[] = {
+    TEXT("backend", backend),
+    TEXT("devices", devices),
+    TEXT("transport", transport),
+    TEXT("schedule", schedule),
+    TEXT("plan", plan_path),
+    TEXT("profile-out", profile_out),
+    TEXT("log", log_path),
+    TEXT("data", data_path),
+    TEXT("source", source),
+    TEXT("init", init_dir),
+    TEXT("checkpoint", checkpoint_dir),
+    INT("ranks", ranks, 1, 1024),
+    INT("stages-per-rank", stages_per_rank, 1, 64),
+    INT("microbatches", microbatches, 1, 4096),
+    INT("steps", steps, 0, INT_MAX - 1),
+    INT("warmup", warmup, 0, INT_MAX - 1),
+    INT("ramp", ramp, 0, INT_MAX - 1),
+    INT("checkpoint-every", checkpoint_every, 0, INT_MAX),
+    INT("layers", model.layers, 1, 65536),
+    INT("hidden", model.hidden, 1, 65536),
+    INT("heads", model.heads, 1, 65536),
+    INT("ffn", model.ffn, 1, 65536),
+    INT("context", model.context, 1, 65536),
+    INT("microbatch-size", model.microbatch_size, 1, 65536),
+    INT("eval-every", eval_every, 0, INT_MAX),
+    INT("eval-batches", eval_batches, 1, 1000),
+    INT("profile-warmup", profile_warmup, 0, 1000),
+    INT("profile-steps", profile_steps, 1, 1000),
+    OWN("seed", parse_seed),
+    OWN("lr", parse_lr),
+    REAL("freeze-ratio", freeze_ratio, 0, 1),
+    REAL("max-freeze-ratio", max_freeze_ratio, 0, 1),
+    OWN("freeze-select", parse_select),
+    OWN("progress", parse_progress),
+    OWN("inject-failure", parse_failure),
+};
+
+enum {
+    N_VALUE_OPTIONS = sizeof value_options / sizeof value_options[0],
+    OPT_NO_FREEZE = 256,
+    OPT_TF32,
+    OPT_FREEZE_RESCALE,
+    OPT_VERSION,
+    OPT_VALUE /* + index into value_options */
+};
+
+/* getopt_long's table: the N_FLAGS flags, then every option with a value. */
+enum { N_FLAGS = 5 };
+
+static void long_options(struct option *out)
+{
+    out[0] = (struct option){"help", no_argument, NULL, 'h'};
+    out[1] = (struct option){"no-freeze", no_argument, NULL, OPT_NO_FREEZE};
+    out[2] = (struct option){"tf32", no_argument, NULL, OPT_TF32};
+    out[3] = (struct option){"freeze-rescale", no_argument, NULL, OPT_FREEZE_RESCALE};
+    out[4] = (struct option){"version", no_argument, NULL, OPT_VERSION};
+    for (int i = 0; i < N_VALUE_OPTIONS; i++)
+        out[N_FLAGS + i] = (struct option){value_options[i].name, required_argument, NULL,
+                                           OPT_VALUE + i};
+    out[N_FLAGS + N_VALUE_OPTIONS] = (struct option){NULL, 0, NULL, 0};
+}
+
+static int set_value(tfx_exec_options *o, const value_option *v, const char *value,
+                     tf_error *err)
+{
+    char flag[64];
+    char *field = (char *)o + v->field;
+    snprintf(flag, sizeof flag, "--%s", v->name);
+    switch (v->kind) {
+    case ARG_TEXT: *(const char **)field = value; return 0;
+    case ARG_INT: return parse_int(flag, value, (int)v->lo, (int)v->hi, (int *)field, err);
+    case ARG_REAL: return parse_double(flag, value, v->lo, v->hi, (double *)field, err);
+    default: return v->parse(o, flag, value, err);
     }
-    if (!ffn_given)
+}
+
+/* getopt_long refused argv[optind - 1]: c is ':' for a missing value, '?'
+ * for an unknown option or a flag given a value. */
+static int refuse(int c, const char *arg, tf_error *err)
+{
+    if (c == ':')
+        return tf_fail(err, TF_EINVAL, "%s: missing value", arg);
+    if (optopt >= OPT_NO_FREEZE)
+        return tf_fail(err, TF_EINVAL, "%.*s: takes no value (see --help)",
+                       (int)strcspn(arg, "="), arg);
+    if (optopt)
+        return tf_fail(err, TF_EINVAL, "unexpected argument \"-%c\" (see --help)", optopt);
+    return tf_fail(err, TF_EINVAL, "unknown option %.*s (see --help)", (int)strcspn(arg, "="),
+                   arg);
+}
+
+/* Options that cannot go together, and the defaults that depend on others. */
+static int finish_options(tfx_exec_options *o, tf_error *err)
+{
+    if (!o->model.ffn)
         o->model.ffn = 4 * o->model.hidden > 65536 ? 65536 : 4 * o->model.hidden;
+    if (!o->model.heads)
+        o->model.heads = tfx_model_default_heads(o->model.hidden);
     if (o->plan_path && o->freeze_ratio > 0)
         return tf_fail(err, TF_EINVAL, "--plan and --freeze-ratio: give one of them");
     if (o->plan_path && o->profile_out)
         return tf_fail(err, TF_EINVAL, "--plan and --profile-out: give one of them");
+    if (o->data_path && o->source)
+        return tf_fail(err, TF_EINVAL, "--data and --source: give one of them");
     return 0;
+}
+
+/* Parses argv into o (--name VALUE or --name=VALUE).  Returns 0, 1 for
+ * --help, 2 for --version, or TF_EINVAL naming the option. */
+static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
+{
+    struct option longopts[N_FLAGS + N_VALUE_OPTIONS + 1];
+    long_options(longopts);
+    o->model.ffn = 0;   /* 4C unless --ffn says otherwise */
+    o->model.heads = 0; /* heads of 32 unless --heads says otherwise */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        int rc = 0;
+        if (c == 'h')
+            return 1;
+        if (c == OPT_VERSION)
+            return 2;
+        if (c == OPT_NO_FREEZE)
+            o->no_freeze = 1;
+        else if (c == OPT_TF32)
+            o->tf32 = 1;
+        else if (c == OPT_FREEZE_RESCALE)
+            o->freeze_rescale = 1;
+        else if (c >= OPT_VALUE)
+            rc = set_value(o, &value_options[c - OPT_VALUE], optarg, err);
+        else
+            rc = refuse(c, argv[optind - 1], err);
+        if (rc < 0)
+            return rc;
+    }
+    if (optind < argc)
+        return tf_fail(err, TF_EINVAL, "unexpected argument \"%s\" (see --help)", argv[optind]);
+    return finish_options(o, err);
 }
 
 int main(int argc, char **argv)
@@ -184,6 +305,10 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o, &err);
     if (rc == 1) {
         usage(stdout);
+        return 0;
+    }
+    if (rc == 2) {
+        printf("tf-exec %s\n", TF_VERSION);
         return 0;
     }
     if (rc < 0) {

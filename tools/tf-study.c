@@ -58,7 +58,8 @@ static void draw_progress(void *ctx, int done, int total)
     fprintf(stderr, "\r[");
     for (int i = 0; i < width; i++)
         fputc(i < filled ? '#' : '.', stderr);
-    fprintf(stderr, "] %d/%d configurations", done, total);
+    fprintf(stderr, "] %d/%d %s", done, total,
+            tf_plural(total, "configuration", "configurations"));
     if (done == total)
         fprintf(stderr, "\r\033[K");
     fflush(stderr);

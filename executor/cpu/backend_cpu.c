@@ -1,21 +1,21 @@
-/* backend_cpu.c - the CPU backend: CBLAS GEMMs, everything else plain C.
- *
- * Reductions accumulate in double and run in a fixed order, so results are
- * deterministic for a given input: the pipeline tests rely on that to compare
- * schedules with a single rank.
+/* backend_cpu.c - the CPU backend: host memory, CBLAS GEMMs, the wall
+ * clock as the action timer, and the kernels of kernels_cpu.c in its ops
+ * table.  Every other backend's kernels are tested against its
+ * (tests/cuda).
  */
 #include "tfx/backend.h"
-#ifdef TF_HAVE_CUDA
-#include "tfx_cuda.h"
-#endif
 
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels_cpu.h"
+#include "tf/util.h"
+
 typedef struct cpu_ctx {
     int rank;
+    double timer_begin; /* tf_now_seconds() at timer_start */
 } cpu_ctx;
 
 static int cpu_alloc(void *ctx, size_t bytes, void **out, tf_error *err)
@@ -58,230 +58,24 @@ static void cpu_gemm(void *ctx, int trans_a, int trans_b, int m, int n, int k, f
                 ldc);
 }
 
-static void cpu_embedding_forward(void *ctx, const float *table, const int32_t *tokens,
-                                  int rows, int cols, float *out)
-{
-    (void)ctx;
-    for (int i = 0; i < rows; i++)
-        memcpy(out + (size_t)i * cols, table + (size_t)tokens[i] * cols,
-               sizeof(float) * (size_t)cols);
-}
-
-static void cpu_embedding_backward_acc(void *ctx, float *dtable, const int32_t *tokens,
-                                       int rows, int cols, const float *dout)
-{
-    (void)ctx;
-    for (int i = 0; i < rows; i++) {
-        float *d = dtable + (size_t)tokens[i] * cols;
-        const float *g = dout + (size_t)i * cols;
-        for (int j = 0; j < cols; j++)
-            d[j] += g[j];
-    }
-}
-
-static void cpu_rmsnorm_forward(void *ctx, const float *x, const float *gain, int rows,
-                                int cols, float eps, float *out, float *rstd)
-{
-    (void)ctx;
-    for (int i = 0; i < rows; i++) {
-        const float *xi = x + (size_t)i * cols;
-        float *oi = out + (size_t)i * cols;
-        double ss = 0.0;
-        for (int j = 0; j < cols; j++)
-            ss += (double)xi[j] * xi[j];
-        float r = (float)(1.0 / sqrt(ss / cols + eps));
-        rstd[i] = r;
-        for (int j = 0; j < cols; j++)
-            oi[j] = xi[j] * r * gain[j];
-    }
-}
-
-static void cpu_rmsnorm_backward_input(void *ctx, const float *dout, const float *x,
-                                       const float *gain, const float *rstd, int rows,
-                                       int cols, float *dx)
-{
-    (void)ctx;
-    for (int i = 0; i < rows; i++) {
-        const float *xi = x + (size_t)i * cols;
-        const float *gi = dout + (size_t)i * cols;
-        float *dxi = dx + (size_t)i * cols;
-        float r = rstd[i];
-        /* y = xhat * gain with xhat = x * r; dx = r * (dxhat - xhat * mean(dxhat * xhat)) */
-        double dot = 0.0;
-        for (int j = 0; j < cols; j++)
-            dot += (double)gi[j] * gain[j] * xi[j] * r;
-        float mean = (float)(dot / cols);
-        for (int j = 0; j < cols; j++) {
-            float xhat = xi[j] * r;
-            dxi[j] = r * (gi[j] * gain[j] - xhat * mean);
-        }
-    }
-}
-
-static void cpu_rmsnorm_backward_gain_acc(void *ctx, const float *dout, const float *x,
-                                          const float *rstd, int rows, int cols,
-                                          float *dgain)
-{
-    (void)ctx;
-    double *acc = calloc((size_t)cols, sizeof *acc);
-    if (!acc) {
-        /* Allocation of a few KiB failing: fall back to float accumulation. */
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < cols; j++)
-                dgain[j] += dout[(size_t)i * cols + j] * x[(size_t)i * cols + j] * rstd[i];
-        return;
-    }
-    for (int i = 0; i < rows; i++) {
-        const float *xi = x + (size_t)i * cols;
-        const float *gi = dout + (size_t)i * cols;
-        double r = rstd[i];
-        for (int j = 0; j < cols; j++)
-            acc[j] += (double)gi[j] * xi[j] * r;
-    }
-    for (int j = 0; j < cols; j++)
-        dgain[j] += (float)acc[j];
-    free(acc);
-}
-
-static void cpu_bias_forward(void *ctx, float *out, const float *bias, int rows, int cols)
-{
-    (void)ctx;
-    for (int i = 0; i < rows; i++) {
-        float *oi = out + (size_t)i * cols;
-        for (int j = 0; j < cols; j++)
-            oi[j] += bias[j];
-    }
-}
-
-static void cpu_bias_backward_acc(void *ctx, const float *dout, int rows, int cols,
-                                  float *dbias)
-{
-    (void)ctx;
-    double *acc = calloc((size_t)cols, sizeof *acc);
-    if (!acc) {
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < cols; j++)
-                dbias[j] += dout[(size_t)i * cols + j];
-        return;
-    }
-    for (int i = 0; i < rows; i++) {
-        const float *gi = dout + (size_t)i * cols;
-        for (int j = 0; j < cols; j++)
-            acc[j] += gi[j];
-    }
-    for (int j = 0; j < cols; j++)
-        dbias[j] += (float)acc[j];
-    free(acc);
-}
-
-/* sqrt(2/pi) */
-#define GELU_K 0.7978845608028654f
-#define GELU_C 0.044715f
-
-/* tanh as a clamped rational function (the 13/6 minimax approximation Eigen
- * uses for float): pure arithmetic, so the loop vectorises; glibc's tanhf
- * dominated the forward pass.  Error within a few float ulps. */
-static inline float fast_tanhf(float x)
-{
-    const float clamp = 7.90531110763549805f;
-    x = x > clamp ? clamp : x < -clamp ? -clamp : x;
-    const float x2 = x * x;
-    float p = -2.76076847742355e-16f;
-    p = p * x2 + 2.00018790482477e-13f;
-    p = p * x2 - 8.60467152213735e-11f;
-    p = p * x2 + 5.12229709037114e-08f;
-    p = p * x2 + 1.48572235717979e-05f;
-    p = p * x2 + 6.37261928875436e-04f;
-    p = p * x2 + 4.89352455891786e-03f;
-    p = p * x;
-    float q = 1.19825839466702e-06f;
-    q = q * x2 + 1.18534705686654e-04f;
-    q = q * x2 + 2.26843463243900e-03f;
-    q = q * x2 + 4.89352518554385e-03f;
-    return p / q;
-}
-
-static void cpu_gelu_forward(void *ctx, const float *x, size_t count, float *out, float *aux)
-{
-    (void)ctx;
-    for (size_t i = 0; i < count; i++) {
-        float v = x[i];
-        float t = fast_tanhf(GELU_K * (v + GELU_C * v * v * v));
-        aux[i] = t;
-        out[i] = 0.5f * v * (1.0f + t);
-    }
-}
-
-static void cpu_gelu_backward(void *ctx, const float *x, const float *aux, const float *dout,
-                              size_t count, float *dx)
-{
-    (void)ctx;
-    for (size_t i = 0; i < count; i++) {
-        float v = x[i], t = aux[i];
-        float du = GELU_K * (1.0f + 3.0f * GELU_C * v * v);
-        float d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
-        dx[i] = d * dout[i];
-    }
-}
-
-static void cpu_add(void *ctx, float *y, const float *x, size_t count)
-{
-    (void)ctx;
-    for (size_t i = 0; i < count; i++)
-        y[i] += x[i];
-}
-
-static void cpu_softmax_xent(void *ctx, const float *logits, const int32_t *targets, int rows,
-                             int vocab, float scale, float *dlogits, double *loss_sum)
-{
-    (void)ctx;
-    double total = 0.0;
-    for (int i = 0; i < rows; i++) {
-        const float *li = logits + (size_t)i * vocab;
-        float *di = dlogits + (size_t)i * vocab;
-        const int t = targets[i];
-        const float target_logit = li[t]; /* li may alias di: read it first */
-        float mx = li[0];
-        for (int j = 1; j < vocab; j++)
-            if (li[j] > mx)
-                mx = li[j];
-        /* One exp per logit, kept in di, normalised in a second pass. */
-        double sum = 0.0;
-        for (int j = 0; j < vocab; j++) {
-            float e = expf(li[j] - mx);
-            di[j] = e;
-            sum += e;
-        }
-        total += mx + log(sum) - target_logit;
-        const float inv = (float)(scale / sum);
-        for (int j = 0; j < vocab; j++)
-            di[j] *= inv;
-        di[t] -= scale;
-    }
-    *loss_sum = total;
-}
-
-static void cpu_adamw(void *ctx, float *param, const float *grad, float *m, float *v,
-                      size_t count, float lr, float beta1, float beta2, float eps,
-                      float weight_decay, long t)
-{
-    (void)ctx;
-    double c1 = 1.0 - pow(beta1, (double)t);
-    double c2 = 1.0 - pow(beta2, (double)t);
-    for (size_t i = 0; i < count; i++) {
-        float g = grad[i];
-        m[i] = beta1 * m[i] + (1.0f - beta1) * g;
-        v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
-        double mhat = m[i] / c1;
-        double vhat = v[i] / c2;
-        param[i] -= (float)(lr * (mhat / (sqrt(vhat) + eps) + weight_decay * param[i]));
-    }
-}
-
 static int cpu_synchronize(void *ctx, tf_error *err)
 {
     (void)ctx;
     (void)err;
+    return 0;
+}
+
+static int cpu_timer_start(void *ctx, tf_error *err)
+{
+    (void)err;
+    ((cpu_ctx *)ctx)->timer_begin = tf_now_seconds();
+    return 0;
+}
+
+static int cpu_timer_stop(void *ctx, double *ms, tf_error *err)
+{
+    (void)err;
+    *ms = (tf_now_seconds() - ((cpu_ctx *)ctx)->timer_begin) * 1e3;
     return 0;
 }
 
@@ -299,19 +93,24 @@ static const tfx_backend_ops cpu_ops = {
     .download = cpu_copy,
     .copy = cpu_copy,
     .gemm = cpu_gemm,
-    .embedding_forward = cpu_embedding_forward,
-    .embedding_backward_acc = cpu_embedding_backward_acc,
-    .rmsnorm_forward = cpu_rmsnorm_forward,
-    .rmsnorm_backward_input = cpu_rmsnorm_backward_input,
-    .rmsnorm_backward_gain_acc = cpu_rmsnorm_backward_gain_acc,
-    .bias_forward = cpu_bias_forward,
-    .bias_backward_acc = cpu_bias_backward_acc,
-    .gelu_forward = cpu_gelu_forward,
-    .gelu_backward = cpu_gelu_backward,
-    .add = cpu_add,
-    .softmax_xent = cpu_softmax_xent,
-    .adamw = cpu_adamw,
+    .embedding_forward = tfxc_embedding_forward,
+    .embedding_backward_acc = tfxc_embedding_backward_acc,
+    .layernorm_forward = tfxc_layernorm_forward,
+    .layernorm_backward_input = tfxc_layernorm_backward_input,
+    .layernorm_backward_weight_acc = tfxc_layernorm_backward_weight_acc,
+    .attention_forward = tfxc_attention_forward,
+    .attention_backward = tfxc_attention_backward,
+    .bias_forward = tfxc_bias_forward,
+    .bias_backward_acc = tfxc_bias_backward_acc,
+    .gelu_forward = tfxc_gelu_forward,
+    .gelu_backward = tfxc_gelu_backward,
+    .add = tfxc_add,
+    .scale = tfxc_scale,
+    .softmax_xent = tfxc_softmax_xent,
+    .adamw = tfxc_adamw,
     .synchronize = cpu_synchronize,
+    .timer_start = cpu_timer_start,
+    .timer_stop = cpu_timer_stop,
     .destroy = cpu_destroy,
 };
 
@@ -328,28 +127,4 @@ int tfx_backend_cpu_create(int rank, tfx_backend *out, tf_error *err)
     out->ops = &cpu_ops;
     out->ctx = c;
     return 0;
-}
-
-int tfx_backend_create(const char *name, int rank, tfx_backend *out, tf_error *err)
-{
-    if (name && strcmp(name, "cpu") == 0)
-        return tfx_backend_cpu_create(rank, out, err);
-    if (name && strcmp(name, "cuda") == 0) {
-#ifdef TF_HAVE_CUDA
-        int device, rc = tfx_cuda_device_for_rank(NULL, rank, &device, err);
-        return rc < 0 ? rc : tfx_backend_cuda_create(rank, device, out, err);
-#else
-        return tf_fail(err, TF_EINVAL,
-                       "--backend cuda: this build has no CUDA backend (reconfigure with "
-                       "-DTF_CUDA=ON where the CUDA Toolkit, cuBLAS and NCCL are installed)");
-#endif
-    }
-    return tf_fail(err, TF_EINVAL, "--backend \"%s\": unknown backend (known: cpu%s)",
-                   name ? name : "(null)",
-#ifdef TF_HAVE_CUDA
-                   ", cuda"
-#else
-                   ""
-#endif
-    );
 }

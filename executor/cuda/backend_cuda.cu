@@ -227,27 +227,97 @@ static void cuda_embedding_backward_acc(void *ctx, float *dtable, const int32_t 
     LAUNCH(c, tfxk_embedding_backward_acc(c->stream, dtable, tokens, rows, cols, dout));
 }
 
-static void cuda_rmsnorm_forward(void *ctx, const float *x, const float *gain, int rows,
-                                 int cols, float eps, float *out, float *rstd)
+static void cuda_layernorm_forward(void *ctx, const float *x, const float *weight,
+                                   const float *bias, int rows, int cols, float eps, float *out,
+                                   float *mean, float *rstd)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    LAUNCH(c, tfxk_rmsnorm_forward(c->stream, x, gain, rows, cols, eps, out, rstd));
+    LAUNCH(c, tfxk_layernorm_forward(c->stream, x, weight, bias, rows, cols, eps, out, mean,
+                                     rstd));
 }
 
-static void cuda_rmsnorm_backward_input(void *ctx, const float *dout, const float *x,
-                                        const float *gain, const float *rstd, int rows,
-                                        int cols, float *dx)
+static void cuda_layernorm_backward_input(void *ctx, const float *dout, const float *x,
+                                          const float *weight, const float *mean,
+                                          const float *rstd, int rows, int cols, float *dx)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    LAUNCH(c, tfxk_rmsnorm_backward_input(c->stream, dout, x, gain, rstd, rows, cols, dx));
+    LAUNCH(c, tfxk_layernorm_backward_input(c->stream, dout, x, weight, mean, rstd, rows, cols,
+                                            dx));
 }
 
-static void cuda_rmsnorm_backward_gain_acc(void *ctx, const float *dout, const float *x,
-                                           const float *rstd, int rows, int cols,
-                                           float *dgain)
+static void cuda_layernorm_backward_weight_acc(void *ctx, const float *dout, const float *x,
+                                               const float *mean, const float *rstd, int rows,
+                                               int cols, float *dweight)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    LAUNCH(c, tfxk_column_sum_acc(c->stream, dout, x, rstd, rows, cols, dgain));
+    LAUNCH(c, tfxk_column_sum_acc(c->stream, dout, x, mean, rstd, rows, cols, dweight));
+}
+
+/* ---- attention: per sequence, one strided-batched GEMM over the heads ----- */
+
+/* Row-major op(A) op(B) for `batch` matrices spaced stride_* floats apart,
+ * through column-major cuBLAS as in cuda_gemm. */
+static void gemm_heads(cuda_ctx *c, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                       const float *a, int lda, long long stride_a, const float *b, int ldb,
+                       long long stride_b, float *cm, int ldc, long long stride_c, int batch)
+{
+    const float beta = 0.0f;
+    CUBLAS_OK(c, cublasSgemmStridedBatched(c->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                           trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
+                                           b, ldb, stride_b, a, lda, stride_a, &beta, cm, ldc,
+                                           stride_c, batch));
+}
+
+/* q, k and v of head h of a sequence start h * head_size floats into its
+ * rows of qkv (row stride 3C), so the heads of one sequence are one
+ * strided batch; the sequences are a loop. */
+static void cuda_attention_forward(void *ctx, const float *qkv, int batch, int seq, int heads,
+                                   int head_size, float *out, float *probs)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    if (batch <= 0 || seq <= 0 || !enter(c))
+        return;
+    const int C = heads * head_size, ld = 3 * C;
+    const long long tt = (long long)seq * seq;
+    const float scale = 1.0f / sqrtf((float)head_size);
+    for (int b = 0; b < batch && !c->failed; b++) {
+        const float *q = qkv + (size_t)b * seq * ld, *k = q + C, *v = q + 2 * C;
+        float *p = probs + (size_t)b * heads * tt;
+        gemm_heads(c, 0, 1, seq, seq, head_size, scale, q, ld, head_size, k, ld, head_size, p,
+                   seq, tt, heads);
+        CUDA_OK(c, tfxk_causal_softmax(c->stream, p, heads * seq, seq));
+        gemm_heads(c, 0, 0, seq, head_size, seq, 1.0f, p, seq, tt, v, ld, head_size,
+                   out + (size_t)b * seq * C, C, head_size, heads);
+    }
+}
+
+static void cuda_attention_backward(void *ctx, const float *dout, const float *qkv,
+                                    const float *probs, int batch, int seq, int heads,
+                                    int head_size, float *scratch, float *dqkv)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    if (batch <= 0 || seq <= 0 || !enter(c))
+        return;
+    const int C = heads * head_size, ld = 3 * C;
+    const long long tt = (long long)seq * seq;
+    const float scale = 1.0f / sqrtf((float)head_size);
+    for (int b = 0; b < batch && !c->failed; b++) {
+        const size_t off = (size_t)b * seq * ld;
+        const float *q = qkv + off, *k = q + C, *v = q + 2 * C;
+        float *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
+        const float *p = probs + (size_t)b * heads * tt, *dy = dout + (size_t)b * seq * C;
+        float *ds = scratch + (size_t)b * heads * tt;
+        /* dP = dy v^T, dv = P^T dy, dS = softmax backward, dq = dS k, dk = dS^T q */
+        gemm_heads(c, 0, 1, seq, seq, head_size, 1.0f, dy, C, head_size, v, ld, head_size, ds,
+                   seq, tt, heads);
+        gemm_heads(c, 1, 0, seq, head_size, seq, 1.0f, p, seq, tt, dy, C, head_size, dv, ld,
+                   head_size, heads);
+        CUDA_OK(c, tfxk_causal_softmax_backward(c->stream, p, ds, heads * seq, seq, scale));
+        gemm_heads(c, 0, 0, seq, head_size, seq, 1.0f, ds, seq, tt, k, ld, head_size, dq, ld,
+                   head_size, heads);
+        gemm_heads(c, 1, 0, seq, head_size, seq, 1.0f, ds, seq, tt, q, ld, head_size, dk, ld,
+                   head_size, heads);
+    }
 }
 
 static void cuda_bias_forward(void *ctx, float *out, const float *bias, int rows, int cols)
@@ -260,7 +330,7 @@ static void cuda_bias_backward_acc(void *ctx, const float *dout, int rows, int c
                                    float *dbias)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    LAUNCH(c, tfxk_column_sum_acc(c->stream, dout, NULL, NULL, rows, cols, dbias));
+    LAUNCH(c, tfxk_column_sum_acc(c->stream, dout, NULL, NULL, NULL, rows, cols, dbias));
 }
 
 static void cuda_gelu_forward(void *ctx, const float *x, size_t count, float *out, float *aux)
@@ -274,6 +344,12 @@ static void cuda_gelu_backward(void *ctx, const float *x, const float *aux, cons
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     LAUNCH(c, tfxk_gelu_backward(c->stream, x, aux, dout, count, dx));
+}
+
+static void cuda_scale(void *ctx, float *y, float alpha, size_t count)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    LAUNCH(c, tfxk_scale(c->stream, y, alpha, count));
 }
 
 static void cuda_add(void *ctx, float *y, const float *x, size_t count)
@@ -352,6 +428,29 @@ static int cuda_synchronize(void *ctx, tf_error *err)
     return 0;
 }
 
+/* Device time on the rank's stream: the kernels run asynchronously to the
+ * host, whose clock would measure only their launch. */
+static int cuda_timer_start(void *ctx, tf_error *err)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    if (!enter(c) || !CUDA_OK(c, cudaEventRecord(c->timer_begin, c->stream)))
+        return failure_error(c, err);
+    return 0;
+}
+
+static int cuda_timer_stop(void *ctx, double *ms, tf_error *err)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    float elapsed = 0.0f;
+    *ms = 0.0;
+    if (!enter(c) || !CUDA_OK(c, cudaEventRecord(c->timer_end, c->stream)) ||
+        !CUDA_OK(c, cudaEventSynchronize(c->timer_end)) ||
+        !CUDA_OK(c, cudaEventElapsedTime(&elapsed, c->timer_begin, c->timer_end)))
+        return failure_error(c, err);
+    *ms = elapsed;
+    return 0;
+}
+
 static void cuda_destroy(void *ctx)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
@@ -395,17 +494,22 @@ static tfx_backend_ops make_cuda_ops(void)
     o.gemm = cuda_gemm;
     o.embedding_forward = cuda_embedding_forward;
     o.embedding_backward_acc = cuda_embedding_backward_acc;
-    o.rmsnorm_forward = cuda_rmsnorm_forward;
-    o.rmsnorm_backward_input = cuda_rmsnorm_backward_input;
-    o.rmsnorm_backward_gain_acc = cuda_rmsnorm_backward_gain_acc;
+    o.layernorm_forward = cuda_layernorm_forward;
+    o.layernorm_backward_input = cuda_layernorm_backward_input;
+    o.layernorm_backward_weight_acc = cuda_layernorm_backward_weight_acc;
+    o.attention_forward = cuda_attention_forward;
+    o.attention_backward = cuda_attention_backward;
     o.bias_forward = cuda_bias_forward;
     o.bias_backward_acc = cuda_bias_backward_acc;
     o.gelu_forward = cuda_gelu_forward;
     o.gelu_backward = cuda_gelu_backward;
     o.add = cuda_add;
+    o.scale = cuda_scale;
     o.softmax_xent = cuda_softmax_xent;
     o.adamw = cuda_adamw;
     o.synchronize = cuda_synchronize;
+    o.timer_start = cuda_timer_start;
+    o.timer_stop = cuda_timer_stop;
     o.destroy = cuda_destroy;
     return o;
 }
@@ -413,6 +517,11 @@ static tfx_backend_ops make_cuda_ops(void)
 static const tfx_backend_ops cuda_ops = make_cuda_ops();
 
 /* ---- public entry points -------------------------------------------------- */
+
+extern "C" int tfx_cuda_built(void)
+{
+    return 1;
+}
 
 extern "C" int tfx_cuda_device_count(void)
 {
@@ -554,27 +663,6 @@ extern "C" int tfx_backend_cuda_set_tf32(tfx_backend *be, int on, tf_error *err)
                                                     : CUBLAS_DEFAULT_MATH)))
         return failure_error(c, err);
     c->tf32 = on != 0;
-    return 0;
-}
-
-extern "C" int tfx_backend_cuda_timer_start(tfx_backend *be, tf_error *err)
-{
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    if (!enter(c) || !CUDA_OK(c, cudaEventRecord(c->timer_begin, c->stream)))
-        return failure_error(c, err);
-    return 0;
-}
-
-extern "C" int tfx_backend_cuda_timer_stop(tfx_backend *be, double *ms, tf_error *err)
-{
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
-    float elapsed = 0.0f;
-    *ms = 0.0;
-    if (!enter(c) || !CUDA_OK(c, cudaEventRecord(c->timer_end, c->stream)) ||
-        !CUDA_OK(c, cudaEventSynchronize(c->timer_end)) ||
-        !CUDA_OK(c, cudaEventElapsedTime(&elapsed, c->timer_begin, c->timer_end)))
-        return failure_error(c, err);
-    *ms = elapsed;
     return 0;
 }
 

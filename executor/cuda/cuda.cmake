@@ -1,9 +1,11 @@
-# cuda.cmake - the CUDA/NCCL backend of tf-exec (included by the top level).
+# cuda.cmake - finds what the CUDA/NCCL backend of tf-exec needs (included
+# by the top level, before its subdirectories).
 #
 # TF_CUDA=AUTO builds the backend when nvcc, cuBLAS and NCCL are all found and
 # says why not otherwise; ON makes a missing piece a configure error; OFF
-# skips the search.  When enabled, the sources below form the tfexec_cuda
-# library; tfexec links it and so carries TF_HAVE_CUDA=1 to its users.
+# skips the search.  It sets TF_HAVE_CUDA, NCCL_INCLUDE_DIR and NCCL_LIBRARY
+# and enables the CUDA language at the top level (every target that links
+# the backend must see it); executor/cuda/CMakeLists.txt builds the library.
 #
 # Hints: CUDAToolkit_ROOT / CUDA_HOME / CUDA_PATH (default /usr/local/cuda),
 # NCCL_ROOT / NCCL_HOME for a NCCL outside the toolkit, CMAKE_CUDA_COMPILER,
@@ -29,8 +31,6 @@ set(_tf_cuda_ok TRUE)
 if(_tf_cuda_mode STREQUAL "OFF")
   message(STATUS "CUDA backend of tf-exec: off (TF_CUDA=OFF)")
   set(_tf_cuda_ok FALSE)
-elseif(NOT TARGET tfexec)
-  _tf_cuda_missing("the executor (tfexec target) is not part of this build")
 endif()
 
 # 1. nvcc.  A compiler named on the command line must exist (enable_language
@@ -101,43 +101,4 @@ if(_tf_cuda_ok)
   set(TF_HAVE_CUDA ON)
   message(STATUS "CUDA backend of tf-exec: on (CUDA ${CUDAToolkit_VERSION}, NCCL "
                  "${TF_NCCL_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
-  # The executor's directory was configured before CUDA was enabled here,
-  # so the CUDA sources form their own library, which tfexec links.
-  set(_tf_cuda_dir ${CMAKE_CURRENT_LIST_DIR})
-  add_library(tfexec_cuda STATIC
-    ${_tf_cuda_dir}/backend_cuda.cu
-    ${_tf_cuda_dir}/kernels.cu
-    ${_tf_cuda_dir}/transport_cuda.cu
-    ${_tf_cuda_dir}/transport_nccl.cu)
-  target_include_directories(tfexec_cuda
-    PUBLIC ${_tf_cuda_dir} ${CMAKE_CURRENT_SOURCE_DIR}/executor/include
-    PRIVATE ${NCCL_INCLUDE_DIR})
-  # nvcc compiles .cu files as C++: programs linked by the C compiler need
-  # its runtime library too.
-  target_link_libraries(tfexec_cuda PUBLIC tfplanner CUDA::cudart CUDA::cublas ${NCCL_LIBRARY}
-                                           Threads::Threads stdc++)
-  # transport_nccl.cu uses the rendezvous helpers of tfexec (src/launch_env.c):
-  # CMake repeats the two static libraries on the link line for the cycle.
-  target_link_libraries(tfexec_cuda PUBLIC tfexec)
-  set_target_properties(tfexec_cuda PROPERTIES
-    CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON CUDA_RUNTIME_LIBRARY Shared)
-  # The top level's warning and sanitizer flags are gcc options nvcc does
-  # not know: keep them for C, give the warnings to nvcc's host compiler.
-  get_target_property(_tf_opts tfexec_cuda COMPILE_OPTIONS)
-  if(_tf_opts)
-    set(_tf_wrapped)
-    foreach(_opt IN LISTS _tf_opts)
-      list(APPEND _tf_wrapped "$<$<NOT:$<COMPILE_LANGUAGE:CUDA>>:${_opt}>")
-    endforeach()
-    set_property(TARGET tfexec_cuda PROPERTY COMPILE_OPTIONS ${_tf_wrapped})
-  endif()
-  target_compile_options(tfexec_cuda PRIVATE
-    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-unused-parameter,-Wno-format-truncation>)
-  target_compile_definitions(tfexec_cuda PUBLIC TF_HAVE_CUDA=1)
-  target_link_libraries(tfexec PUBLIC tfexec_cuda)
-
-  # GEMM throughput against the device's peak (a benchmark, run by
-  # executor/cuda/gpu-checks.sh).
-  add_executable(tf-cuda-bench ${_tf_cuda_dir}/bench_cuda_gemm.c)
-  target_link_libraries(tf-cuda-bench PRIVATE tfexec_cuda)
 endif()

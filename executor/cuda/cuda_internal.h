@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tfx_cuda.h"
+#include "tfx/cuda.h"
 
 #define TFX_CUDA_TRY(call)                                                                 \
     do {                                                                                   \
@@ -41,15 +41,23 @@ cudaError_t tfxk_embedding_forward(cudaStream_t s, const float *table, const int
                                    int rows, int cols, float *out);
 cudaError_t tfxk_embedding_backward_acc(cudaStream_t s, float *dtable, const int32_t *tokens,
                                         int rows, int cols, const float *dout);
-cudaError_t tfxk_rmsnorm_forward(cudaStream_t s, const float *x, const float *gain, int rows,
-                                 int cols, float eps, float *out, float *rstd);
-cudaError_t tfxk_rmsnorm_backward_input(cudaStream_t s, const float *dout, const float *x,
-                                        const float *gain, const float *rstd, int rows,
-                                        int cols, float *dx);
-/* out[j] += sum_i dout[i,j] * (x ? x[i,j] * rstd[i] : 1): the gain and the
- * bias gradients, one kernel. */
+cudaError_t tfxk_layernorm_forward(cudaStream_t s, const float *x, const float *weight,
+                                   const float *bias, int rows, int cols, float eps, float *out,
+                                   float *mean, float *rstd);
+cudaError_t tfxk_layernorm_backward_input(cudaStream_t s, const float *dout, const float *x,
+                                          const float *weight, const float *mean,
+                                          const float *rstd, int rows, int cols, float *dx);
+/* out[j] += sum_i dout[i,j] * (x ? (x[i,j] - mean[i]) * rstd[i] : 1): the
+ * LayerNorm weight and the bias gradients, one kernel. */
 cudaError_t tfxk_column_sum_acc(cudaStream_t s, const float *dout, const float *x,
-                                const float *rstd, int rows, int cols, float *out);
+                                const float *mean, const float *rstd, int rows, int cols,
+                                float *out);
+/* Attention's softmax over `rows` rows of seq scores (row r is query
+ * r mod seq; entries after it become 0), in place; and its backward:
+ * ds = p * (ds - rowsum(p * ds)) * scale, in place on ds. */
+cudaError_t tfxk_causal_softmax(cudaStream_t s, float *p, int rows, int seq);
+cudaError_t tfxk_causal_softmax_backward(cudaStream_t s, const float *p, float *ds, int rows,
+                                         int seq, float scale);
 cudaError_t tfxk_bias_forward(cudaStream_t s, float *out, const float *bias, int rows,
                               int cols);
 cudaError_t tfxk_gelu_forward(cudaStream_t s, const float *x, size_t count, float *out,
@@ -57,6 +65,7 @@ cudaError_t tfxk_gelu_forward(cudaStream_t s, const float *x, size_t count, floa
 cudaError_t tfxk_gelu_backward(cudaStream_t s, const float *x, const float *aux,
                                const float *dout, size_t count, float *dx);
 cudaError_t tfxk_add(cudaStream_t s, float *y, const float *x, size_t count);
+cudaError_t tfxk_scale(cudaStream_t s, float *y, float alpha, size_t count);
 /* Per-row losses go to row_loss (rows doubles, device); then
  * tfxk_sum_rows adds them in a fixed order into *total (device). */
 cudaError_t tfxk_softmax_xent(cudaStream_t s, const float *logits, const int32_t *targets,

@@ -1,6 +1,6 @@
 /* kernels.cu - the CUDA backend's own kernels (everything but the GEMMs).
  *
- * Each kernel mirrors the CPU reference in executor/cpu/backend_cpu.c; the
+ * Each kernel mirrors its CPU twin in executor/cpu/kernels_cpu.c; the
  * differences are the order of floating-point sums (warp / block trees
  * instead of a left-to-right loop) and float instead of double for some
  * partial sums, which docs/cuda.md turns into the tolerances of the
@@ -84,74 +84,153 @@ extern "C" cudaError_t tfxk_embedding_backward_acc(cudaStream_t s, float *dtable
     return cudaGetLastError();
 }
 
-/* ---- RMSNorm: one warp per row ------------------------------------------ */
+/* ---- LayerNorm: one warp per row ---------------------------------------- */
 
-__global__ static void rmsnorm_forward_kernel(const float *x, const float *gain, int rows,
-                                              int cols, float eps, float *out, float *rstd)
+__global__ static void layernorm_forward_kernel(const float *x, const float *weight,
+                                                const float *bias, int rows, int cols,
+                                                float eps, float *out, float *mean,
+                                                float *rstd)
 {
     int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP, lane = threadIdx.x % WARP;
     if (row >= rows)
         return;
     const float *xi = x + (size_t)row * cols;
     float *oi = out + (size_t)row * cols;
+    float s = 0.0f;
+    for (int j = lane; j < cols; j += WARP)
+        s += xi[j];
+    float m = warp_sum(s) / cols;
+    /* Two passes, as the CPU: the variance of x - mean, not E[x^2] - m^2. */
     float ss = 0.0f;
     for (int j = lane; j < cols; j += WARP)
-        ss += xi[j] * xi[j];
-    ss = warp_sum(ss);
-    float r = 1.0f / sqrtf(ss / cols + eps);
-    if (lane == 0)
+        ss += (xi[j] - m) * (xi[j] - m);
+    float r = rsqrtf(warp_sum(ss) / cols + eps);
+    if (lane == 0) {
+        mean[row] = m;
         rstd[row] = r;
+    }
     for (int j = lane; j < cols; j += WARP)
-        oi[j] = xi[j] * r * gain[j];
+        oi[j] = (xi[j] - m) * r * weight[j] + bias[j];
 }
 
-__global__ static void rmsnorm_backward_input_kernel(const float *dout, const float *x,
-                                                     const float *gain, const float *rstd,
-                                                     int rows, int cols, float *dx)
+__global__ static void layernorm_backward_input_kernel(const float *dout, const float *x,
+                                                       const float *weight, const float *mean,
+                                                       const float *rstd, int rows, int cols,
+                                                       float *dx)
 {
     int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP, lane = threadIdx.x % WARP;
     if (row >= rows)
         return;
     const float *xi = x + (size_t)row * cols, *gi = dout + (size_t)row * cols;
     float *dxi = dx + (size_t)row * cols;
-    float r = rstd[row];
-    float dot = 0.0f;
-    for (int j = lane; j < cols; j += WARP)
-        dot += gi[j] * gain[j] * xi[j] * r;
-    float mean = warp_sum(dot) / cols;
+    const float m = mean[row], r = rstd[row];
+    float sg = 0.0f, sgx = 0.0f;
+    for (int j = lane; j < cols; j += WARP) {
+        float g = gi[j] * weight[j];
+        sg += g;
+        sgx += g * (xi[j] - m) * r;
+    }
+    const float mg = warp_sum(sg) / cols, mgx = warp_sum(sgx) / cols;
     /* dx may alias dout: each lane reads its columns before writing them. */
     for (int j = lane; j < cols; j += WARP) {
-        float xhat = xi[j] * r;
-        dxi[j] = r * (gi[j] * gain[j] - xhat * mean);
+        float xhat = (xi[j] - m) * r;
+        dxi[j] = r * (gi[j] * weight[j] - mg - xhat * mgx);
     }
 }
 
-extern "C" cudaError_t tfxk_rmsnorm_forward(cudaStream_t s, const float *x, const float *gain,
-                                            int rows, int cols, float eps, float *out,
-                                            float *rstd)
+extern "C" cudaError_t tfxk_layernorm_forward(cudaStream_t s, const float *x,
+                                              const float *weight, const float *bias, int rows,
+                                              int cols, float eps, float *out, float *mean,
+                                              float *rstd)
 {
     if (rows <= 0 || cols <= 0)
         return cudaSuccess;
     unsigned int blocks = (unsigned int)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
-    rmsnorm_forward_kernel<<<blocks, ROWS_PER_BLOCK * WARP, 0, s>>>(x, gain, rows, cols, eps,
-                                                                    out, rstd);
+    layernorm_forward_kernel<<<blocks, ROWS_PER_BLOCK * WARP, 0, s>>>(x, weight, bias, rows,
+                                                                      cols, eps, out, mean,
+                                                                      rstd);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t tfxk_rmsnorm_backward_input(cudaStream_t s, const float *dout,
-                                                   const float *x, const float *gain,
-                                                   const float *rstd, int rows, int cols,
-                                                   float *dx)
+extern "C" cudaError_t tfxk_layernorm_backward_input(cudaStream_t s, const float *dout,
+                                                     const float *x, const float *weight,
+                                                     const float *mean, const float *rstd,
+                                                     int rows, int cols, float *dx)
 {
     if (rows <= 0 || cols <= 0)
         return cudaSuccess;
     unsigned int blocks = (unsigned int)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
-    rmsnorm_backward_input_kernel<<<blocks, ROWS_PER_BLOCK * WARP, 0, s>>>(dout, x, gain, rstd,
-                                                                           rows, cols, dx);
+    layernorm_backward_input_kernel<<<blocks, ROWS_PER_BLOCK * WARP, 0, s>>>(
+        dout, x, weight, mean, rstd, rows, cols, dx);
     return cudaGetLastError();
 }
 
-/* ---- column sums (bias and gain gradients) ------------------------------- */
+/* ---- attention's softmax: one warp per row of a score matrix ------------ */
+
+/* Row r of `rows` rows of seq scores belongs to query i = r mod seq: its
+ * entries j <= i become the softmax, the others 0. */
+__global__ static void causal_softmax_kernel(float *p, int rows, int seq)
+{
+    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    if (row >= rows)
+        return;
+    float *pi = p + (size_t)row * seq;
+    const int i = row % seq;
+    float mx = -INFINITY;
+    for (int j = lane; j <= i; j += WARP)
+        mx = fmaxf(mx, pi[j]);
+    mx = warp_max(mx);
+    float sum = 0.0f;
+    for (int j = lane; j <= i; j += WARP) {
+        float e = expf(pi[j] - mx);
+        pi[j] = e;
+        sum += e;
+    }
+    const float inv = 1.0f / warp_sum(sum);
+    for (int j = lane; j < seq; j += WARP)
+        pi[j] = j <= i ? pi[j] * inv : 0.0f;
+}
+
+/* ds = p * (ds - rowsum(p * ds)) * scale below the diagonal, 0 above: the
+ * softmax's backward, in place on the probabilities' gradient. */
+__global__ static void causal_softmax_backward_kernel(const float *p, float *ds, int rows,
+                                                      int seq, float scale)
+{
+    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP, lane = threadIdx.x % WARP;
+    if (row >= rows)
+        return;
+    const float *pi = p + (size_t)row * seq;
+    float *di = ds + (size_t)row * seq;
+    const int i = row % seq;
+    float dot = 0.0f;
+    for (int j = lane; j <= i; j += WARP)
+        dot += pi[j] * di[j];
+    dot = warp_sum(dot);
+    for (int j = lane; j < seq; j += WARP)
+        di[j] = j <= i ? pi[j] * (di[j] - dot) * scale : 0.0f;
+}
+
+extern "C" cudaError_t tfxk_causal_softmax(cudaStream_t s, float *p, int rows, int seq)
+{
+    if (rows <= 0 || seq <= 0)
+        return cudaSuccess;
+    unsigned int blocks = (unsigned int)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
+    causal_softmax_kernel<<<blocks, ROWS_PER_BLOCK * WARP, 0, s>>>(p, rows, seq);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t tfxk_causal_softmax_backward(cudaStream_t s, const float *p, float *ds,
+                                                    int rows, int seq, float scale)
+{
+    if (rows <= 0 || seq <= 0)
+        return cudaSuccess;
+    unsigned int blocks = (unsigned int)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
+    causal_softmax_backward_kernel<<<blocks, ROWS_PER_BLOCK * WARP, 0, s>>>(p, ds, rows, seq,
+                                                                            scale);
+    return cudaGetLastError();
+}
+
+/* ---- column sums (bias and LayerNorm weight gradients) ------------------------------- */
 
 /* A block owns 32 columns; its 32 x 32 threads each sum a strided set of
  * rows, then a fixed tree adds the 32 partial sums of a column.  No atomics:
@@ -159,8 +238,8 @@ extern "C" cudaError_t tfxk_rmsnorm_backward_input(cudaStream_t s, const float *
 #define COL_TILE 32
 #define ROW_THREADS 32
 
-__global__ static void column_sum_kernel(const float *dout, const float *x, const float *rstd,
-                                         int rows, int cols, float *out)
+__global__ static void column_sum_kernel(const float *dout, const float *x, const float *mean,
+                                         const float *rstd, int rows, int cols, float *out)
 {
     __shared__ float part[ROW_THREADS][COL_TILE + 1];
     int col = blockIdx.x * COL_TILE + threadIdx.x;
@@ -168,7 +247,7 @@ __global__ static void column_sum_kernel(const float *dout, const float *x, cons
     if (col < cols) {
         for (int i = threadIdx.y; i < rows; i += ROW_THREADS) {
             float g = dout[(size_t)i * cols + col];
-            acc += x ? g * x[(size_t)i * cols + col] * rstd[i] : g;
+            acc += x ? g * (x[(size_t)i * cols + col] - mean[i]) * rstd[i] : g;
         }
     }
     part[threadIdx.y][threadIdx.x] = acc;
@@ -183,13 +262,14 @@ __global__ static void column_sum_kernel(const float *dout, const float *x, cons
 }
 
 extern "C" cudaError_t tfxk_column_sum_acc(cudaStream_t s, const float *dout, const float *x,
-                                           const float *rstd, int rows, int cols, float *out)
+                                           const float *mean, const float *rstd, int rows,
+                                           int cols, float *out)
 {
     if (rows <= 0 || cols <= 0)
         return cudaSuccess;
     dim3 threads(COL_TILE, ROW_THREADS);
     unsigned int blocks = (unsigned int)((cols + COL_TILE - 1) / COL_TILE);
-    column_sum_kernel<<<blocks, threads, 0, s>>>(dout, x, rstd, rows, cols, out);
+    column_sum_kernel<<<blocks, threads, 0, s>>>(dout, x, mean, rstd, rows, cols, out);
     return cudaGetLastError();
 }
 
@@ -262,6 +342,21 @@ extern "C" cudaError_t tfxk_gelu_backward(cudaStream_t s, const float *x, const 
     if (count == 0)
         return cudaSuccess;
     gelu_backward_kernel<<<blocks_for(count, 256), 256, 0, s>>>(x, aux, dout, count, dx);
+    return cudaGetLastError();
+}
+
+__global__ static void scale_kernel(float *y, float alpha, size_t count)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] *= alpha;
+}
+
+extern "C" cudaError_t tfxk_scale(cudaStream_t s, float *y, float alpha, size_t count)
+{
+    if (count == 0)
+        return cudaSuccess;
+    scale_kernel<<<blocks_for(count, 256), 256, 0, s>>>(y, alpha, count);
     return cudaGetLastError();
 }
 

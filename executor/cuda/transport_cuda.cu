@@ -15,6 +15,7 @@
  * no allocation happens (cudaMalloc may synchronise the device).
  */
 #include "cuda_internal.h"
+#include "mailbox.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -31,33 +32,15 @@ typedef struct staging {
     cudaEvent_t consumed;  /* receiver's device: the copy out of dev is done */
 } staging;
 
-typedef struct message {
-    struct message *next;
-    int from, to;
-    long tag;
-    size_t bytes;
-    staging *buf;
-} message;
-
 typedef struct cuda_transport {
     int ranks;
     tfx_backend *backends;   /* ranks, copies of the caller's handles */
-    pthread_mutex_t lock;
-    pthread_cond_t arrived;
-    message *head;           /* undelivered messages in send order */
-    staging **pool;          /* ranks x ranks free lists, [from * ranks + to] */
-    int aborted;
-    int abort_rank;
-    char abort_msg[512];
+    tfx_mailbox mb;          /* messages: their item is the staging buffer */
+    staging **pool;          /* ranks x ranks free lists, [from * ranks + to];
+                                guarded by mb.lock */
 } cuda_transport;
 
 #define TRY(call) TFX_CUDA_TRY(call)
-
-static int aborted_error(cuda_transport *t, int self, tf_error *err)
-{
-    return tf_fail(err, TF_ERUNTIME, "rank %d stopped because rank %d failed: %s", self,
-                   t->abort_rank, t->abort_msg);
-}
 
 static void staging_free(cuda_transport *t, staging *s)
 {
@@ -112,10 +95,27 @@ static staging *pool_take(cuda_transport *t, int from, int to, size_t bytes)
     return NULL;
 }
 
+/* Gives a buffer back to its pair's free list (mb.lock held). */
 static void pool_put(cuda_transport *t, staging *s)
 {
     s->next = t->pool[s->from * t->ranks + s->to];
     t->pool[s->from * t->ranks + s->to] = s;
+}
+
+/* A message nobody received: its buffer goes back to the pool.  Its copy
+ * may still be queued on the sender's stream; the next copy into the
+ * buffer is queued behind it on the same stream.  (mb.lock held) */
+static void drop_message(void *arg, tfx_mail *m)
+{
+    pool_put((cuda_transport *)arg, (staging *)m->item);
+}
+
+/* pool_put, taking the lock. */
+static void pool_return(cuda_transport *t, staging *s)
+{
+    pthread_mutex_lock(&t->mb.lock);
+    pool_put(t, s);
+    pthread_mutex_unlock(&t->mb.lock);
 }
 
 static int cuda_send(void *ctx, int from, int to, long tag, const void *buf, size_t bytes,
@@ -124,23 +124,21 @@ static int cuda_send(void *ctx, int from, int to, long tag, const void *buf, siz
     cuda_transport *t = (cuda_transport *)ctx;
     int rc = 0;
     staging *s = NULL;
-    message *msg = NULL;
+    tfx_mail *m = NULL;
     if (from < 0 || from >= t->ranks || to < 0 || to >= t->ranks)
         return tf_fail(err, TF_ERUNTIME, "transport: send from rank %d to rank %d of %d", from,
                        to, t->ranks);
     cudaStream_t stream = tfx_cuda_backend_stream(&t->backends[from]);
-    msg = (message *)calloc(1, sizeof *msg);
-    if (!msg)
+    m = tfx_mail_item(from, to, tag, bytes, NULL);
+    if (!m)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-    pthread_mutex_lock(&t->lock);
-    if (t->aborted) {
-        rc = aborted_error(t, from, err);
-        pthread_mutex_unlock(&t->lock);
-        free(msg);
-        return rc;
-    }
-    s = pool_take(t, from, to, bytes);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
+    rc = tfx_mailbox_check_locked(&t->mb, from, err);
+    if (rc == 0)
+        s = pool_take(t, from, to, bytes);
+    pthread_mutex_unlock(&t->mb.lock);
+    if (rc < 0)
+        goto fail;
     if (!s) {
         rc = staging_new(t, from, to, bytes, &s, err);
         if (rc < 0)
@@ -153,25 +151,34 @@ static int cuda_send(void *ctx, int from, int to, long tag, const void *buf, siz
     if (bytes)
         TRY(cudaMemcpyAsync(s->dev, buf, bytes, cudaMemcpyDeviceToDevice, stream));
     TRY(cudaEventRecord(s->ready, stream));
-    *msg = (message){NULL, from, to, tag, bytes, s};
-    pthread_mutex_lock(&t->lock);
-    {
-        /* Append, so messages with equal keys keep their order. */
-        message **tail = &t->head;
-        while (*tail)
-            tail = &(*tail)->next;
-        *tail = msg;
-    }
-    pthread_cond_broadcast(&t->arrived);
-    pthread_mutex_unlock(&t->lock);
+    m->item = s;
+    if ((rc = tfx_mailbox_post(&t->mb, m, err)) < 0)
+        goto fail;
     return 0;
 fail:
-    free(msg);
-    if (s) {
-        pthread_mutex_lock(&t->lock);
-        pool_put(t, s);
-        pthread_mutex_unlock(&t->lock);
-    }
+    tfx_mail_free(m);
+    if (s)
+        pool_return(t, s);
+    return rc;
+}
+
+/* Copies the message's staging buffer into buf on the receiver's stream,
+ * once the sender's copy into it is done. */
+static int copy_out(cuda_transport *t, const tfx_mail *m, void *buf, tf_error *err)
+{
+    int rc = 0;
+    const staging *s = (const staging *)m->item;
+    const int dst_dev = tfx_cuda_backend_device(&t->backends[m->to]);
+    const int src_dev = tfx_cuda_backend_device(&t->backends[m->from]);
+    cudaStream_t stream = tfx_cuda_backend_stream(&t->backends[m->to]);
+    TRY(cudaSetDevice(dst_dev));
+    TRY(cudaStreamWaitEvent(stream, s->ready, 0));
+    if (m->bytes && dst_dev == src_dev)
+        TRY(cudaMemcpyAsync(buf, s->dev, m->bytes, cudaMemcpyDeviceToDevice, stream));
+    else if (m->bytes)
+        TRY(cudaMemcpyPeerAsync(buf, dst_dev, s->dev, src_dev, m->bytes, stream));
+    TRY(cudaEventRecord(s->consumed, stream));
+fail:
     return rc;
 }
 
@@ -179,89 +186,29 @@ static int cuda_recv(void *ctx, int to, int from, long tag, void *buf, size_t by
                      tf_error *err)
 {
     cuda_transport *t = (cuda_transport *)ctx;
-    int rc = 0;
-    message *msg = NULL;
+    tfx_mail *m = NULL;
     if (from < 0 || from >= t->ranks || to < 0 || to >= t->ranks)
         return tf_fail(err, TF_ERUNTIME, "transport: receive by rank %d from rank %d of %d", to,
                        from, t->ranks);
-    pthread_mutex_lock(&t->lock);
-    while (!msg) {
-        if (t->aborted) {
-            rc = aborted_error(t, to, err);
-            pthread_mutex_unlock(&t->lock);
-            return rc;
-        }
-        for (message **p = &t->head; *p; p = &(*p)->next) {
-            if ((*p)->to == to && (*p)->from == from && (*p)->tag == tag) {
-                msg = *p;
-                *p = msg->next;
-                break;
-            }
-        }
-        if (!msg)
-            pthread_cond_wait(&t->arrived, &t->lock);
-    }
-    pthread_mutex_unlock(&t->lock);
-
-    staging *s = msg->buf;
-    if (msg->bytes != bytes) {
-        rc = tf_fail(err, TF_ERUNTIME,
-                     "transport: rank %d expected %zu bytes from rank %d (tag %ld) but got %zu",
-                     to, bytes, from, tag, msg->bytes);
-        goto fail;
-    }
-    {
-        const int dst_dev = tfx_cuda_backend_device(&t->backends[to]);
-        const int src_dev = tfx_cuda_backend_device(&t->backends[from]);
-        cudaStream_t stream = tfx_cuda_backend_stream(&t->backends[to]);
-        TRY(cudaSetDevice(dst_dev));
-        TRY(cudaStreamWaitEvent(stream, s->ready, 0));
-        if (bytes && dst_dev == src_dev)
-            TRY(cudaMemcpyAsync(buf, s->dev, bytes, cudaMemcpyDeviceToDevice, stream));
-        else if (bytes)
-            TRY(cudaMemcpyPeerAsync(buf, dst_dev, s->dev, src_dev, bytes, stream));
-        TRY(cudaEventRecord(s->consumed, stream));
-    }
-fail:
-    pthread_mutex_lock(&t->lock);
-    pool_put(t, s);
-    pthread_mutex_unlock(&t->lock);
-    free(msg);
+    int rc = tfx_mailbox_take(&t->mb, to, from, tag, NULL, &m, err);
+    if (rc < 0)
+        return rc;
+    rc = tfx_mail_check_size(m, bytes, err);
+    if (rc == 0)
+        rc = copy_out(t, m, buf, err);
+    pool_return(t, (staging *)m->item);
+    tfx_mail_free(m);
     return rc;
 }
 
 static void cuda_abort(void *ctx, int rank, const char *msg)
 {
-    cuda_transport *t = (cuda_transport *)ctx;
-    pthread_mutex_lock(&t->lock);
-    if (!t->aborted) {
-        t->aborted = 1;
-        t->abort_rank = rank;
-        snprintf(t->abort_msg, sizeof t->abort_msg, "%s", msg ? msg : "(no message)");
-    }
-    pthread_cond_broadcast(&t->arrived);
-    pthread_mutex_unlock(&t->lock);
+    tfx_mailbox_abort(&((cuda_transport *)ctx)->mb, rank, msg);
 }
 
 static int cuda_reset(void *ctx)
 {
-    cuda_transport *t = (cuda_transport *)ctx;
-    int dropped = 0;
-    pthread_mutex_lock(&t->lock);
-    while (t->head) {
-        message *msg = t->head;
-        t->head = msg->next;
-        /* Its copy may still be queued on the sender's stream; the next
-         * copy into the buffer is queued behind it on the same stream. */
-        pool_put(t, msg->buf);
-        free(msg);
-        dropped++;
-    }
-    t->aborted = 0;
-    t->abort_rank = -1;
-    t->abort_msg[0] = '\0';
-    pthread_mutex_unlock(&t->lock);
-    return dropped;
+    return tfx_mailbox_reset(&((cuda_transport *)ctx)->mb);
 }
 
 static void cuda_transport_destroy(void *ctx)
@@ -282,8 +229,7 @@ static void cuda_transport_destroy(void *ctx)
             staging_free(t, s);
         }
     }
-    pthread_cond_destroy(&t->arrived);
-    pthread_mutex_destroy(&t->lock);
+    tfx_mailbox_destroy(&t->mb);
     free(t->pool);
     free(t->backends);
     free(t);
@@ -346,7 +292,6 @@ extern "C" int tfx_transport_cuda_create(int ranks, const tfx_backend *backends,
     if (!t)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
     t->ranks = ranks;
-    t->abort_rank = -1;
     t->backends = (tfx_backend *)calloc((size_t)ranks, sizeof *t->backends);
     t->pool = (staging **)calloc((size_t)ranks * ranks, sizeof *t->pool);
     if (!t->backends || !t->pool) {
@@ -356,8 +301,7 @@ extern "C" int tfx_transport_cuda_create(int ranks, const tfx_backend *backends,
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
     }
     memcpy(t->backends, backends, sizeof *backends * (size_t)ranks);
-    pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->arrived, NULL);
+    tfx_mailbox_init(&t->mb, drop_message, t);
     rc = enable_peer_access(backends, ranks, err);
     if (rc < 0) {
         cuda_transport_destroy(t);

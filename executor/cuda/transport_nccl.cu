@@ -31,6 +31,7 @@
  * A broken communicator is ended with ncclCommAbort.
  */
 #include "cuda_internal.h"
+#include "mailbox.h"
 
 #include <nccl.h>
 #include <pthread.h>
@@ -87,22 +88,13 @@ typedef struct channel {
     cudaStream_t alloc_stream; /* stream-ordered allocations (see buffer_take) */
     wire_header *hdr_dev;
     wire_header *hdr_host;    /* pinned */
-    buffer *pool;             /* guarded by t->lock */
-    out_msg *head, *tail;     /* sender end: queue, guarded by t->lock */
+    buffer *pool;             /* guarded by t->mb.lock */
+    out_msg *head, *tail;     /* sender end: queue, guarded by t->mb.lock */
     int abort_pending;        /* sender end: forward an ABORT header */
     pthread_cond_t wake;      /* sender end: queue / abort / close changed */
     pthread_t thread;
     int thread_started;
 } channel;
-
-typedef struct in_msg {
-    struct in_msg *next;
-    int from, to;
-    long tag;
-    size_t bytes;
-    buffer *buf;              /* complete: the receiver thread waited for it */
-    channel *ch;
-} in_msg;
 
 typedef struct nccl_transport {
     int world;
@@ -112,11 +104,10 @@ typedef struct nccl_transport {
     channel *ch;
     int n_ch;
     double timeout_s;
-    pthread_mutex_t lock;
-    pthread_cond_t arrived;
-    in_msg *head;
-    int aborted, abort_rank;
-    char abort_msg[512];
+    /* Received messages (their item is the receiving end's buffer) and the
+     * abort.  Its lock also guards the channels' pools, queues and flags,
+     * and `closing`. */
+    tfx_mailbox mb;
     int closing;
     double close_deadline;
 } nccl_transport;
@@ -169,14 +160,11 @@ static ncclResult_t wait_comm(channel *ch, double deadline)
 
 /* Marks the transport failed (first cause wins), wakes every waiting rank,
  * and has every sender end whose peer is in another process forward an
- * ABORT header.  Caller holds t->lock. */
+ * ABORT header.  Caller holds t->mb.lock. */
 static void abort_locked(nccl_transport *t, int rank, const char *msg)
 {
-    if (t->aborted)
+    if (!tfx_mailbox_abort_locked(&t->mb, rank, msg))
         return;
-    t->aborted = 1;
-    t->abort_rank = rank;
-    snprintf(t->abort_msg, sizeof t->abort_msg, "%s", msg ? msg : "(no message)");
     for (int i = 0; i < t->n_ch; i++) {
         channel *ch = &t->ch[i];
         if (ch->role == ROLE_SEND && t->local_index[ch->to] < 0) {
@@ -184,7 +172,6 @@ static void abort_locked(nccl_transport *t, int rank, const char *msg)
             pthread_cond_signal(&ch->wake);
         }
     }
-    pthread_cond_broadcast(&t->arrived);
 }
 
 /* A progress thread failed: abort the transport with its message and end
@@ -192,12 +179,12 @@ static void abort_locked(nccl_transport *t, int rank, const char *msg)
 static void channel_failed(channel *ch, const tf_error *err)
 {
     nccl_transport *t = ch->t;
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     if (err)
         abort_locked(t, ch->role == ROLE_SEND ? ch->from : ch->to, err->msg);
     int abort_comm = ch->comm && !ch->comm_broken;
     ch->comm_broken = 1;
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     /* Only this channel's own thread gets here, so one abort per comm. */
     if (abort_comm)
         ncclCommAbort(ch->comm);
@@ -233,9 +220,9 @@ static int wait_stream(channel *ch, double deadline, int may_close, const char *
                            what, ch->from, ch->to, t->timeout_s,
                            ch->role == ROLE_SEND ? ch->to : ch->from);
         if (may_close) {
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             int give_up = t->closing && now > t->close_deadline;
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->mb.lock);
             if (give_up)
                 return 1;
         }
@@ -261,7 +248,7 @@ static int buffer_take(channel *ch, size_t bytes, buffer **out, tf_error *err)
     nccl_transport *t = ch->t;
     int rc = 0;
     buffer *b = NULL;
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     for (buffer **p = &ch->pool; *p; p = &(*p)->next) {
         if ((*p)->capacity >= bytes) {
             b = *p;
@@ -270,7 +257,7 @@ static int buffer_take(channel *ch, size_t bytes, buffer **out, tf_error *err)
             break;
         }
     }
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     if (b) {
         *out = b;
         return 0;
@@ -294,10 +281,10 @@ fail:
 
 static void buffer_put(channel *ch, buffer *b)
 {
-    pthread_mutex_lock(&ch->t->lock);
+    pthread_mutex_lock(&ch->t->mb.lock);
     b->next = ch->pool;
     ch->pool = b;
-    pthread_mutex_unlock(&ch->t->lock);
+    pthread_mutex_unlock(&ch->t->mb.lock);
 }
 
 /* ---- sender end ------------------------------------------------------------ */
@@ -333,15 +320,15 @@ static void *sender_thread(void *arg)
         wire_header h;
         memset(&h, 0, sizeof h);
         out_msg *m = NULL;
-        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->mb.lock);
         while (!ch->head && !ch->abort_pending && !t->closing)
-            pthread_cond_wait(&ch->wake, &t->lock);
+            pthread_cond_wait(&ch->wake, &t->mb.lock);
         if (ch->abort_pending) {
             /* The peer must hear about the failure before anything else. */
             ch->abort_pending = 0;
             h.kind = KIND_ABORT;
-            h.rank = t->abort_rank;
-            snprintf(h.msg, sizeof h.msg, "%s", t->abort_msg);
+            h.rank = t->mb.abort_rank;
+            snprintf(h.msg, sizeof h.msg, "%s", t->mb.abort_msg);
         } else if (ch->head) {
             m = ch->head;
             ch->head = m->next;
@@ -353,7 +340,7 @@ static void *sender_thread(void *arg)
         } else {
             h.kind = KIND_CLOSE;
         }
-        pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&t->mb.lock);
         int rc = ship(ch, &h, m, &err);
         if (m) {
             buffer_put(ch, m->buf);
@@ -367,7 +354,7 @@ static void *sender_thread(void *arg)
             break;
     }
     /* Drop what can no longer be sent. */
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     while (ch->head) {
         out_msg *m = ch->head;
         ch->head = m->next;
@@ -376,7 +363,7 @@ static void *sender_thread(void *arg)
         free(m);
     }
     ch->tail = NULL;
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     return NULL;
 }
 
@@ -391,7 +378,7 @@ static void *receiver_thread(void *arg)
     memset(err, 0, sizeof *err);
     int rc = 0;
     buffer *b = NULL;
-    in_msg *m = NULL;
+    tfx_mail *m = NULL;
     TRY(cudaSetDevice(ch->device));
     for (;;) {
         /* A header receive is always posted, so senders never wait for us. */
@@ -415,9 +402,9 @@ static void *receiver_thread(void *arg)
             h.msg[sizeof h.msg - 1] = '\0';
             char msg[400];
             snprintf(msg, sizeof msg, "%s (reported by rank %d over NCCL)", h.msg, ch->from);
-            pthread_mutex_lock(&t->lock);
+            pthread_mutex_lock(&t->mb.lock);
             abort_locked(t, (int)h.rank, msg);
-            pthread_mutex_unlock(&t->lock);
+            pthread_mutex_unlock(&t->mb.lock);
             continue;
         }
         if (h.kind != KIND_DATA || h.bytes < 0) {
@@ -433,7 +420,7 @@ static void *receiver_thread(void *arg)
         TRY(cudaStreamWaitEvent(ch->stream, b->event, 0));
         if (h.bytes)
             NCCL_TRY(ch, ncclRecv(b->dev, (size_t)h.bytes, ncclChar, 0, ch->comm, ch->stream));
-        m = (in_msg *)calloc(1, sizeof *m);
+        m = tfx_mail_item(ch->from, ch->to, (long)h.tag, (size_t)h.bytes, NULL);
         if (!m) {
             rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
             goto fail;
@@ -443,22 +430,16 @@ static void *receiver_thread(void *arg)
         rc = wait_stream(ch, now_s() + t->timeout_s, 0, "receiving a payload", err);
         if (rc < 0)
             goto fail;
-        *m = (in_msg){NULL, ch->from, ch->to, (long)h.tag, (size_t)h.bytes, b, ch};
+        m->item = b;
         b = NULL;
-        pthread_mutex_lock(&t->lock);
-        {
-            in_msg **tail = &t->head;
-            while (*tail)
-                tail = &(*tail)->next;
-            *tail = m;
-        }
+        /* After an abort nobody receives it: the step has failed. */
+        if (tfx_mailbox_post(&t->mb, m, NULL) < 0)
+            tfx_mailbox_discard(&t->mb, m);
         m = NULL;
-        pthread_cond_broadcast(&t->arrived);
-        pthread_mutex_unlock(&t->lock);
     }
     return NULL;
 fail:
-    free(m);
+    tfx_mail_free(m);
     if (b)
         buffer_put(ch, b);
     channel_failed(ch, err);
@@ -475,10 +456,27 @@ static channel *find_channel(nccl_transport *t, int role, int from, int to)
     return NULL;
 }
 
-static int aborted_error(nccl_transport *t, int self, tf_error *err)
+/* This process's end `role` of the channel from -> to, or TF_ERUNTIME. */
+static int channel_here(nccl_transport *t, int role, int from, int to, channel **out,
+                        tf_error *err)
 {
-    return tf_fail(err, TF_ERUNTIME, "rank %d stopped because rank %d failed: %s", self,
-                   t->abort_rank, t->abort_msg);
+    *out = find_channel(t, role, from, to);
+    if (*out)
+        return 0;
+    return tf_fail(err, TF_ERUNTIME,
+                   "nccl transport: no channel from rank %d to rank %d (not neighbouring "
+                   "stages, or rank %d is not in this process)",
+                   from, to, role == ROLE_SEND ? from : to);
+}
+
+/* A received message nobody took: its buffer goes back to its channel's
+ * pool (t->mb.lock held). */
+static void drop_message(void *arg, tfx_mail *m)
+{
+    channel *ch = find_channel((nccl_transport *)arg, ROLE_RECV, m->from, m->to);
+    buffer *b = (buffer *)m->item;
+    b->next = ch->pool;
+    ch->pool = b;
 }
 
 static int nccl_send(void *ctx, int from, int to, long tag, const void *buf, size_t bytes,
@@ -488,20 +486,16 @@ static int nccl_send(void *ctx, int from, int to, long tag, const void *buf, siz
     int rc = 0;
     buffer *b = NULL;
     out_msg *m = NULL;
-    channel *ch = find_channel(t, ROLE_SEND, from, to);
-    if (!ch)
-        return tf_fail(err, TF_ERUNTIME,
-                       "nccl transport: no channel from rank %d to rank %d (not neighbouring "
-                       "stages, or rank %d is not in this process)",
-                       from, to, from);
+    channel *ch = NULL;
+    if ((rc = channel_here(t, ROLE_SEND, from, to, &ch, err)) < 0)
+        return rc;
     cudaStream_t compute = tfx_cuda_backend_stream(&ch->be);
-    pthread_mutex_lock(&t->lock);
-    rc = t->aborted ? aborted_error(t, from, err)
-         : ch->comm_broken
-             ? tf_fail(err, TF_ERUNTIME, "nccl transport: channel %d -> %d failed earlier",
-                       from, to)
-             : 0;
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
+    rc = tfx_mailbox_check_locked(&t->mb, from, err);
+    if (rc == 0 && ch->comm_broken)
+        rc = tf_fail(err, TF_ERUNTIME, "nccl transport: channel %d -> %d failed earlier", from,
+                     to);
+    pthread_mutex_unlock(&t->mb.lock);
     if (rc < 0)
         return rc;
     TRY(cudaSetDevice(ch->device));
@@ -518,14 +512,14 @@ static int nccl_send(void *ctx, int from, int to, long tag, const void *buf, siz
         goto fail;
     }
     *m = (out_msg){NULL, tag, bytes, b};
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     if (ch->tail)
         ch->tail->next = m;
     else
         ch->head = m;
     ch->tail = m;
     pthread_cond_signal(&ch->wake);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     return 0;
 fail:
     free(m);
@@ -534,107 +528,66 @@ fail:
     return rc;
 }
 
+/* Copies a received payload into buf on the rank's compute stream (it is
+ * complete: the receiver thread waited for it); the buffer's event tells a
+ * later payload when the copy is done. */
+static int copy_out(channel *ch, const tfx_mail *m, void *buf, tf_error *err)
+{
+    int rc = 0;
+    buffer *b = (buffer *)m->item;
+    cudaStream_t compute = tfx_cuda_backend_stream(&ch->be);
+    TRY(cudaSetDevice(ch->device));
+    if (m->bytes)
+        TRY(cudaMemcpyAsync(buf, b->dev, m->bytes, cudaMemcpyDeviceToDevice, compute));
+    TRY(cudaEventRecord(b->event, compute));
+fail:
+    return rc;
+}
+
 static int nccl_recv(void *ctx, int to, int from, long tag, void *buf, size_t bytes,
                      tf_error *err)
 {
     nccl_transport *t = (nccl_transport *)ctx;
-    int rc = 0;
-    in_msg *m = NULL;
-    channel *ch = find_channel(t, ROLE_RECV, from, to);
-    if (!ch)
-        return tf_fail(err, TF_ERUNTIME,
-                       "nccl transport: no channel from rank %d to rank %d (not neighbouring "
-                       "stages, or rank %d is not in this process)",
-                       from, to, to);
-    const double deadline = now_s() + t->timeout_s;
-    pthread_mutex_lock(&t->lock);
-    while (!m) {
-        if (t->aborted) {
-            rc = aborted_error(t, to, err);
-            pthread_mutex_unlock(&t->lock);
-            return rc;
-        }
-        for (in_msg **p = &t->head; *p; p = &(*p)->next) {
-            if ((*p)->to == to && (*p)->from == from && (*p)->tag == tag) {
-                m = *p;
-                *p = m->next;
-                break;
-            }
-        }
-        if (m)
-            break;
-        double left = deadline - now_s();
-        if (left <= 0) {
-            char msg[300];
-            snprintf(msg, sizeof msg,
-                     "rank %d received nothing from rank %d (tag %ld) within %.0f s: rank %d "
-                     "died or hangs (see TFX_NCCL_TIMEOUT)",
-                     to, from, tag, t->timeout_s, from);
-            abort_locked(t, to, msg);
-            rc = tf_fail(err, TF_ERUNTIME, "%s", msg);
-            pthread_mutex_unlock(&t->lock);
-            return rc;
-        }
-        /* Wake up at least every second: the deadline is checked here. */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += left < 1.0 ? 0 : 1;
-        until.tv_nsec += left < 1.0 ? (long)(left * 1e9) : 0;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&t->arrived, &t->lock, &until);
+    tfx_mail *m = NULL;
+    channel *ch = NULL;
+    int rc = channel_here(t, ROLE_RECV, from, to, &ch, err);
+    if (rc < 0)
+        return rc;
+    tfx_mailbox_wait wait = {now_s() + t->timeout_s, NULL, NULL};
+    rc = tfx_mailbox_take(&t->mb, to, from, tag, &wait, &m, err);
+    if (rc == TFX_MAILBOX_TIMEOUT) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "rank %d received nothing from rank %d (tag %ld) within %.0f s: rank %d "
+                 "died or hangs (see TFX_NCCL_TIMEOUT)",
+                 to, from, tag, t->timeout_s, from);
+        pthread_mutex_lock(&t->mb.lock);
+        abort_locked(t, to, msg);
+        pthread_mutex_unlock(&t->mb.lock);
+        return tf_fail(err, TF_ERUNTIME, "%s", msg);
     }
-    pthread_mutex_unlock(&t->lock);
-
-    if (m->bytes != bytes) {
-        rc = tf_fail(err, TF_ERUNTIME,
-                     "transport: rank %d expected %zu bytes from rank %d (tag %ld) but got %zu",
-                     to, bytes, from, tag, m->bytes);
-        goto fail;
-    }
-    {
-        cudaStream_t compute = tfx_cuda_backend_stream(&ch->be);
-        TRY(cudaSetDevice(ch->device));
-        /* The payload is complete (the receiver thread waited for it). */
-        if (bytes)
-            TRY(cudaMemcpyAsync(buf, m->buf->dev, bytes, cudaMemcpyDeviceToDevice, compute));
-        TRY(cudaEventRecord(m->buf->event, compute));
-    }
-fail:
-    buffer_put(ch, m->buf);
-    free(m);
+    if (rc < 0)
+        return rc;
+    rc = tfx_mail_check_size(m, bytes, err);
+    if (rc == 0)
+        rc = copy_out(ch, m, buf, err);
+    buffer_put(ch, (buffer *)m->item);
+    tfx_mail_free(m);
     return rc;
 }
 
 static void nccl_abort(void *ctx, int rank, const char *msg)
 {
     nccl_transport *t = (nccl_transport *)ctx;
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     abort_locked(t, rank, msg);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
 }
 
+/* abort_pending stays: a remote peer must still hear of the failure. */
 static int nccl_reset(void *ctx)
 {
-    nccl_transport *t = (nccl_transport *)ctx;
-    int dropped = 0;
-    pthread_mutex_lock(&t->lock);
-    while (t->head) {
-        in_msg *m = t->head;
-        t->head = m->next;
-        m->buf->next = m->ch->pool;
-        m->ch->pool = m->buf;
-        free(m);
-        dropped++;
-    }
-    t->aborted = 0;
-    t->abort_rank = -1;
-    t->abort_msg[0] = '\0';
-    /* abort_pending stays: a remote peer must still hear of the failure. */
-    pthread_mutex_unlock(&t->lock);
-    return dropped;
+    return tfx_mailbox_reset(&((nccl_transport *)ctx)->mb);
 }
 
 static void nccl_transport_destroy(void *ctx)
@@ -644,12 +597,12 @@ static void nccl_transport_destroy(void *ctx)
         return;
     /* Senders say goodbye; receivers stop at the goodbye, or give up at the
      * deadline when a peer never sends one (it died). */
-    pthread_mutex_lock(&t->lock);
+    pthread_mutex_lock(&t->mb.lock);
     t->closing = 1;
     t->close_deadline = now_s() + t->timeout_s;
     for (int i = 0; i < t->n_ch; i++)
         pthread_cond_signal(&t->ch[i].wake);
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&t->mb.lock);
     for (int i = 0; i < t->n_ch; i++)
         if (t->ch[i].thread_started)
             pthread_join(t->ch[i].thread, NULL);
@@ -693,8 +646,7 @@ static void nccl_transport_destroy(void *ctx)
             cudaStreamDestroy(ch->alloc_stream);
         pthread_cond_destroy(&ch->wake);
     }
-    pthread_cond_destroy(&t->arrived);
-    pthread_mutex_destroy(&t->lock);
+    tfx_mailbox_destroy(&t->mb);
     free(t->ch);
     free(t->local_index);
     free(t->local_be);
@@ -873,203 +825,250 @@ static int same_device_allowed(void)
 #endif
 }
 
-extern "C" int tfx_transport_nccl_create(const tfx_nccl_options *o, tfx_transport *out,
-                                         tf_error *err)
+/* Which ranks live here, and their backends. */
+static int map_local_ranks(nccl_transport *t, const tfx_nccl_options *o, tf_error *err)
 {
-    int rc = 0;
-    unsigned char *talks = NULL;
-    nccl_transport *t = NULL;
-    const time_t started = time(NULL);
-    if (o->world_size < 1 || o->n_local < 1 || o->n_local > o->world_size || o->stages < 1)
-        return tf_fail(err, TF_EINVAL, "nccl transport: %d ranks, %d local, %d stages",
-                       o->world_size, o->n_local, o->stages);
-    t = (nccl_transport *)calloc(1, sizeof *t);
-    if (!t)
-        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-    pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->arrived, NULL);
-    t->world = o->world_size;
-    t->n_local = o->n_local;
-    t->abort_rank = -1;
-    t->timeout_s = o->timeout_s;
-    if (t->timeout_s <= 0) {
-        const char *e = getenv("TFX_NCCL_TIMEOUT");
-        t->timeout_s = e && atof(e) > 0 ? atof(e) : 600.0;
-    }
     t->local_index = (int *)malloc(sizeof(int) * (size_t)t->world);
     t->local_be = (tfx_backend *)calloc((size_t)t->n_local, sizeof *t->local_be);
-    talks = (unsigned char *)calloc((size_t)t->world * t->world, 1);
-    if (!t->local_index || !t->local_be || !talks) {
-        rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-        goto fail;
-    }
+    if (!t->local_index || !t->local_be)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
     for (int r = 0; r < t->world; r++)
         t->local_index[r] = -1;
     for (int i = 0; i < t->n_local; i++) {
         int r = o->local_ranks[i];
-        if (r < 0 || r >= t->world || t->local_index[r] >= 0) {
-            rc = tf_fail(err, TF_EINVAL, "nccl transport: local rank %d is out of range or "
-                                         "listed twice (world %d)", r, t->world);
-            goto fail;
-        }
-        if (!tfx_backend_is_cuda(&o->local_backends[i])) {
-            rc = tf_fail(err, TF_EINVAL, "nccl transport: rank %d does not use the cuda "
-                                         "backend", r);
-            goto fail;
-        }
+        if (r < 0 || r >= t->world || t->local_index[r] >= 0)
+            return tf_fail(err, TF_EINVAL, "nccl transport: local rank %d is out of range or "
+                                           "listed twice (world %d)", r, t->world);
+        if (!tfx_backend_is_cuda(&o->local_backends[i]))
+            return tf_fail(err, TF_EINVAL, "nccl transport: rank %d does not use the cuda "
+                                           "backend", r);
         t->local_index[r] = i;
         t->local_be[i] = o->local_backends[i];
     }
-    /* Directed pairs that exchange messages: neighbouring stages. */
+    return 0;
+}
+
+/* talks[a * world + b]: the directed pairs that exchange messages, the
+ * ranks of neighbouring stages. */
+static int neighbours(const nccl_transport *t, const tfx_nccl_options *o, unsigned char *talks,
+                      tf_error *err)
+{
     for (int s = 0; s + 1 < o->stages; s++) {
         int a = o->stage_rank[s], b = o->stage_rank[s + 1];
-        if (a < 0 || a >= t->world || b < 0 || b >= t->world) {
-            rc = tf_fail(err, TF_EINVAL, "nccl transport: stage %d or %d is on a rank outside "
-                                         "0..%d", s, s + 1, t->world - 1);
-            goto fail;
-        }
+        if (a < 0 || a >= t->world || b < 0 || b >= t->world)
+            return tf_fail(err, TF_EINVAL, "nccl transport: stage %d or %d is on a rank outside "
+                                           "0..%d", s, s + 1, t->world - 1);
         if (a != b)
             talks[a * t->world + b] = talks[b * t->world + a] = 1;
     }
-    {
-        int n = 0;
-        for (int a = 0; a < t->world; a++)
-            for (int b = 0; b < t->world; b++)
-                if (talks[a * t->world + b])
-                    n += (t->local_index[a] >= 0) + (t->local_index[b] >= 0);
-        t->ch = (channel *)calloc((size_t)(n ? n : 1), sizeof *t->ch);
-        if (!t->ch) {
-            rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-            goto fail;
-        }
-    }
-    /* Channels in one global order (sender, receiver), both ends here when
-     * both ranks are local. */
-    for (int a = 0; a < t->world; a++) {
-        for (int b = 0; b < t->world; b++) {
+    return 0;
+}
+
+/* Adds this process's end `role` of the channel a -> b. */
+static int add_end(nccl_transport *t, int a, int b, int role, tf_error *err)
+{
+    channel *ch = &t->ch[t->n_ch++];
+    ch->from = a;
+    ch->to = b;
+    ch->role = role;
+    return channel_setup(t, ch, err);
+}
+
+/* The ends of every channel that lives here, in one global order (sender,
+ * receiver), both ends when both ranks are local. */
+static int open_channels(nccl_transport *t, const unsigned char *talks, tf_error *err)
+{
+    int n = 0, rc = 0;
+    for (int i = 0; i < t->world * t->world; i++)
+        if (talks[i])
+            n += (t->local_index[i / t->world] >= 0) + (t->local_index[i % t->world] >= 0);
+    t->ch = (channel *)calloc((size_t)(n ? n : 1), sizeof *t->ch);
+    if (!t->ch)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    for (int a = 0; a < t->world && rc == 0; a++) {
+        for (int b = 0; b < t->world && rc == 0; b++) {
             if (!talks[a * t->world + b])
                 continue;
             int la = t->local_index[a], lb = t->local_index[b];
             if (la >= 0 && lb >= 0 &&
                 tfx_cuda_backend_device(&t->local_be[la]) ==
                     tfx_cuda_backend_device(&t->local_be[lb]) &&
-                !same_device_allowed()) {
-                rc = tf_fail(err, TF_EINVAL,
-                             "nccl transport: ranks %d and %d are both on device %d; NCCL %d.%d "
-                             "cannot put two ranks of one communicator on one GPU (NCCL >= 2.30 "
-                             "can with NCCL_MULTI_RANK_GPU_ENABLE=1): use --transport cuda",
-                             a, b, tfx_cuda_backend_device(&t->local_be[la]), NCCL_MAJOR,
-                             NCCL_MINOR);
-                goto fail;
-            }
-            if (la >= 0) {
-                channel *ch = &t->ch[t->n_ch++];
-                ch->from = a, ch->to = b, ch->role = ROLE_SEND;
-                if ((rc = channel_setup(t, ch, err)) < 0)
-                    goto fail;
-            }
-            if (lb >= 0) {
-                channel *ch = &t->ch[t->n_ch++];
-                ch->from = a, ch->to = b, ch->role = ROLE_RECV;
-                if ((rc = channel_setup(t, ch, err)) < 0)
-                    goto fail;
-            }
+                !same_device_allowed())
+                return tf_fail(err, TF_EINVAL,
+                               "nccl transport: ranks %d and %d are both on device %d; NCCL %d.%d "
+                               "cannot put two ranks of one communicator on one GPU (NCCL >= "
+                               "2.30 can with NCCL_MULTI_RANK_GPU_ENABLE=1): use --transport "
+                               "cuda",
+                               a, b, tfx_cuda_backend_device(&t->local_be[la]), NCCL_MAJOR,
+                               NCCL_MINOR);
+            if (la >= 0)
+                rc = add_end(t, a, b, ROLE_SEND, err);
+            if (rc == 0 && lb >= 0)
+                rc = add_end(t, a, b, ROLE_RECV, err);
         }
     }
-    /* Communicators.  Ids of channels we send on are made and published
-     * first, so no process waits for a file while holding back one another
-     * process waits for. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < t->n_ch; i++) {
+    return rc;
+}
+
+static int new_unique_id(ncclUniqueId *id, tf_error *err)
+{
+    ncclResult_t r = ncclGetUniqueId(id);
+    if (r != ncclSuccess)
+        return tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGetUniqueId: %s", __FILE__, __LINE__,
+                       ncclGetErrorString(r));
+    return 0;
+}
+
+/* Both ends of ch are here: one communicator for the two ranks, started in
+ * a group as ncclCommInitAll does. */
+static int init_local_pair(nccl_transport *t, channel *ch, tf_error *err)
+{
+    channel *peer = find_channel(t, ROLE_RECV, ch->from, ch->to);
+    ncclUniqueId id;
+    int rc = new_unique_id(&id, err);
+    if (rc < 0)
+        return rc;
+    ncclGroupStart();
+    rc = channel_init_comm(ch, id, 0, err);
+    if (rc == 0)
+        rc = channel_init_comm(peer, id, 1, err);
+    ncclResult_t r = ncclGroupEnd();
+    if (rc == 0 && r != ncclSuccess && r != ncclInProgress)
+        rc = tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGroupEnd (channel %d -> %d): %s", __FILE__,
+                     __LINE__, ch->from, ch->to, ncclGetErrorString(r));
+    return rc;
+}
+
+/* The sending end of a channel to another process publishes its id. */
+static int init_sending_end(const tfx_nccl_options *o, channel *ch, tf_error *err)
+{
+    char path[1024];
+    ncclUniqueId id;
+    int rc = new_unique_id(&id, err);
+    if (rc < 0)
+        return rc;
+    id_path(o, ch->from, ch->to, path, sizeof path);
+    if ((rc = publish_id(path, &id, err)) < 0)
+        return rc;
+    return channel_init_comm(ch, id, 0, err);
+}
+
+/* The receiving end of a channel from another process reads the id, from
+ * a file not older than this process (a minute of slack for clocks and
+ * slow starters). */
+static int init_receiving_end(const nccl_transport *t, const tfx_nccl_options *o, channel *ch,
+                              time_t started, tf_error *err)
+{
+    char path[1024];
+    ncclUniqueId id;
+    id_path(o, ch->from, ch->to, path, sizeof path);
+    int rc = fetch_id(path, t->timeout_s, started - 60, &id, err);
+    return rc < 0 ? rc : channel_init_comm(ch, id, 1, err);
+}
+
+/* Starts every communicator.  The ids of the channels this process sends
+ * on are made and published first, so no process waits for a file while
+ * holding back one another process waits for. */
+static int init_communicators(nccl_transport *t, const tfx_nccl_options *o, time_t started,
+                              tf_error *err)
+{
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        for (int i = 0; i < t->n_ch && rc == 0; i++) {
             channel *ch = &t->ch[i];
             int other_local = t->local_index[ch->role == ROLE_SEND ? ch->to : ch->from] >= 0;
-            if (other_local) {
-                if (pass == 1 || ch->role == ROLE_RECV)
-                    continue; /* the sender entry starts both ends together */
-                channel *peer = find_channel(t, ROLE_RECV, ch->from, ch->to);
-                ncclUniqueId id;
-                ncclResult_t r = ncclGetUniqueId(&id);
-                if (r != ncclSuccess) {
-                    rc = tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGetUniqueId: %s", __FILE__,
-                                 __LINE__, ncclGetErrorString(r));
-                    goto fail;
-                }
-                /* Two ranks of one communicator driven by this thread: a
-                 * group, as ncclCommInitAll does. */
-                ncclGroupStart();
-                rc = channel_init_comm(ch, id, 0, err);
-                if (rc == 0)
-                    rc = channel_init_comm(peer, id, 1, err);
-                r = ncclGroupEnd();
-                if (rc < 0)
-                    goto fail;
-                if (r != ncclSuccess && r != ncclInProgress) {
-                    rc = tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGroupEnd (channel %d -> %d): %s",
-                                 __FILE__, __LINE__, ch->from, ch->to, ncclGetErrorString(r));
-                    goto fail;
-                }
-            } else if (ch->role == ROLE_SEND && pass == 0) {
-                char path[1024];
-                ncclUniqueId id;
-                ncclResult_t r = ncclGetUniqueId(&id);
-                if (r != ncclSuccess) {
-                    rc = tf_fail(err, TF_ERUNTIME, "%s:%d: ncclGetUniqueId: %s", __FILE__,
-                                 __LINE__, ncclGetErrorString(r));
-                    goto fail;
-                }
-                id_path(o, ch->from, ch->to, path, sizeof path);
-                if ((rc = publish_id(path, &id, err)) < 0 ||
-                    (rc = channel_init_comm(ch, id, 0, err)) < 0)
-                    goto fail;
-            } else if (ch->role == ROLE_RECV && pass == 1) {
-                char path[1024];
-                ncclUniqueId id;
-                id_path(o, ch->from, ch->to, path, sizeof path);
-                /* A minute of slack for clocks and slow starters. */
-                if ((rc = fetch_id(path, t->timeout_s, started - 60, &id, err)) < 0 ||
-                    (rc = channel_init_comm(ch, id, 1, err)) < 0)
-                    goto fail;
-            }
+            if (other_local && ch->role == ROLE_SEND && pass == 0)
+                rc = init_local_pair(t, ch, err); /* starts the receiving end too */
+            else if (!other_local && ch->role == ROLE_SEND && pass == 0)
+                rc = init_sending_end(o, ch, err);
+            else if (!other_local && ch->role == ROLE_RECV && pass == 1)
+                rc = init_receiving_end(t, o, ch, started, err);
         }
     }
-    /* Wait for every communicator (they connect in the background). */
+    return rc;
+}
+
+/* Waits for every communicator (they connect in the background). */
+static int wait_communicators(nccl_transport *t, tf_error *err)
+{
     for (int i = 0; i < t->n_ch; i++) {
         channel *ch = &t->ch[i];
         ncclResult_t r = wait_comm(ch, now_s() + t->timeout_s);
-        if (r != ncclSuccess) {
-            rc = tf_fail(err, TF_ERUNTIME,
-                         "nccl transport: communicator of channel %d -> %d (device %d) failed "
-                         "to start: %s%s%s",
-                         ch->from, ch->to, ch->device,
-                         r == ncclInProgress ? "timed out" : ncclGetErrorString(r),
-                         r == ncclInProgress ? "" : ": ", r == ncclInProgress ? ""
-                                                         : ncclGetLastError(ch->comm));
-            goto fail;
-        }
+        if (r != ncclSuccess)
+            return tf_fail(err, TF_ERUNTIME,
+                           "nccl transport: communicator of channel %d -> %d (device %d) failed "
+                           "to start: %s%s%s",
+                           ch->from, ch->to, ch->device,
+                           r == ncclInProgress ? "timed out" : ncclGetErrorString(r),
+                           r == ncclInProgress ? "" : ": ",
+                           r == ncclInProgress ? "" : ncclGetLastError(ch->comm));
         ch->comm_ready = 1;
     }
-    if ((rc = connect_channels(t, err)) < 0)
-        goto fail;
+    return 0;
+}
+
+static int start_threads(nccl_transport *t, tf_error *err)
+{
     for (int i = 0; i < t->n_ch; i++) {
         channel *ch = &t->ch[i];
         if (pthread_create(&ch->thread, NULL,
-                           ch->role == ROLE_SEND ? sender_thread : receiver_thread, ch) != 0) {
-            rc = tf_fail(err, TF_ERUNTIME, "nccl transport: could not start a thread");
-            goto fail;
-        }
+                           ch->role == ROLE_SEND ? sender_thread : receiver_thread, ch) != 0)
+            return tf_fail(err, TF_ERUNTIME, "nccl transport: could not start a thread");
         ch->thread_started = 1;
     }
-    free(talks);
-    out->ops = &nccl_ops;
-    out->ctx = t;
     return 0;
-fail:
+}
+
+/* The channels, their communicators and their threads. */
+static int open_transport(nccl_transport *t, const tfx_nccl_options *o, tf_error *err)
+{
+    const time_t started = time(NULL);
+    unsigned char *talks = (unsigned char *)calloc((size_t)t->world * t->world, 1);
+    int rc = talks ? 0 : tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    if (rc == 0)
+        rc = map_local_ranks(t, o, err);
+    if (rc == 0)
+        rc = neighbours(t, o, talks, err);
+    if (rc == 0)
+        rc = open_channels(t, talks, err);
     free(talks);
-    if (t) {
+    if (rc == 0)
+        rc = init_communicators(t, o, started, err);
+    if (rc == 0)
+        rc = wait_communicators(t, err);
+    if (rc == 0)
+        rc = connect_channels(t, err);
+    if (rc == 0)
+        rc = start_threads(t, err);
+    return rc;
+}
+
+extern "C" int tfx_transport_nccl_create(const tfx_nccl_options *o, tfx_transport *out,
+                                         tf_error *err)
+{
+    if (o->world_size < 1 || o->n_local < 1 || o->n_local > o->world_size || o->stages < 1)
+        return tf_fail(err, TF_EINVAL, "nccl transport: %d ranks, %d local, %d stages",
+                       o->world_size, o->n_local, o->stages);
+    nccl_transport *t = (nccl_transport *)calloc(1, sizeof *t);
+    if (!t)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    tfx_mailbox_init(&t->mb, drop_message, t);
+    t->world = o->world_size;
+    t->n_local = o->n_local;
+    t->timeout_s = o->timeout_s;
+    if (t->timeout_s <= 0) {
+        const char *e = getenv("TFX_NCCL_TIMEOUT");
+        t->timeout_s = e && atof(e) > 0 ? atof(e) : 600.0;
+    }
+    int rc = open_transport(t, o, err);
+    if (rc < 0) {
         /* Do not wait long for peers that may never come: destroy aborts
          * the communicators that did not start. */
         t->timeout_s = 1.0;
         nccl_transport_destroy(t);
+        return rc;
     }
-    return rc;
+    out->ops = &nccl_ops;
+    out->ctx = t;
+    return 0;
 }

@@ -20,7 +20,7 @@ static const char *const prog = "tf-plan";
 enum { TF_PLAN_TIME_LIMIT_S = 600 };
 
 typedef struct plan_args {
-    const char *profile, *output, *csv, *timeline;
+    const char *profile, *output, *csv, *timeline, *write_csv;
     int quiet;
     tf_plan_options options;
 } plan_args;
@@ -46,7 +46,12 @@ static void usage(FILE *f)
             "                             takes over if it fails, and the plan says why)\n"
             "  --time-limit S             stop solving after S seconds (default %d; 0: none)\n"
             "  --schedule-csv FILE        run the per-rank order in FILE (PyTorch compute-only\n"
-            "                             CSV: one row per rank, cells like 0F3 1B2 2I0 2W0)\n"
+            "                             CSV: one row per rank, cells like 0F3 1B2 2I0 2W0\n"
+            "                             and pairs (0F7;7B3)OVERLAP_F_B); the CSV gives the\n"
+            "                             ranks, stages and microbatches, the profile the\n"
+            "                             timings per stage (its schedule name is not used)\n"
+            "  --write-csv FILE           also write the schedule's per-rank order as PyTorch's\n"
+            "                             compute-only CSV (what --schedule-csv reads)\n"
             "  --timeline FILE            also draw the plan (format from the extension: .svg\n"
             "                             .png .pdf .dot, or .json for a Chrome/Perfetto trace)\n"
             "  -q, --quiet                print no summary\n"
@@ -65,7 +70,8 @@ enum {
     OPT_SOLVER,
     OPT_SCHEDULE_CSV,
     OPT_TIMELINE,
-    OPT_TIME_LIMIT
+    OPT_TIME_LIMIT,
+    OPT_WRITE_CSV
 };
 
 static const struct option long_options[] = {
@@ -76,6 +82,7 @@ static const struct option long_options[] = {
     {"schedule-csv", required_argument, NULL, OPT_SCHEDULE_CSV},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+    {"write-csv", required_argument, NULL, OPT_WRITE_CSV},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, TF_CLI_HELP},
     {"version", no_argument, NULL, TF_CLI_VERSION},
@@ -130,6 +137,9 @@ static int take_option(int c, const char *value, void *ctx)
     case OPT_SCHEDULE_CSV:
         a->csv = value;
         return 0;
+    case OPT_WRITE_CSV:
+        a->write_csv = value;
+        return 0;
     case OPT_OBJECTIVE: return tf_cli_objective(prog, value, &a->options.objective);
     case OPT_SOLVER: return tf_cli_solver(prog, value, &a->options.solver);
     case OPT_TIMELINE: return take_timeline(value, a);
@@ -144,18 +154,14 @@ static int take_option(int c, const char *value, void *ctx)
  * Checked before anything is read or written. */
 static int check_paths(const plan_args *a)
 {
-    int rc = 0;
-    if (!rc)
-        rc = tf_cli_distinct(prog, "-o", a->output, "--timeline", a->timeline);
-    if (!rc)
-        rc = tf_cli_distinct(prog, "-o", a->output, "the profile", a->profile);
-    if (!rc)
-        rc = tf_cli_distinct(prog, "--timeline", a->timeline, "the profile", a->profile);
-    if (!rc)
-        rc = tf_cli_distinct(prog, "-o", a->output, "--schedule-csv", a->csv);
-    if (!rc)
-        rc = tf_cli_distinct(prog, "--timeline", a->timeline, "--schedule-csv", a->csv);
-    return rc;
+    const char *name[] = {"-o", "--timeline", "--write-csv", "the profile", "--schedule-csv"};
+    const char *path[] = {a->output, a->timeline, a->write_csv, a->profile, a->csv};
+    const int outputs = 3, files = 5;
+    for (int i = 0; i < outputs; i++)
+        for (int j = i + 1; j < files; j++)
+            if (tf_cli_distinct(prog, name[i], path[i], name[j], path[j]))
+                return TF_EXIT_USAGE;
+    return 0;
 }
 
 /* Fills *a from the command line.  Returns TF_CLI_CONTINUE, or the exit
@@ -171,17 +177,28 @@ static int parse_args(int argc, char **argv, plan_args *a)
     return rc;
 }
 
-/* The profile, with the order of --schedule-csv when given. */
+/* The profile; with --schedule-csv, the timings of the profile for the
+ * order in the CSV, which decides the shape.  The older notation that the
+ * CSV reader converts is said on stderr: the user should know their B
+ * cells were read as I. */
 static int load_profile(const plan_args *a, tf_profile *profile, tf_error *err)
 {
-    int rc = tf_profile_load(a->profile, profile, err);
-    if (rc || !a->csv)
-        return rc;
+    if (!a->csv)
+        return tf_profile_load(a->profile, profile, err);
+    memset(profile, 0, sizeof *profile);
     tf_schedule order;
-    if (!(rc = tf_schedule_read_csv(a->csv, &order, err))) {
-        rc = tf_profile_set_schedule(profile, &order, err);
-        tf_schedule_free(&order);
-    }
+    tf_csv_notes notes;
+    int rc = tf_schedule_read_csv_noted(a->csv, &order, &notes, err);
+    if (rc)
+        return rc;
+    if (notes.old_backwards > 0)
+        fprintf(stderr,
+                "%s: note: %s: %d %s in PyTorch's older notation (B followed by a W of the same "
+                "stage and microbatch, first %s) read as backward-input I\n",
+                prog, a->csv, notes.old_backwards, notes.old_backwards == 1 ? "cell" : "cells",
+                notes.first_old);
+    rc = tf_profile_load_for(a->profile, &order, profile, err);
+    tf_schedule_free(&order);
     return rc;
 }
 
@@ -196,15 +213,15 @@ static void say_when_slow(const plan_args *a, const tf_plan *plan, const char *f
     tf_progress_say(&p, "drawing %d boxes", plan->schedule.n_actions);
 }
 
-/* The plan and its picture are written as one unit: either both replace
- * their targets or neither does. */
+/* The plan, its picture and its order's CSV are written as one unit:
+ * either all replace their targets or none does. */
 static int write_outputs(const plan_args *a, const tf_plan *plan, tf_error *err)
 {
-    char *plan_json = NULL, *picture = NULL;
-    size_t picture_len = 0;
-    const char *paths[2];
-    const void *data[2];
-    size_t lens[2];
+    char *plan_json = NULL, *picture = NULL, *csv = NULL;
+    size_t picture_len = 0, csv_len = 0;
+    const char *paths[3];
+    const void *data[3];
+    size_t lens[3];
     int files = 0, rc = 0;
     if (a->output && !(rc = tf_plan_to_json(plan, &plan_json, err))) {
         paths[files] = a->output;
@@ -220,10 +237,16 @@ static int write_outputs(const plan_args *a, const tf_plan *plan, tf_error *err)
         data[files] = picture;
         lens[files++] = picture_len;
     }
+    if (!rc && a->write_csv && !(rc = tf_schedule_csv_text(&plan->schedule, &csv, &csv_len, err))) {
+        paths[files] = a->write_csv;
+        data[files] = csv;
+        lens[files++] = csv_len;
+    }
     if (!rc && files > 0)
         rc = tf_write_files_atomic(files, paths, data, lens, err);
     free(plan_json);
     free(picture);
+    free(csv);
     return rc;
 }
 
@@ -236,6 +259,8 @@ static int print_summary(const plan_args *a, const tf_plan *plan)
         printf("plan          %s\n", a->output);
     if (a->timeline)
         printf("timeline      %s\n", a->timeline);
+    if (a->write_csv)
+        printf("order csv     %s\n", a->write_csv);
     return tf_cli_finish_stdout(prog);
 }
 

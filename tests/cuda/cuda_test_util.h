@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfx_cuda.h"
+#include "tfx/cuda.h"
 #include "tfx/rng.h"
 
 #define TEST_SKIP 77

@@ -1,5 +1,5 @@
-/* test_cuda_kernels.c - every op of the CUDA backend against the CPU
- * backend (the reference) on random inputs.
+/* test_cuda_kernels.c - every op of the CUDA backend against the same op
+ * of the CPU backend, on random inputs.
  *
  * Tolerances (norm-wise relative error, see docs/cuda.md for the reasons):
  *   element-wise ops and copies          1e-6  (a rounding or two, FMA)
@@ -155,47 +155,101 @@ static void test_embedding(void **state)
     free(table); free(out); free(dout); free(dtable); free(got); free(tokens);
 }
 
-/* ---- RMSNorm ----------------------------------------------------------------- */
+/* ---- LayerNorm ----------------------------------------------------------------- */
 
-static void test_rmsnorm(void **state)
+static void test_layernorm(void **state)
 {
     pair *p = *state;
-    const int rows = 67, cols = 101;
+    const int rows = 203, cols = 96;
     const size_t n = (size_t)rows * cols;
-    float *x = malloc(n * 4), *gain = malloc(cols * 4), *out = malloc(n * 4), *rstd = malloc(rows * 4);
-    float *dout = malloc(n * 4), *dx = malloc(n * 4), *dgain = malloc(cols * 4), *got = malloc(n * 4);
+    float *x = malloc(n * 4), *w = malloc(cols * 4), *b = malloc(cols * 4), *out = malloc(n * 4);
+    float *mean = malloc(rows * 4), *rstd = malloc(rows * 4), *dout = malloc(n * 4);
+    float *dx = malloc(n * 4), *dw = malloc(cols * 4), *got = malloc(n * 4);
     random_fill(x, n, 21, 2.0);
-    random_fill(gain, cols, 22, 1.5);
-    random_fill(dout, n, 23, 1.0);
-    random_fill(dgain, cols, 24, 1.0);
-    float *d_x = device_copy_of(&p->gpu, x, n * 4), *d_gain = device_copy_of(&p->gpu, gain, cols * 4);
-    float *d_out = device_copy_of(&p->gpu, NULL, n * 4), *d_rstd = device_copy_of(&p->gpu, NULL, rows * 4);
+    for (size_t i = 0; i < n; i++)
+        x[i] += 0.5f; /* a mean away from 0, which the two-pass variance must handle */
+    random_fill(w, cols, 22, 1.5);
+    random_fill(b, cols, 23, 1.0);
+    random_fill(dout, n, 24, 1.0);
+    random_fill(dw, cols, 25, 1.0);
+    float *d_x = device_copy_of(&p->gpu, x, n * 4), *d_w = device_copy_of(&p->gpu, w, cols * 4);
+    float *d_b = device_copy_of(&p->gpu, b, cols * 4), *d_out = device_copy_of(&p->gpu, NULL, n * 4);
+    float *d_mean = device_copy_of(&p->gpu, NULL, rows * 4);
+    float *d_rstd = device_copy_of(&p->gpu, NULL, rows * 4);
     float *d_dout = device_copy_of(&p->gpu, dout, n * 4), *d_dx = device_copy_of(&p->gpu, NULL, n * 4);
-    float *d_dgain = device_copy_of(&p->gpu, dgain, cols * 4);
+    float *d_dw = device_copy_of(&p->gpu, dw, cols * 4);
 
-    p->cpu.ops->rmsnorm_forward(p->cpu.ctx, x, gain, rows, cols, 1e-5f, out, rstd);
-    p->gpu.ops->rmsnorm_forward(p->gpu.ctx, d_x, d_gain, rows, cols, 1e-5f, d_out, d_rstd);
+    p->cpu.ops->layernorm_forward(p->cpu.ctx, x, w, b, rows, cols, 1e-5f, out, mean, rstd);
+    p->gpu.ops->layernorm_forward(p->gpu.ctx, d_x, d_w, d_b, rows, cols, 1e-5f, d_out, d_mean,
+                                  d_rstd);
     fetch(p, got, d_out, n);
-    expect_close("rmsnorm_forward out", out, got, n, TOL_REDUCTION);
+    expect_close("layernorm_forward out", out, got, n, TOL_REDUCTION);
+    fetch(p, got, d_mean, rows);
+    expect_close("layernorm_forward mean", mean, got, rows, TOL_REDUCTION);
     fetch(p, got, d_rstd, rows);
-    expect_close("rmsnorm_forward rstd", rstd, got, rows, TOL_REDUCTION);
+    expect_close("layernorm_forward rstd", rstd, got, rows, TOL_REDUCTION);
 
-    /* Both sides use the CPU's rstd so that each op is compared alone. */
-    p->gpu.ops->upload(p->gpu.ctx, d_rstd, rstd, rows * 4);
-    p->cpu.ops->rmsnorm_backward_input(p->cpu.ctx, dout, x, gain, rstd, rows, cols, dx);
-    p->gpu.ops->rmsnorm_backward_input(p->gpu.ctx, d_dout, d_x, d_gain, d_rstd, rows, cols, d_dx);
+    p->cpu.ops->layernorm_backward_input(p->cpu.ctx, dout, x, w, mean, rstd, rows, cols, dx);
+    p->gpu.ops->layernorm_backward_input(p->gpu.ctx, d_dout, d_x, d_w, d_mean, d_rstd, rows,
+                                         cols, d_dx);
     fetch(p, got, d_dx, n);
-    expect_close("rmsnorm_backward_input", dx, got, n, TOL_REDUCTION);
+    expect_close("layernorm_backward_input", dx, got, n, TOL_REDUCTION);
 
-    p->cpu.ops->rmsnorm_backward_gain_acc(p->cpu.ctx, dout, x, rstd, rows, cols, dgain);
-    p->gpu.ops->rmsnorm_backward_gain_acc(p->gpu.ctx, d_dout, d_x, d_rstd, rows, cols, d_dgain);
-    fetch(p, got, d_dgain, cols);
-    expect_close("rmsnorm_backward_gain_acc", dgain, got, cols, TOL_REDUCTION);
+    p->cpu.ops->layernorm_backward_weight_acc(p->cpu.ctx, dout, x, mean, rstd, rows, cols, dw);
+    p->gpu.ops->layernorm_backward_weight_acc(p->gpu.ctx, d_dout, d_x, d_mean, d_rstd, rows,
+                                              cols, d_dw);
+    fetch(p, got, d_dw, cols);
+    expect_close("layernorm_backward_weight_acc", dw, got, cols, TOL_REDUCTION);
 
-    void *bufs[] = {d_x, d_gain, d_out, d_rstd, d_dout, d_dx, d_dgain};
-    for (size_t i = 0; i < 7; i++)
+    void *bufs[] = {d_x, d_w, d_b, d_out, d_mean, d_rstd, d_dout, d_dx, d_dw};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         p->gpu.ops->free(p->gpu.ctx, bufs[i]);
-    free(x); free(gain); free(out); free(rstd); free(dout); free(dx); free(dgain); free(got);
+    free(x); free(w); free(b); free(out); free(mean); free(rstd); free(dout); free(dx);
+    free(dw); free(got);
+}
+
+/* ---- attention ----------------------------------------------------------------- */
+
+static void test_attention(void **state)
+{
+    pair *p = *state;
+    /* Odd sizes: a sequence that is not a multiple of the warp, a head size
+     * that is not a power of two. */
+    const int batch = 3, seq = 37, heads = 4, hs = 12, C = heads * hs;
+    const size_t nqkv = (size_t)batch * seq * 3 * C, nout = (size_t)batch * seq * C;
+    const size_t nprobs = (size_t)batch * heads * seq * seq;
+    float *qkv = malloc(nqkv * 4), *out = malloc(nout * 4), *probs = malloc(nprobs * 4);
+    float *dout = malloc(nout * 4), *dqkv = malloc(nqkv * 4), *scratch = malloc(nprobs * 4);
+    float *got = malloc(nprobs * 4 > nqkv * 4 ? nprobs * 4 : nqkv * 4);
+    random_fill(qkv, nqkv, 51, 2.0);
+    random_fill(dout, nout, 52, 1.0);
+    float *d_qkv = device_copy_of(&p->gpu, qkv, nqkv * 4), *d_out = device_copy_of(&p->gpu, NULL, nout * 4);
+    float *d_probs = device_copy_of(&p->gpu, NULL, nprobs * 4);
+    float *d_dout = device_copy_of(&p->gpu, dout, nout * 4);
+    float *d_dqkv = device_copy_of(&p->gpu, NULL, nqkv * 4);
+    float *d_scratch = device_copy_of(&p->gpu, NULL, nprobs * 4);
+
+    p->cpu.ops->attention_forward(p->cpu.ctx, qkv, batch, seq, heads, hs, out, probs);
+    p->gpu.ops->attention_forward(p->gpu.ctx, d_qkv, batch, seq, heads, hs, d_out, d_probs);
+    fetch(p, got, d_probs, nprobs);
+    expect_close("attention_forward probs", probs, got, nprobs, TOL_REDUCTION);
+    for (int r = 0; r < batch * heads * seq; r++) /* exact zeros above the diagonal */
+        for (int j = r % seq + 1; j < seq; j++)
+            assert_true(got[(size_t)r * seq + j] == 0.0f);
+    fetch(p, got, d_out, nout);
+    expect_close("attention_forward out", out, got, nout, TOL_REDUCTION);
+
+    p->cpu.ops->attention_backward(p->cpu.ctx, dout, qkv, probs, batch, seq, heads, hs, scratch,
+                                   dqkv);
+    p->gpu.ops->attention_backward(p->gpu.ctx, d_dout, d_qkv, d_probs, batch, seq, heads, hs,
+                                   d_scratch, d_dqkv);
+    fetch(p, got, d_dqkv, nqkv);
+    expect_close("attention_backward", dqkv, got, nqkv, TOL_REDUCTION);
+
+    void *bufs[] = {d_qkv, d_out, d_probs, d_dout, d_dqkv, d_scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        p->gpu.ops->free(p->gpu.ctx, bufs[i]);
+    free(qkv); free(out); free(probs); free(dout); free(dqkv); free(scratch); free(got);
 }
 
 /* ---- bias, GELU, add ----------------------------------------------------------- */
@@ -225,7 +279,7 @@ static void test_bias(void **state)
     free(out); free(bias); free(dbias); free(got);
 }
 
-static void test_gelu_add(void **state)
+static void test_gelu_add_scale(void **state)
 {
     pair *p = *state;
     const size_t n = 10007;
@@ -254,6 +308,11 @@ static void test_gelu_add(void **state)
     p->gpu.ops->add(p->gpu.ctx, d_dout, d_x, n);
     fetch(p, got, d_dout, n);
     expect_close("add", dx, got, n, TOL_ELEMENTWISE);
+    /* scale: y *= alpha */
+    p->cpu.ops->scale(p->cpu.ctx, dx, 1.75f, n);
+    p->gpu.ops->scale(p->gpu.ctx, d_dout, 1.75f, n);
+    fetch(p, got, d_dout, n);
+    expect_close("scale", dx, got, n, TOL_ELEMENTWISE);
     p->gpu.ops->free(p->gpu.ctx, d_x);
     p->gpu.ops->free(p->gpu.ctx, d_out);
     p->gpu.ops->free(p->gpu.ctx, d_aux);
@@ -344,9 +403,9 @@ static void test_memory(void **state)
     /* Device timing of a GEMM. */
     double ms = -1;
     tf_error err = {0};
-    assert_int_equal(tfx_backend_cuda_timer_start(&p->gpu, &err), 0);
+    assert_int_equal(p->gpu.ops->timer_start(p->gpu.ctx, &err), 0);
     p->gpu.ops->add(p->gpu.ctx, a, b, n);
-    assert_int_equal(tfx_backend_cuda_timer_stop(&p->gpu, &ms, &err), 0);
+    assert_int_equal(p->gpu.ops->timer_stop(p->gpu.ctx, &ms, &err), 0);
     assert_true(ms >= 0.0 && ms < 1000.0);
     p->gpu.ops->free(p->gpu.ctx, a);
     p->gpu.ops->free(p->gpu.ctx, b);
@@ -389,9 +448,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gemm_fp32, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_tf32, setup, teardown),
         cmocka_unit_test_setup_teardown(test_embedding, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rmsnorm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layernorm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bias, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gelu_add, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gelu_add_scale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_softmax_xent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adamw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory, setup, teardown),

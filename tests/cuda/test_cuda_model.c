@@ -33,6 +33,7 @@ static void config(tfx_model_config *c)
     tfx_model_config_default(c);
     c->layers = 4;
     c->hidden = 64;
+    c->heads = 4;
     c->ffn = 256;
     c->context = 16;
     c->microbatch_size = 4;

@@ -1,143 +1,163 @@
 #!/usr/bin/env bash
 # Command-line tests of tf-exec: the loop profile -> tf-plan -> train end to
 # end, and bad input (plans, data, options) failing cleanly.
-# Needs TF_EXEC and TF_PLAN (paths of the programs).
-set -u
-: "${TF_EXEC:?set TF_EXEC to the tf-exec binary}"
-: "${TF_PLAN:?set TF_PLAN to the tf-plan binary}"
-
-work=$(mktemp -d /tmp/tf_exec_cli.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+# Run by ctest with TF_EXEC and TF_PLAN (paths of the programs).
+. "$(dirname "$0")/../lib.sh"
+need TF_EXEC TF_PLAN
 
 # A small model keeps the run short on 2 cores, also under ASan.
 model=(--layers 2 --hidden 64 --context 32 --microbatch-size 4)
 
-# expect_error NAME NEEDLE ARGS...: tf-exec must exit non-zero (not by a
-# signal), print NEEDLE on stderr and leave no output file behind.
-expect_error() {
+# refused NAME NEEDLE ARGS...: tf-exec must exit non-zero (not by a
+# signal) and print NEEDLE on stderr.
+refused() {
     local name=$1 needle=$2
     shift 2
-    "$TF_EXEC" "$@" >"$work/$name.out" 2>"$work/$name.err"
-    local rc=$?
-    if [ "$rc" -eq 0 ]; then
-        fail "$name: exit status 0, expected an error"
-    elif [ "$rc" -ge 128 ]; then
-        fail "$name: killed by a signal (exit $rc)"; cat "$work/$name.err"
-    elif ! grep -qF -- "$needle" "$work/$name.err"; then
-        fail "$name: stderr lacks \"$needle\":"; cat "$work/$name.err"
-    else
-        echo "ok: $name"
-    fi
+    expect_refused "$name" "$needle" -- "$TF_EXEC" "$@"
 }
 
+# loss_of LINE: the "loss" field of a log line.
+loss_of() { sed 's/.*"loss": \([0-9.eE+-]*\).*/\1/' <<<"$1"; }
+
+# lacks NEEDLE FILE: FILE does not contain NEEDLE.
+lacks() { ! grep -q -- "$1" "$2"; }
+
 # 1. profile -> plan -> train for 60 steps; the loss must fall by > 10%.
-if ! "$TF_EXEC" --backend cpu --schedule 1F1B --ranks 2 --microbatches 4 "${model[@]}" \
-        --profile-out "$work/profile.json" >"$work/profile.out" 2>&1; then
-    fail "profiling"; cat "$work/profile.out"
-fi
-grep -q '"microbatch_tokens":[[:space:]]*128' "$work/profile.json" || fail "profile lacks microbatch_tokens 128"
-grep -q '"parameters"' "$work/profile.json" || fail "profile lacks parameters"
-grep -q '"frozen_ms"' "$work/profile.json" || fail "profile lacks per-action frozen times"
-if ! "$TF_PLAN" "$work/profile.json" -o "$work/plan.json" >"$work/plan.out" 2>&1; then
-    fail "tf-plan on the measured profile"; cat "$work/plan.out"
-fi
-if ! "$TF_EXEC" --backend cpu --plan "$work/plan.json" --steps 60 "${model[@]}" \
-        --log "$work/log.jsonl" --progress lines >"$work/train.out" 2>&1; then
-    fail "training with the plan"; cat "$work/train.out"
-fi
+expect_status 0 "profiling" "$TF_EXEC" --backend cpu --schedule 1F1B --ranks 2 --microbatches 4 \
+    "${model[@]}" --profile-out "$work/profile.json"
+check "profile has microbatch_tokens 128" \
+    grep -q '"microbatch_tokens":[[:space:]]*128' "$work/profile.json"
+check "profile has parameters" grep -q '"parameters"' "$work/profile.json"
+check "profile has per-action frozen times" grep -q '"frozen_ms"' "$work/profile.json"
+expect_status 0 "tf-plan on the measured profile" "$TF_PLAN" "$work/profile.json" \
+    -o "$work/plan.json"
+expect_status 0 "training with the plan" "$TF_EXEC" --backend cpu --plan "$work/plan.json" \
+    --steps 60 "${model[@]}" --log "$work/log.jsonl" --progress lines
+# The summary compares with the plan.
+expect_stdout "summary" "planned"
+expect_stdout "summary" "final loss"
 lines=$(wc -l <"$work/log.jsonl")
-[ "$lines" -eq 60 ] || fail "log has $lines lines, expected 60"
+check "log has $lines lines, expected 60" [ "$lines" -eq 60 ]
 for key in step loss batch_ms tokens_per_s freeze_ratio; do
-    grep -q "\"$key\": " "$work/log.jsonl" || fail "log lacks $key"
+    check "log has $key" grep -q "\"$key\": " "$work/log.jsonl"
 done
-first=$(head -1 "$work/log.jsonl" | sed 's/.*"loss": \([0-9.eE+-]*\).*/\1/')
-last=$(tail -1 "$work/log.jsonl" | sed 's/.*"loss": \([0-9.eE+-]*\).*/\1/')
-if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.9 * a) }'; then
-    echo "ok: loss fell from $first to $last"
-else
-    fail "loss did not fall by 10%: $first -> $last"
-fi
-# Freezing happened after warm-up and ramp, and the summary compares with the plan.
-tail -1 "$work/log.jsonl" | grep -q '"phase": "frozen"' || fail "last step not in the frozen phase"
-grep -q "planned" "$work/train.out" || fail "summary lacks the planned batch time"
-grep -q "final loss" "$work/train.out" || fail "summary lacks the final loss"
+first=$(loss_of "$(head -1 "$work/log.jsonl")")
+last=$(loss_of "$(tail -1 "$work/log.jsonl")")
+check "loss fell by 10%: $first -> $last" awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.9 * a) }'
+# Freezing happened after warm-up and ramp.
+check "last step in the frozen phase" grep -q '"phase": "frozen"' <(tail -1 "$work/log.jsonl")
 
 # The loop with a split-backward schedule (I and W actions, V-shaped stages).
 small=(--layers 4 --hidden 32 --context 16 --microbatch-size 2)
-if "$TF_EXEC" --schedule ZBVZeroBubble --ranks 2 --microbatches 4 "${small[@]}" --profile-steps 2 \
-        --profile-out "$work/zbv.json" >"$work/zbv.out" 2>&1 &&
-    "$TF_PLAN" "$work/zbv.json" -o "$work/zbv-plan.json" >>"$work/zbv.out" 2>&1 &&
-    "$TF_EXEC" --plan "$work/zbv-plan.json" --steps 4 --warmup 1 --ramp 1 "${small[@]}" \
-        --freeze-select rotate --log "$work/zbv.jsonl" >>"$work/zbv.out" 2>&1; then
-    grep -q '"backward_weight_frozen_ms"' "$work/zbv.json" || fail "ZBV profile lacks W times"
-    echo "ok: ZBVZeroBubble profile -> plan -> train"
-else
-    fail "ZBVZeroBubble loop"; cat "$work/zbv.out"
-fi
+zbv_loop() {
+    "$TF_EXEC" --schedule ZBVZeroBubble --ranks 2 --microbatches 4 "${small[@]}" \
+        --profile-steps 2 --profile-out "$work/zbv.json" &&
+        "$TF_PLAN" "$work/zbv.json" -o "$work/zbv-plan.json" &&
+        "$TF_EXEC" --plan "$work/zbv-plan.json" --steps 4 --warmup 1 --ramp 1 "${small[@]}" \
+            --freeze-select rotate --log "$work/zbv.jsonl"
+}
+expect_status 0 "ZBVZeroBubble profile -> plan -> train" zbv_loop
+check "ZBV profile has W times" grep -q '"backward_weight_frozen_ms"' "$work/zbv.json"
+
+# DualPipeV: overlapped pairs through the whole loop, and a plan that carries them.
+dualpipev_loop() {
+    "$TF_EXEC" --schedule DualPipeV --ranks 2 --microbatches 4 "${small[@]}" \
+        --profile-steps 2 --profile-out "$work/dpv.json" &&
+        "$TF_PLAN" "$work/dpv.json" -o "$work/dpv-plan.json" &&
+        "$TF_EXEC" --plan "$work/dpv-plan.json" --steps 3 --warmup 1 --ramp 1 "${small[@]}"
+}
+expect_status 0 "DualPipeV profile -> plan -> train" dualpipev_loop
+check "DualPipeV plan has its pairs" grep -q '"pair":' "$work/dpv-plan.json"
 
 # 2. bad plans and options: clear errors naming the field and value.
-expect_error wrong_ranks "ranks = 2, but --ranks 3" --plan "$work/plan.json" --ranks 3 "${model[@]}"
-expect_error other_schedule 'schedule = "1F1B", but --schedule GPipe' \
+refused wrong_ranks "ranks = 2, but --ranks 3" --plan "$work/plan.json" --ranks 3 "${model[@]}"
+refused other_schedule 'schedule = "1F1B", but --schedule GPipe' \
     --plan "$work/plan.json" --schedule GPipe "${model[@]}"
-expect_error other_model "microbatch_tokens = 128" --plan "$work/plan.json" --steps 1
-expect_error missing_plan "$work/none.json" --plan "$work/none.json"
+refused other_model "microbatch_tokens = 128" --plan "$work/plan.json" --steps 1
+refused missing_plan "$work/none.json" --plan "$work/none.json"
 printf '{"format": "tf-plan", "version": 1, "schedule": ' >"$work/broken.json"
-expect_error broken_plan "broken.json" --plan "$work/broken.json"
+refused broken_plan "broken.json" --plan "$work/broken.json"
 sed 's/"ranks":[[:space:]]*2,/"ranks": "two",/' "$work/plan.json" >"$work/typed.json"
-expect_error wrong_type "ranks" --plan "$work/typed.json" "${model[@]}"
-expect_error unreadable_data "--data $work/no-such-file" --plan "$work/plan.json" \
+refused wrong_type "ranks" --plan "$work/typed.json" "${model[@]}"
+refused unreadable_data "--data $work/no-such-file" --plan "$work/plan.json" \
     --data "$work/no-such-file" "${model[@]}"
 printf 'abc' >"$work/tiny.txt"
-expect_error tiny_data "has 3 bytes" --plan "$work/plan.json" --data "$work/tiny.txt" "${model[@]}"
-expect_error unknown_schedule '--schedule "Wavy"' --schedule Wavy --steps 1
-expect_error bad_number '--steps "ten"' --steps ten
-expect_error too_many_stages "--layers 2" --schedule 1F1B --ranks 4 --steps 1 "${model[@]}"
-expect_error unknown_backend '--backend "tpu"' --backend tpu --steps 1
-expect_error cpu_nccl_transport '--transport "nccl"' --transport nccl --steps 1 "${model[@]}"
+refused tiny_data "has 3 bytes" --plan "$work/plan.json" --data "$work/tiny.txt" "${model[@]}"
+refused unknown_schedule '--schedule "Wavy"' --schedule Wavy --steps 1
+refused bad_number '--steps "ten"' --steps ten
+refused too_many_stages "--layers 2" --schedule 1F1B --ranks 4 --steps 1 "${model[@]}"
+refused unknown_backend '--backend "tpu"' --backend tpu --steps 1
+refused cpu_nccl_transport '--transport "nccl"' --transport nccl --steps 1 "${model[@]}"
 # --help names the cuda backend, and says so when this build has none.
-if ! "$TF_EXEC" --help | grep -q -- '--backend cpu|cuda'; then
-    fail "--help does not list the cuda backend"
-fi
-if ! "$TF_EXEC" --help | grep -q -- '--transport cuda|nccl' &&
-   ! "$TF_EXEC" --help | grep -q 'cuda: *not built'; then
-    fail "--help says neither how to use cuda nor that it was not built"
-fi
-expect_error rank_failure "rank 1 failed" --schedule 1F1B --ranks 2 --steps 2 "${model[@]}" \
+expect_status 0 "--help" "$TF_EXEC" --help
+expect_stdout "--help lists the cuda backend" '--backend cpu|cuda'
+check "--help says how to use cuda or that it was not built" \
+    grep -q -e '--transport cuda|nccl' -e 'cuda: *not built' "$work/out"
+refused rank_failure "rank 1 failed" --schedule 1F1B --ranks 2 --steps 2 "${model[@]}" \
     --inject-failure 1:3
 # A failed profiling run leaves no profile behind.
-expect_error failed_profile "rank 0 failed" --profile-out "$work/failed.json" "${model[@]}" \
+refused failed_profile "rank 0 failed" --profile-out "$work/failed.json" "${model[@]}" \
     --inject-failure 0:2
-[ ! -e "$work/failed.json" ] || fail "a failed profiling run left $work/failed.json"
+check "a failed profiling run left no $work/failed.json" [ ! -e "$work/failed.json" ]
 
 # 3. training on a file, resuming from a checkpoint.
 head -c 20000 "$TF_EXEC" >"$work/data.bin"
-if ! "$TF_EXEC" --schedule GPipe --ranks 2 --microbatches 2 --steps 3 "${model[@]}" \
-        --data "$work/data.bin" --checkpoint "$work/ckpt" >"$work/file.out" 2>&1; then
-    fail "training on a file"; cat "$work/file.out"
-fi
-if ! "$TF_EXEC" --schedule GPipe --ranks 2 --microbatches 2 --steps 5 "${model[@]}" \
-        --data "$work/data.bin" --checkpoint "$work/ckpt" >"$work/resume.out" 2>&1; then
-    fail "resuming"; cat "$work/resume.out"
-fi
-grep -q "resuming from $work/ckpt at step 3" "$work/resume.out" || fail "did not resume at step 3"
+on_file=(--schedule GPipe --ranks 2 --microbatches 2 "${model[@]}" --data "$work/data.bin"
+         --checkpoint "$work/ckpt")
+expect_status 0 "training on a file" "$TF_EXEC" --steps 3 "${on_file[@]}"
+expect_status 0 "resuming" "$TF_EXEC" --steps 5 "${on_file[@]}"
+expect_stdout "resuming at step 3" "resuming from $work/ckpt at step 3"
 
 # A run that stopped after its last checkpoint logged steps the resumed run
 # repeats: the resumed log keeps one line per step.
-"$TF_EXEC" --steps 3 "${model[@]}" --checkpoint "$work/ck2" --log "$work/l.jsonl" >/dev/null 2>&1
+run "$TF_EXEC" --steps 3 "${model[@]}" --checkpoint "$work/ck2" --log "$work/l.jsonl"
 printf '{"step": 4, "loss": 99}\n{"step": 5, "loss": 99}\n' >>"$work/l.jsonl"
-"$TF_EXEC" --steps 5 "${model[@]}" --checkpoint "$work/ck2" --log "$work/l.jsonl" >/dev/null 2>&1
+run "$TF_EXEC" --steps 5 "${model[@]}" --checkpoint "$work/ck2" --log "$work/l.jsonl"
 steps=$(python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["step"]) for l in open(sys.argv[1])))' "$work/l.jsonl")
-[ "$steps" = "1 2 3 4 5" ] || fail "resumed log has steps \"$steps\", expected 1 2 3 4 5"
-grep -q '"loss": 99' "$work/l.jsonl" && fail "resumed log kept the lines of the lost steps"
+check "resumed log has steps \"$steps\", expected 1 2 3 4 5" [ "$steps" = "1 2 3 4 5" ]
+check "resumed log dropped the lines of the lost steps" lacks '"loss": 99' "$work/l.jsonl"
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures failure(s)"
-    exit 1
-fi
-echo "all tf-exec command-line tests passed"
+# 4. The model uses context: on the built-in source (order 2) the loss goes
+# well below the best bigram, which no model of the current byte alone can
+# reach.  Floor and bigram are exact (corpus.h).  A small model and lr
+# that cross it in about 120 steps; 200 leave a margin (also under ASan).
+expect_status 0 "training on the built-in source" "$TF_EXEC" --schedule 1F1B --ranks 2 \
+    --microbatches 4 --layers 2 --hidden 64 --context 32 --microbatch-size 8 --steps 200 \
+    --no-freeze --eval-every 50 --eval-batches 2 --log "$work/ctx.jsonl" --progress lines
+expect_stdout "summary names the floor and the best bigram" "entropy floor"
+expect_stdout "summary prints GFLOP/s" "GFLOP/s"
+bigram=$(sed -n 's/.*best bigram \([0-9.]*\).*/\1/p' "$work/out")
+val=$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["val_loss"])' \
+    "$work/ctx.jsonl")
+check "validation loss $val below the best bigram $bigram by 0.3 nats" \
+    awk -v v="$val" -v b="$bigram" 'BEGIN { exit !(v < b - 0.3) }'
+evals=$(grep -c '"val_loss"' "$work/ctx.jsonl")
+check "4 evaluations logged (every 50 steps), got $evals" [ "$evals" -eq 4 ]
+
+# 5. Fine-tuning: pretrain on base, start from that checkpoint on the
+# shifted source with another pipeline shape.  The first loss of the
+# fine-tune is that of the pretrained model (far below a fresh model's).
+small_gpt=(--layers 2 --hidden 32 --context 16)
+expect_status 0 "pretraining" "$TF_EXEC" --schedule 1F1B --ranks 2 --microbatches 4 \
+    "${small_gpt[@]}" --microbatch-size 4 --steps 40 --no-freeze --checkpoint "$work/pre"
+expect_status 0 "fine-tuning with --init, another shape" "$TF_EXEC" --schedule GPipe --ranks 1 \
+    --microbatches 2 "${small_gpt[@]}" --microbatch-size 2 --steps 2 --source shifted \
+    --init "$work/pre" --log "$work/ft.jsonl"
+expect_stdout "--init says where the weights come from" "starting from the weights in $work/pre"
+expect_status 0 "a fresh run for comparison" "$TF_EXEC" --schedule GPipe --ranks 1 \
+    --microbatches 2 "${small_gpt[@]}" --microbatch-size 2 --steps 2 --source shifted \
+    --log "$work/fresh.jsonl"
+ft=$(loss_of "$(head -1 "$work/ft.jsonl")")
+fresh=$(loss_of "$(head -1 "$work/fresh.jsonl")")
+check "fine-tune starts at $ft, below a fresh model's $fresh" \
+    awk -v a="$ft" -v b="$fresh" 'BEGIN { exit !(a < b - 1.0) }'
+refused init_other_model "hidden = 32, but this run has hidden = 64" --init "$work/pre" \
+    --layers 2 --hidden 64 --context 16 --steps 1
+refused init_missing "--init $work/nothing: no checkpoint there" --init "$work/nothing" --steps 1
+refused heads_not_dividing "--heads 5: --hidden 64 is not a multiple of it" --heads 5 \
+    "${model[@]}" --steps 1
+refused data_and_source "--data and --source: give one of them" --data "$work/data.bin" \
+    --source shifted --steps 1
+refused unknown_source '--source "other"' --source other "${model[@]}" --steps 1
+
+finish "tf-exec command line"

@@ -16,24 +16,15 @@
 #     within a few seconds: an injected failure, a killed process, a process
 #     that hangs (SIGSTOP, TFX_TIMEOUT=3), a peer that never starts.
 #  4. Bad launch variables and options: clear errors, no signal, no hang.
-# Needs TF_EXEC and TF_PLAN.  Argument: "runs" (1, 2), "failures" (3, 4) or
-# nothing for all (ctest runs the two halves as two tests).
-set -u
-: "${TF_EXEC:?set TF_EXEC to the tf-exec binary}"
-: "${TF_PLAN:?set TF_PLAN to the tf-plan binary}"
+# Run by ctest with TF_EXEC and TF_PLAN.  Argument: "runs" (1, 2),
+# "failures" (3, 4) or nothing for all (ctest runs the two halves as two
+# tests).
+. "$(dirname "$0")/../lib.sh"
+need TF_EXEC TF_PLAN
 
-work=$(mktemp -d /tmp/tf_exec_launch.XXXXXX)
+# Processes still running when the script ends (a victim's peers).
 pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
-    [ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"
-}
-trap cleanup EXIT
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+on_exit 'for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done'
 # Never wait long for anything: a hang must fail the test, not stall it.
 export TFX_TIMEOUT=20
 unset RANK WORLD_SIZE LOCAL_RANK OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE \
@@ -71,6 +62,7 @@ same_losses() {
         fail "$name: no log written by process 0"
         return
     fi
+    pass
     local verdict
     verdict=$(python3 - "$ref" "$log" <<'EOF'
 import json, sys
@@ -87,6 +79,7 @@ print("ok")
 EOF
 )
     if [ "$verdict" = ok ]; then
+        pass
         echo "ok: $name: losses and dW GEMM counts equal the single-process run"
     else
         fail "$name: $verdict"
@@ -100,92 +93,115 @@ quiet() {
         if [ -s "$work/$name.$r.out" ] || [ -s "$work/$name.$r.err" ]; then
             fail "$name: process $r printed something:"
             cat "$work/$name.$r.out" "$work/$name.$r.err"
+        else
+            pass
         fi
     done
 }
 
 all_zero() { [ "$(echo "$rcs" | tr -d ' 0')" = "" ]; }
 
-train=(--steps 6 --warmup 1 --ramp 2 --freeze-ratio 0.5 --progress lines "${model[@]}")
-if [ "$part" != failures ]; then
-# 1. single process vs launched, 1F1B, 2 and 4 processes, and 4 ranks on 2.
-for ranks in 2 4; do
-    "$TF_EXEC" --schedule 1F1B --ranks "$ranks" --microbatches 4 "${train[@]}" \
-        --log "$work/ref1f1b$ranks.jsonl" >"$work/ref1f1b$ranks.out" 2>&1 ||
-        { fail "single-process 1F1B $ranks ranks"; cat "$work/ref1f1b$ranks.out"; }
-done
-for case in "2 2" "4 4" "4 2"; do
-    set -- $case
-    ranks=$1 n=$2
-    name=1f1b_r${ranks}_p$n
-    t0=$(date +%s.%N)
-    launch "$name" "$n" --schedule 1F1B --ranks "$ranks" --microbatches 4 "${train[@]}" \
-        --log "$work/$name.jsonl"
-    t1=$(date +%s.%N)
+# launched_ok NAME: every process of the last launch exited 0 (else their
+# stderr is shown).
+launched_ok() {
     if all_zero; then
+        pass
+        return 0
+    fi
+    fail "$1: exit statuses $rcs"
+    cat "$work/$1".*.err
+    return 1
+}
+
+# single NAME ARGS...: a single-process run of tf-exec must succeed.
+single() {
+    local name=$1
+    shift
+    expect_status 0 "$name" "$TF_EXEC" "$@"
+}
+
+# seconds T0 T1: the time between two `date +%s.%N`, to one decimal.
+seconds() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", b - a}'; }
+# below SECS LIMIT: SECS < LIMIT.
+below() { awk -v s="$1" -v l="$2" 'BEGIN {exit !(s < l)}'; }
+
+train=(--steps 6 --warmup 1 --ramp 2 --freeze-ratio 0.5 --progress lines "${model[@]}")
+
+# 1. single process vs launched, 1F1B, 2 and 4 processes, and 4 ranks on 2.
+same_as_one_process() {
+    local ranks n name t0 t1
+    for ranks in 2 4; do
+        single "single-process 1F1B $ranks ranks" --schedule 1F1B --ranks "$ranks" \
+            --microbatches 4 "${train[@]}" --log "$work/ref1f1b$ranks.jsonl"
+    done
+    for case in "2 2" "4 4" "4 2"; do
+        read -r ranks n <<<"$case"
+        name=1f1b_r${ranks}_p$n
+        t0=$(date +%s.%N)
+        launch "$name" "$n" --schedule 1F1B --ranks "$ranks" --microbatches 4 "${train[@]}" \
+            --log "$work/$name.jsonl"
+        t1=$(date +%s.%N)
+        launched_ok "$name" || continue
         same_losses "1F1B, $ranks ranks on $n processes" "$work/ref1f1b$ranks.jsonl" \
             "$work/$name.jsonl"
-        grep -q "final loss" "$work/$name.0.out" || fail "$name: process 0 printed no summary"
+        check "$name: process 0 printed the summary" grep -q "final loss" "$work/$name.0.out"
         quiet "$name" "$n"
-        echo "   ($(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s)"
-    else
-        fail "$name: exit statuses $rcs"
-        cat "$work/$name".*.err
+        echo "   ($(seconds "$t0" "$t1") s)"
+    done
+}
+
+# launched_plan ARGS...: training with a plan, in one process and in two,
+# gives the same losses.
+launched_plan() {
+    single "single-process ZBV with the plan" "$@" --log "$work/refzbv.jsonl"
+    launch zbv 2 "$@" --log "$work/zbv.jsonl"
+    if launched_ok zbv; then
+        same_losses "ZBVZeroBubble with a plan, 2 processes" "$work/refzbv.jsonl" \
+            "$work/zbv.jsonl"
+        quiet zbv 2
     fi
-done
+}
 
 # 2. profile in launched mode -> tf-plan -> launched and single-process
 #    training with the plan (ZBVZeroBubble: split backward, V-shaped stages).
-zbv=(--schedule ZBVZeroBubble --ranks 2 --microbatches 4)
-launch zbvprof 2 "${zbv[@]}" "${model[@]}" --profile-steps 2 --profile-out "$work/zbv.json"
-if all_zero && [ -s "$work/zbv.json" ]; then
-    quiet zbvprof 2
-    grep -q '"backward_weight_frozen_ms"' "$work/zbv.json" || fail "launched ZBV profile lacks W times"
-    if "$TF_PLAN" "$work/zbv.json" -o "$work/zbv-plan.json" >"$work/zbvplan.out" 2>&1; then
-        echo "ok: tf-plan accepts the profile measured by 2 processes"
-        plan=(--plan "$work/zbv-plan.json" --steps 6 --warmup 1 --ramp 2 --progress lines
-              "${model[@]}")
-        "$TF_EXEC" "${plan[@]}" --log "$work/refzbv.jsonl" >"$work/refzbv.out" 2>&1 ||
-            { fail "single-process ZBV with the plan"; cat "$work/refzbv.out"; }
-        launch zbv 2 "${plan[@]}" --log "$work/zbv.jsonl"
-        if all_zero; then
-            same_losses "ZBVZeroBubble with a plan, 2 processes" "$work/refzbv.jsonl" \
-                "$work/zbv.jsonl"
-            quiet zbv 2
-        else
-            fail "launched ZBV training: exit statuses $rcs"; cat "$work"/zbv.*.err
-        fi
+launched_profiles() {
+    local zbv=(--schedule ZBVZeroBubble --ranks 2 --microbatches 4)
+    local plan=(--plan "$work/zbv-plan.json" --steps 6 --warmup 1 --ramp 2 --progress lines
+                "${model[@]}")
+    launch zbvprof 2 "${zbv[@]}" "${model[@]}" --profile-steps 2 --profile-out "$work/zbv.json"
+    if ! launched_ok zbvprof; then
+        :
+    elif [ ! -s "$work/zbv.json" ]; then
+        fail "launched profiling wrote no profile"
     else
-        fail "tf-plan rejects the launched profile"; cat "$work/zbvplan.out"
+        quiet zbvprof 2
+        check "launched ZBV profile has W times" \
+            grep -q '"backward_weight_frozen_ms"' "$work/zbv.json"
+        expect_status 0 "tf-plan accepts the profile measured by 2 processes" \
+            "$TF_PLAN" "$work/zbv.json" -o "$work/zbv-plan.json"
+        [ "$rc" -eq 0 ] && launched_plan "${plan[@]}"
     fi
-else
-    fail "launched profiling: exit statuses $rcs"; cat "$work"/zbvprof.*.err
-fi
-# A 1F1B profile from 4 processes is valid too.
-launch prof4 4 --schedule 1F1B --ranks 4 --microbatches 4 "${model[@]}" --profile-steps 2 \
-    --profile-warmup 1 --profile-out "$work/p4.json"
-if all_zero && "$TF_PLAN" "$work/p4.json" -o "$work/p4-plan.json" >"$work/p4plan.out" 2>&1; then
-    echo "ok: 4-process 1F1B profile -> tf-plan"
-else
-    fail "4-process profile -> tf-plan (exit statuses $rcs)"; cat "$work"/prof4.*.err "$work/p4plan.out"
-fi
+    # A 1F1B profile from 4 processes is valid too.
+    launch prof4 4 --schedule 1F1B --ranks 4 --microbatches 4 "${model[@]}" --profile-steps 2 \
+        --profile-warmup 1 --profile-out "$work/p4.json"
+    launched_ok prof4 &&
+        expect_status 0 "4-process 1F1B profile -> tf-plan" \
+            "$TF_PLAN" "$work/p4.json" -o "$work/p4-plan.json"
 
-# The socket transport in one process (no socket opened) gives the same run.
-"$TF_EXEC" --schedule 1F1B --ranks 4 --microbatches 4 "${train[@]}" --transport socket \
-    --log "$work/sock1.jsonl" >"$work/sock1.out" 2>&1 || { fail "--transport socket in one process"; cat "$work/sock1.out"; }
-same_losses "--transport socket in one process" "$work/ref1f1b4.jsonl" "$work/sock1.jsonl"
-fi # runs
-
-if [ "$part" != runs ]; then
+    # The socket transport in one process (no socket opened) gives the same run.
+    single "--transport socket in one process" --schedule 1F1B --ranks 4 --microbatches 4 \
+        "${train[@]}" --transport socket --log "$work/sock1.jsonl"
+    same_losses "--transport socket in one process" "$work/ref1f1b4.jsonl" "$work/sock1.jsonl"
+}
 
 # 3. failures.
-# expect_all_fail NAME N NEEDLE MAXSECONDS: every process exited non-zero
-# (not killed by the watchdog), each stderr names NEEDLE.
+# expect_all_fail NAME N NEEDLE [SKIP]: every process but SKIP exited
+# non-zero (not killed by the watchdog), each stderr names NEEDLE.  Returns
+# non-zero when one did not.
 expect_all_fail() {
-    local name=$1 n=$2 needle=$3 skip=${4:--1}
+    local name=$1 n=$2 needle=$3 skip=${4:--1} r rc bad=0
     for ((r = 0; r < n; r++)); do
         [ "$r" = "$skip" ] && continue
-        local rc
         rc=$(echo "$rcs" | awk -v i=$((r + 1)) '{print $i}')
         if [ "$rc" = 0 ]; then
             fail "$name: process $r exited 0"
@@ -193,16 +209,25 @@ expect_all_fail() {
             fail "$name: process $r was killed (exit $rc): it hung"; cat "$work/$name.$r.err"
         elif ! grep -qF -- "$needle" "$work/$name.$r.err"; then
             fail "$name: process $r's error lacks \"$needle\":"; cat "$work/$name.$r.err"
+        else
+            pass
+            continue
         fi
+        bad=1
     done
+    return $bad
 }
-t0=$(date +%s.%N)
-launch inject 4 --schedule 1F1B --ranks 4 --steps 3 "${model[@]}" --inject-failure 2:3
-t1=$(date +%s.%N)
-expect_all_fail inject 4 "rank 2 failed"
-secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
-awk -v s="$secs" 'BEGIN {exit !(s < 15)}' || fail "injected failure: processes took $secs s to end"
-echo "ok: an injected failure on rank 2 ended all 4 processes with its message ($secs s)"
+
+injected_failure() {
+    local t0 t1 secs
+    t0=$(date +%s.%N)
+    launch inject 4 --schedule 1F1B --ranks 4 --steps 3 "${model[@]}" --inject-failure 2:3
+    t1=$(date +%s.%N)
+    secs=$(seconds "$t0" "$t1")
+    expect_all_fail inject 4 "rank 2 failed" &&
+        echo "ok: an injected failure on rank 2 ended all 4 processes with its message ($secs s)"
+    check "injected failure: processes took $secs s to end (limit 15)" below "$secs" 15
+}
 
 # A process killed (SIGKILL) in the middle of training, and one that hangs
 # (SIGSTOP: only the timeout can tell).  Process 2 is the victim.
@@ -210,8 +235,8 @@ echo "ok: an injected failure on rank 2 ended all 4 processes with its message (
 # process 0 logged a step, sends SIGNAL to process 2, then expects the others
 # to end non-zero with NEEDLE within 15 s (killed after 30 s otherwise).
 victim() {
-    local name=$1 sig=$2 needle=$3 before=$failures
-    local dir
+    local name=$1 sig=$2 needle=$3
+    local dir r waited t0 t1 secs
     dir=$(mktemp -d "$work/rdv.XXXXXX")
     for ((r = 3; r >= 0; r--)); do
         rm -f "$work/$name.$r.rc"
@@ -225,13 +250,12 @@ victim() {
             echo $? >"$work/$name.$r.rc"
         ) 2>/dev/null &
     done
-    local waited=0
+    waited=0
     until grep -q "^step 2/" "$work/$name.0.out" 2>/dev/null || [ $waited -ge 300 ]; do
         sleep 0.1
         waited=$((waited + 1))
     done
     for r in 0 1 2 3; do pids+=("$(cat "$work/$name.$r.pid")"); done
-    local t0 t1
     t0=$(date +%s.%N)
     kill -s "$sig" "$(cat "$work/$name.2.pid")"
     waited=0
@@ -246,79 +270,85 @@ victim() {
     rcs=""
     for r in 0 1 2 3; do rcs="$rcs $(cat "$work/$name.$r.rc" 2>/dev/null || echo 999)"; done
     rcs=${rcs# }
-    expect_all_fail "$name" 4 "$needle" 2
-    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
-    awk -v s="$secs" 'BEGIN {exit !(s < 15)}' || fail "$name: the others took $secs s to end"
-    [ "$failures" = "$before" ] &&
+    secs=$(seconds "$t0" "$t1")
+    expect_all_fail "$name" 4 "$needle" 2 &&
         echo "ok: $name: processes 0, 1, 3 ended with \"$needle\" ($secs s after SIG$sig)"
+    check "$name: the others took $secs s to end (limit 15)" below "$secs" 15
 }
-victim killed KILL "process 2 (rank 2) closed its connection"
-victim stopped STOP "within 3 s"
 
 # A peer that never starts: the set-up gives up after TFX_TIMEOUT.
-dir=$(mktemp -d "$work/rdv.XXXXXX")
-RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR=$dir TFX_TIMEOUT=2 timeout -s KILL 30 "$TF_EXEC" \
-    --steps 1 "${model[@]}" >"$work/alone.out" 2>"$work/alone.err"
-rc=$?
-if [ $rc -eq 0 ] || [ $rc -ge 128 ]; then
-    fail "a process whose peer never starts: exit $rc"
-elif grep -q "process(es) 1 did not connect to process 0 within 2 s" "$work/alone.err"; then
-    echo "ok: a peer that never starts is reported after TFX_TIMEOUT"
-else
-    fail "missing peer: unexpected message"; cat "$work/alone.err"
-fi
+missing_peer() {
+    local dir
+    dir=$(mktemp -d "$work/rdv.XXXXXX")
+    expect_refused "a process whose peer never starts" \
+        "process(es) 1 did not connect to process 0 within 2 s" -- \
+        env RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$dir" TFX_TIMEOUT=2 \
+        timeout -s KILL 30 "$TF_EXEC" --steps 1 "${model[@]}"
+}
 
 # 4. bad variables and options: a clear error naming the variable or flag.
-# expect_error NAME NEEDLE VAR=VALUE... -- ARGS...
-expect_error() {
+# refused NAME NEEDLE VAR=VALUE... -- ARGS...: tf-exec with those variables
+# must exit non-zero within 30 s, not by a signal, naming NEEDLE.
+refused() {
     local name=$1 needle=$2
     shift 2
     local envs=()
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
-    env "${envs[@]}" timeout -s KILL 30 "$TF_EXEC" "$@" >"$work/$name.out" 2>"$work/$name.err"
-    local rc=$?
-    if [ $rc -eq 0 ]; then
-        fail "$name: exit status 0, expected an error"
-    elif [ $rc -ge 128 ]; then
-        fail "$name: killed by a signal or hung (exit $rc)"; cat "$work/$name.err"
-    elif ! grep -qF -- "$needle" "$work/$name.err"; then
-        fail "$name: stderr lacks \"$needle\":"; cat "$work/$name.err"
-    else
-        echo "ok: $name"
-    fi
+    expect_refused "$name" "$needle" -- env "${envs[@]}" timeout -s KILL 30 "$TF_EXEC" "$@"
 }
-rdv=$(mktemp -d "$work/rdv.XXXXXX")
-one=(--steps 1 "${model[@]}")
-# A plan for 2 ranks, to launch with a process count that does not fit.
-"$TF_EXEC" --schedule 1F1B --ranks 2 "${model[@]}" --profile-warmup 0 --profile-steps 1 \
-    --profile-out "$work/p2.json" >/dev/null 2>&1 &&
-    "$TF_PLAN" "$work/p2.json" -o "$work/p2-plan.json" >/dev/null 2>&1 || fail "making a plan"
-expect_error rank_not_below "RANK=4 is not below WORLD_SIZE=4" RANK=4 WORLD_SIZE=4 -- "${one[@]}"
-expect_error rank_not_number 'RANK="one"' RANK=one WORLD_SIZE=2 -- "${one[@]}"
-expect_error size_missing "RANK is set but WORLD_SIZE is not" RANK=0 -- "${one[@]}"
-expect_error slurm_bad "SLURM_PROCID=5 is not below SLURM_NTASKS=2" SLURM_PROCID=5 SLURM_NTASKS=2 \
-    -- "${one[@]}"
-expect_error size_vs_ranks "WORLD_SIZE=3: 3 processes cannot run the 4 pipeline ranks of --ranks 4" \
-    RANK=0 WORLD_SIZE=3 TFX_RENDEZVOUS_DIR="$rdv" -- --ranks 4 "${one[@]}"
-expect_error size_vs_plan "4 processes cannot run the 2 pipeline ranks of the plan $work/p2-plan.json" \
-    RANK=0 WORLD_SIZE=4 TFX_RENDEZVOUS_DIR="$rdv" -- --plan "$work/p2-plan.json" "${one[@]}"
-expect_error no_rdv_dir "rendezvous folder $work/none (TFX_RENDEZVOUS_DIR)" RANK=0 WORLD_SIZE=2 \
-    TFX_RENDEZVOUS_DIR="$work/none" -- "${one[@]}"
-: >"$work/a-file"
-expect_error rdv_not_dir "rendezvous folder $work/a-file (TFX_RENDEZVOUS_DIR): not a directory" \
-    RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$work/a-file" -- "${one[@]}"
-expect_error bad_timeout 'TFX_TIMEOUT="soon"' RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$rdv" \
-    TFX_TIMEOUT=soon -- "${one[@]}"
-expect_error checkpoint "--checkpoint $work/ck: not supported with one process per rank" \
-    RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$rdv" -- --checkpoint "$work/ck" "${one[@]}"
-expect_error local_transport "--transport local: in-process only" RANK=0 WORLD_SIZE=2 \
-    TFX_RENDEZVOUS_DIR="$rdv" TFX_TIMEOUT=2 -- --transport local "${one[@]}"
-[ -z "$(ls -A "$rdv")" ] || fail "failed runs left files in the rendezvous folder: $(ls "$rdv")"
-fi # failures
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures failure(s)"
-    exit 1
+bad_launches() {
+    local rdv one=(--steps 1 "${model[@]}")
+    rdv=$(mktemp -d "$work/rdv.XXXXXX")
+    # A plan for 2 ranks, to launch with a process count that does not fit.
+    plan_for_2() {
+        "$TF_EXEC" --schedule 1F1B --ranks 2 "${model[@]}" --profile-warmup 0 --profile-steps 1 \
+            --profile-out "$work/p2.json" && "$TF_PLAN" "$work/p2.json" -o "$work/p2-plan.json"
+    }
+    expect_status 0 "making a plan" plan_for_2
+    refused rank_not_below "RANK=4 is not below WORLD_SIZE=4" RANK=4 WORLD_SIZE=4 -- "${one[@]}"
+    refused rank_not_number 'RANK="one"' RANK=one WORLD_SIZE=2 -- "${one[@]}"
+    refused size_missing "RANK is set but WORLD_SIZE is not" RANK=0 -- "${one[@]}"
+    refused rank_missing "WORLD_SIZE=2 is set but RANK is not" WORLD_SIZE=2 -- "${one[@]}"
+    # A malformed address file is named as such, not as one that "did not
+    # appear" (process 1 reads process 0's).
+    local bad_rdv
+    bad_rdv=$(mktemp -d "$work/rdv.XXXXXX")
+    echo "not an address" >"$bad_rdv/tfx-sock-badfile-0.addr"
+    refused malformed_address 'tfx-sock-badfile-0.addr holds "not an address"' RANK=1 \
+        WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$bad_rdv" TFX_RUN_ID=badfile TFX_TIMEOUT=2 -- "${one[@]}"
+    refused slurm_bad "SLURM_PROCID=5 is not below SLURM_NTASKS=2" SLURM_PROCID=5 \
+        SLURM_NTASKS=2 -- "${one[@]}"
+    refused size_vs_ranks "WORLD_SIZE=3: 3 processes cannot run the 4 pipeline ranks of --ranks 4" \
+        RANK=0 WORLD_SIZE=3 TFX_RENDEZVOUS_DIR="$rdv" -- --ranks 4 "${one[@]}"
+    refused size_vs_plan \
+        "4 processes cannot run the 2 pipeline ranks of the plan $work/p2-plan.json" \
+        RANK=0 WORLD_SIZE=4 TFX_RENDEZVOUS_DIR="$rdv" -- --plan "$work/p2-plan.json" "${one[@]}"
+    refused no_rdv_dir "rendezvous folder $work/none (TFX_RENDEZVOUS_DIR)" RANK=0 WORLD_SIZE=2 \
+        TFX_RENDEZVOUS_DIR="$work/none" -- "${one[@]}"
+    : >"$work/a-file"
+    refused rdv_not_dir "rendezvous folder $work/a-file (TFX_RENDEZVOUS_DIR): not a directory" \
+        RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$work/a-file" -- "${one[@]}"
+    refused bad_timeout 'TFX_TIMEOUT="soon"' RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$rdv" \
+        TFX_TIMEOUT=soon -- "${one[@]}"
+    refused checkpoint "--checkpoint $work/ck: not supported with one process per rank" \
+        RANK=0 WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$rdv" -- --checkpoint "$work/ck" "${one[@]}"
+    refused local_transport "--transport local: in-process only" RANK=0 WORLD_SIZE=2 \
+        TFX_RENDEZVOUS_DIR="$rdv" TFX_TIMEOUT=2 -- --transport local "${one[@]}"
+    check "failed runs left no files in the rendezvous folder: $(ls "$rdv")" \
+        [ -z "$(ls -A "$rdv")" ]
+}
+
+if [ "$part" != failures ]; then
+    same_as_one_process
+    launched_profiles
 fi
-echo "all launched-mode tests passed"
+if [ "$part" != runs ]; then
+    injected_failure
+    victim killed KILL "process 2 (rank 2) closed its connection"
+    victim stopped STOP "within 3 s"
+    missing_peer
+    bad_launches
+fi
+finish "tf-exec launched mode ($part)"

@@ -5,11 +5,12 @@
 #include <unistd.h>
 
 #include "test_util.h"
-#include "tf/plan.h"
-#include "tf/profile.h"
+#include "small_plan.h"
+#include "temp_dir.h"
 #include "tf/util.h"
 #include "tfx/checkpoint.h"
 #include "tfx/exec.h"
+#include "tfx/runtime.h"
 
 typedef struct fixture {
     char dir[64];     /* scratch directory */
@@ -20,42 +21,24 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/tfx_ckpt_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    temp_dir_make("tfx_ckpt_", f->dir, sizeof f->dir);
     snprintf(f->plan, sizeof f->plan, "%s/plan.json", f->dir);
-    const char *json =
-        "{\"format\": \"tf-profile\", \"version\": 1, \"schedule\": \"1F1B\", \"ranks\": 2,"
-        " \"stages_per_rank\": 1, \"microbatches\": 4, \"max_freeze_ratio\": 0.8,"
-        " \"stages\": [{\"forward_ms\": 1, \"backward_ms\": 3, \"backward_frozen_ms\": 1.5},"
-        "              {\"forward_ms\": 2, \"backward_ms\": 4, \"backward_frozen_ms\": 2}]}";
-    tf_profile prof;
     tf_plan plan;
-    tf_plan_options po;
-    tf_plan_options_init(&po);
     tf_error err = {0};
-    if (tf_profile_parse(json, "profile", &prof, &err) ||
-        tf_plan_from_profile(&prof, &po, &plan, &err) || tf_plan_save(&plan, f->plan, &err))
-        fail_msg("making the plan: %s", err.msg);
+    small_1f1b_plan(&plan);
+    if (tf_plan_save(&plan, f->plan, &err))
+        fail_msg("saving the plan: %s", err.msg);
     tf_plan_free(&plan);
-    tf_profile_free(&prof);
     f->devnull = fopen("/dev/null", "w");
     *state = f;
     return 0;
-}
-
-static void remove_tree(const char *dir)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
 }
 
 static int teardown(void **state)
 {
     fixture *f = *state;
     fclose(f->devnull);
-    remove_tree(f->dir);
+    temp_dir_remove(f->dir);
     free(f);
     return 0;
 }
@@ -63,7 +46,7 @@ static int teardown(void **state)
 static void small_options(fixture *f, tfx_exec_options *o)
 {
     tfx_exec_options_default(o);
-    o->model = (tfx_model_config){.layers = 2, .hidden = 16, .ffn = 32, .context = 8,
+    o->model = (tfx_model_config){.layers = 2, .hidden = 16, .heads = 2, .ffn = 32, .context = 8,
                                   .microbatch_size = 2};
     o->plan_path = f->plan;
     o->warmup = 1;
@@ -183,6 +166,180 @@ static void test_bad_checkpoints_are_refused(void **state)
     free(data);
 }
 
+/* The 64-bit FNV-1a the checkpoint ends with (checkpoint.h), so a test can
+ * write files whose checksum is right but whose fields are not. */
+static uint64_t fnv1a(const unsigned char *d, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= d[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* Writes `len` bytes of data with `value` (8 bytes) at offset `at` and a
+ * fresh checksum. */
+static void patch(const char *path, const char *data, size_t len, size_t at, const void *value)
+{
+    char *copy = malloc(len);
+    memcpy(copy, data, len);
+    memcpy(copy + at, value, 8);
+    uint64_t sum = fnv1a((const unsigned char *)copy, len - 8);
+    memcpy(copy + len - 8, &sum, 8);
+    assert_int_equal(tf_write_file_atomic(path, copy, len, NULL), 0);
+    free(copy);
+}
+
+/* A checksum proves a file intact, not valid: every field that becomes a
+ * count, an index or a value is checked, the run refused with the field
+ * named, and the weights left as they were. */
+static void test_valid_checksum_bad_fields(void **state)
+{
+    fixture *f = *state;
+    char dir[128], path[256];
+    snprintf(dir, sizeof dir, "%s/fields", f->dir);
+    tfx_exec_options o;
+    tf_error err = {0};
+    small_options(f, &o);
+    o.steps = 2;
+    o.checkpoint_dir = dir;
+    o.select = TFX_SELECT_ROTATE;
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
+    tfx_checkpoint_path(dir, path, sizeof path);
+    char *data;
+    size_t len;
+    assert_int_equal(tf_read_file(path, &data, &len, NULL), 0);
+    /* Layout (checkpoint.c): magic 8, shape 10 x 8, schedule 64, step 8,
+     * selector stages 8, one rotate offset per stage (2 here), tensor count
+     * 8, then per tensor its step count 8, value count 8 and 3 x values. */
+    const size_t step_at = 8 + 80 + 64, stages_at = step_at + 8, offset_at = stages_at + 8;
+    const size_t count_at = offset_at + 2 * 8, tensors_at = count_at + 8;
+    const size_t first_value = tensors_at + 16;
+    const size_t count0 = 256 * 16; /* embed.token: 256 x hidden */
+    const struct {
+        size_t at;
+        int64_t value;
+        const char *needle;
+    } bad[] = {
+        {step_at, -5, "step = -5"},
+        {stages_at, -1, "selector stages = -1"},
+        {offset_at, -3, "rotate offset = -3"},
+        {offset_at, 999, "rotate offset 999 of stage 0"},
+        {count_at, -1, "tensor count = -1"},
+        {count_at, 1000, "1000 tensors"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        patch(path, data, len, bad[i].at, &bad[i].value);
+        o.steps = 4;
+        assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+        assert_contains(err.msg, bad[i].needle);
+    }
+    /* A tensor's optimizer steps beyond the run's, or negative. */
+    int64_t steps = 3;
+    patch(path, data, len, tensors_at, &steps);
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "embed.token has 3 optimizer steps, expected 0 to 2");
+    steps = -1;
+    patch(path, data, len, tensors_at, &steps);
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "has -1 optimizer steps");
+    /* A NaN parameter, an infinite first moment, a negative second one. */
+    const float nan = NAN, inf = INFINITY, neg = -1.0f;
+    const struct {
+        size_t at;
+        float value;
+        const char *needle;
+    } values[] = {
+        {first_value + 5 * 4, nan, "embed.token, parameter 5 is nan"},
+        {first_value + (count0 + 7) * 4, inf, "first moment 7 is inf"},
+        {first_value + (2 * count0 + 9) * 4, neg, "second moment 9 is -1"},
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        int64_t word;
+        memcpy(&word, data + values[i].at, 8);
+        memcpy(&word, &values[i].value, 4);
+        patch(path, data, len, values[i].at, &word);
+        assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+        assert_contains(err.msg, values[i].needle);
+    }
+    /* The file as it was still resumes. */
+    assert_int_equal(tf_write_file_atomic(path, data, len, NULL), 0);
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
+    /* A checkpoint of the model without attention says so. */
+    memcpy(data, "TFXCKPT1", 8);
+    assert_int_equal(tf_write_file_atomic(path, data, len, NULL), 0);
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "older tf-exec");
+    free(data);
+}
+
+/* --init: the weights of a checkpoint saved by another pipeline shape, and
+ * nothing else (a fresh optimizer), whatever the stages. */
+static void test_init_from_another_shape(void **state)
+{
+    fixture *f = *state;
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/pre", f->dir);
+    tfx_exec_options o;
+    tf_error err = {0};
+    small_options(f, &o); /* 1F1B, 2 ranks, 4 microbatches of 2 sequences */
+    o.steps = 3;
+    o.checkpoint_dir = dir;
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
+
+    /* The saved weights, read back through a pipeline of the saved shape. */
+    tf_schedule s1, s2;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, 4, &s1, &err), 0);
+    tfx_pipeline_options po;
+    tfx_pipeline_options_default(&po);
+    tfx_pipeline *saved, *other;
+    assert_int_equal(tfx_pipeline_create(&s1, &o.model, &po, &saved, &err), 0);
+    tfx_freeze_selector sel;
+    int K[2] = {tfx_pipeline_layout(saved)->stage_first_tensor[1],
+                tfx_pipeline_layout(saved)->n_tensors -
+                    tfx_pipeline_layout(saved)->stage_first_tensor[1]};
+    assert_int_equal(tfx_freeze_selector_init(&sel, TFX_SELECT_RANDOM, 1, 2, K, &err), 0);
+    tfx_checkpoint_meta meta = {o.model, 2, 4, o.seed, TFX_SELECT_RANDOM, "1F1B", 0};
+    long step = 0;
+    int found = 0;
+    assert_int_equal(tfx_checkpoint_load(dir, saved, &sel, &meta, &step, &found, &err), 0);
+    assert_true(found && step == 3);
+
+    /* Another shape: GPipe on one rank, another microbatch size. */
+    tfx_model_config cfg = o.model;
+    cfg.microbatch_size = 3;
+    assert_int_equal(tf_schedule_build("GPipe", 1, 1, 2, &s2, &err), 0);
+    po.seed = 77; /* other initial weights, all replaced */
+    assert_int_equal(tfx_pipeline_create(&s2, &cfg, &po, &other, &err), 0);
+    assert_int_equal(tfx_checkpoint_load_weights(dir, other, &err), 0);
+    const tfx_model_layout *l = tfx_pipeline_layout(other);
+    for (int t = 0; t < l->n_tensors; t++) {
+        size_t n = l->tensors[t].count;
+        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        tfx_pipeline_read_tensor(saved, t, TFX_BUF_PARAM, a);
+        tfx_pipeline_read_tensor(other, t, TFX_BUF_PARAM, b);
+        assert_memory_equal(a, b, n * sizeof *a);
+        tfx_pipeline_read_tensor(other, t, TFX_BUF_ADAM_V, b); /* fresh optimizer */
+        for (size_t i = 0; i < n; i++)
+            assert_true(b[i] == 0.0f);
+        assert_int_equal(tfx_pipeline_tensor_steps(other, t), 0);
+        free(a);
+        free(b);
+    }
+    tfx_pipeline_destroy(other);
+    /* Other model sizes: refused, naming the field. */
+    cfg.heads = 4;
+    assert_int_equal(tfx_pipeline_create(&s2, &cfg, &po, &other, &err), 0);
+    assert_int_equal(tfx_checkpoint_load_weights(dir, other, &err), TF_EINVAL);
+    assert_contains(err.msg, "heads = 2, but this run has heads = 4");
+    tfx_pipeline_destroy(other);
+    tfx_pipeline_destroy(saved);
+    tfx_freeze_selector_free(&sel);
+    tf_schedule_free(&s1);
+    tf_schedule_free(&s2);
+}
+
 static void test_bad_plans_are_refused(void **state)
 {
     fixture *f = *state;
@@ -227,6 +384,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_is_bit_identical),
         cmocka_unit_test(test_bad_checkpoints_are_refused),
+        cmocka_unit_test(test_valid_checksum_bad_fields),
+        cmocka_unit_test(test_init_from_another_shape),
         cmocka_unit_test(test_bad_plans_are_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

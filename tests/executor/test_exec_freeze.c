@@ -105,83 +105,6 @@ static void test_method_names(void **state)
     assert_contains(err.msg, "--freeze-select \"sometimes\"");
 }
 
-static void test_markov_entropy_known_answers(void **state)
-{
-    (void)state;
-    /* A deterministic cycle has entropy 0, also when periodic. */
-    double cycle[4] = {0, 1, 1, 0};
-    assert_float_equal(tfx_markov_entropy_rate(cycle, 2), 0.0, 1e-12);
-    /* Fair coin: ln 2. */
-    double coin[4] = {0.5, 0.5, 0.5, 0.5};
-    assert_float_equal(tfx_markov_entropy_rate(coin, 2), log(2.0), 1e-12);
-    /* pi = (5/6, 1/6): H = 5/6 H(0.9, 0.1) + 1/6 ln 2. */
-    double P[4] = {0.9, 0.1, 0.5, 0.5};
-    double h = 5.0 / 6 * -(0.9 * log(0.9) + 0.1 * log(0.1)) + 1.0 / 6 * log(2.0);
-    assert_float_equal(tfx_markov_entropy_rate(P, 2), h, 1e-9);
-}
-
-static void test_builtin_corpus(void **state)
-{
-    (void)state;
-    tfx_corpus c, d;
-    assert_int_equal(tfx_corpus_builtin(100000, &c, NULL), 0);
-    assert_int_equal(tfx_corpus_builtin(100000, &d, NULL), 0);
-    assert_memory_equal(c.bytes, d.bytes, c.len); /* deterministic */
-    /* Between 0 and ln 8 (8 successors per symbol). */
-    assert_true(c.entropy_floor > 0.5 && c.entropy_floor < log(8.0));
-    /* The empirical conditional entropy of the sample matches the floor. */
-    static double counts[256][256];
-    memset(counts, 0, sizeof counts);
-    for (size_t i = 0; i + 1 < c.len; i++) {
-        assert_true(c.bytes[i] >= 32 && c.bytes[i] < 96);
-        counts[c.bytes[i]][c.bytes[i + 1]]++;
-    }
-    double h = 0.0;
-    for (int a = 0; a < 256; a++) {
-        double row = 0.0;
-        for (int b = 0; b < 256; b++)
-            row += counts[a][b];
-        for (int b = 0; b < 256; b++)
-            if (counts[a][b] > 0)
-                h -= counts[a][b] / (c.len - 1) * log(counts[a][b] / row);
-    }
-    assert_float_equal(h, c.entropy_floor, 0.02);
-    /* Batches: targets are the inputs shifted by one byte of the corpus. */
-    enum { MB = 2, SEQ = 3, T = 5 };
-    int32_t in[MB * SEQ * T], tg[MB * SEQ * T], in2[MB * SEQ * T], tg2[MB * SEQ * T];
-    tfx_corpus_batch(&c, 9, 4, MB, SEQ, T, in, tg);
-    tfx_corpus_batch(&c, 9, 4, MB, SEQ, T, in2, tg2);
-    assert_memory_equal(in, in2, sizeof in);
-    for (int s = 0; s < MB * SEQ; s++)
-        for (int t = 0; t + 1 < T; t++)
-            assert_int_equal(tg[s * T + t], in[s * T + t + 1]);
-    tfx_corpus_batch(&c, 9, 5, MB, SEQ, T, in2, tg2);
-    assert_memory_not_equal(in, in2, sizeof in); /* another step, other windows */
-    tfx_corpus_free(&c);
-    tfx_corpus_free(&d);
-}
-
-static void test_file_corpus_errors(void **state)
-{
-    (void)state;
-    tfx_corpus c;
-    tf_error err = {0};
-    assert_true(tfx_corpus_load("/nonexistent/data.txt", 65, &c, &err) < 0);
-    assert_contains(err.msg, "--data /nonexistent/data.txt");
-    char path[] = "/tmp/tfx_corpus_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, "hello", 5), 5);
-    close(fd);
-    assert_int_equal(tfx_corpus_load(path, 65, &c, &err), TF_EINVAL);
-    assert_contains(err.msg, "has 5 bytes");
-    assert_int_equal(tfx_corpus_load(path, 3, &c, &err), 0);
-    assert_int_equal(c.len, 5);
-    assert_true(c.entropy_floor < 0);
-    tfx_corpus_free(&c);
-    unlink(path);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,9 +112,6 @@ int main(void)
         cmocka_unit_test(test_rotate_is_fair),
         cmocka_unit_test(test_random_is_front_biased_and_seeded),
         cmocka_unit_test(test_method_names),
-        cmocka_unit_test(test_markov_entropy_known_answers),
-        cmocka_unit_test(test_builtin_corpus),
-        cmocka_unit_test(test_file_corpus_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,49 +60,125 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Objective of the norm: sum(R * rmsnorm(x, g)). */
-static double norm_objective(ctx *c, const float *x, const float *g, const float *R)
+/* Objective of the norm: sum(R * layernorm(x; w, b)). */
+static double norm_objective(ctx *c, const float *x, const float *w, const float *b,
+                             const float *R)
 {
-    float out[ROWS * COLS], rstd[ROWS];
-    c->o->rmsnorm_forward(c->be.ctx, x, g, ROWS, COLS, 1e-5f, out, rstd);
+    float out[ROWS * COLS], mean[ROWS], rstd[ROWS];
+    c->o->layernorm_forward(c->be.ctx, x, w, b, ROWS, COLS, 1e-5f, out, mean, rstd);
     return dot(out, R, ROWS * COLS);
 }
 
-static void test_rmsnorm_gradients(void **state)
+/* Central differences of objective() with respect to param[0..n), against
+ * the analytic gradient an_grad (minus `offset`, a value it was accumulated
+ * onto). */
+#define CHECK_FD(param, n, an_grad, offset, objective)                                    \
+    do {                                                                                  \
+        double fd_[512], an_[512];                                                        \
+        assert_true((n) <= 512);                                                          \
+        for (int i_ = 0; i_ < (n); i_++) {                                                \
+            float keep_ = (param)[i_];                                                    \
+            (param)[i_] = keep_ + EPS;                                                    \
+            double up_ = (objective);                                                     \
+            (param)[i_] = keep_ - EPS;                                                    \
+            double down_ = (objective);                                                   \
+            (param)[i_] = keep_;                                                          \
+            fd_[i_] = (up_ - down_) / (2 * EPS);                                          \
+            an_[i_] = (an_grad)[i_] - (offset);                                           \
+        }                                                                                 \
+        double e_ = rel_error(fd_, an_, (n));                                             \
+        if (!(e_ < LAYER_TOL))                                                            \
+            fail_msg("%s: finite differences differ by %.3g", #an_grad, e_);              \
+    } while (0)
+
+static void test_layernorm_gradients(void **state)
 {
     ctx *c = *state;
     uint64_t rng = 11;
-    float x[ROWS * COLS], g[COLS], R[ROWS * COLS], out[ROWS * COLS], rstd[ROWS];
-    float dx[ROWS * COLS], dg[COLS] = {0};
+    float x[ROWS * COLS], w[COLS], b[COLS], R[ROWS * COLS], out[ROWS * COLS];
+    float mean[ROWS], rstd[ROWS], dx[ROWS * COLS], dw[COLS], db[COLS];
     fill(x, ROWS * COLS, &rng, 1.0);
-    fill(g, COLS, &rng, 1.0);
+    fill(w, COLS, &rng, 1.0);
+    fill(b, COLS, &rng, 1.0);
     fill(R, ROWS * COLS, &rng, 1.0);
-    c->o->rmsnorm_forward(c->be.ctx, x, g, ROWS, COLS, 1e-5f, out, rstd);
-    c->o->rmsnorm_backward_input(c->be.ctx, R, x, g, rstd, ROWS, COLS, dx);
-    c->o->rmsnorm_backward_gain_acc(c->be.ctx, R, x, rstd, ROWS, COLS, dg);
-    double fd[ROWS * COLS], an[ROWS * COLS];
-    for (int i = 0; i < ROWS * COLS; i++) {
-        float keep = x[i];
-        x[i] = keep + EPS;
-        double up = norm_objective(c, x, g, R);
-        x[i] = keep - EPS;
-        double down = norm_objective(c, x, g, R);
-        x[i] = keep;
-        fd[i] = (up - down) / (2 * EPS);
-        an[i] = dx[i];
+    for (int j = 0; j < COLS; j++)
+        dw[j] = db[j] = 1.0f; /* accumulation onto a known value */
+    c->o->layernorm_forward(c->be.ctx, x, w, b, ROWS, COLS, 1e-5f, out, mean, rstd);
+    /* Known answer: the statistics of row 0, by hand. */
+    double mu = 0, var = 0;
+    for (int j = 0; j < COLS; j++)
+        mu += x[j] / (double)COLS;
+    for (int j = 0; j < COLS; j++)
+        var += (x[j] - mu) * (x[j] - mu) / COLS;
+    assert_float_equal(mean[0], mu, 1e-6);
+    assert_float_equal(rstd[0], 1.0 / sqrt(var + 1e-5), 1e-5);
+    c->o->layernorm_backward_input(c->be.ctx, R, x, w, mean, rstd, ROWS, COLS, dx);
+    c->o->layernorm_backward_weight_acc(c->be.ctx, R, x, mean, rstd, ROWS, COLS, dw);
+    c->o->bias_backward_acc(c->be.ctx, R, ROWS, COLS, db);
+    CHECK_FD(x, ROWS * COLS, dx, 0.0, norm_objective(c, x, w, b, R));
+    CHECK_FD(w, COLS, dw, 1.0, norm_objective(c, x, w, b, R));
+    CHECK_FD(b, COLS, db, 1.0, norm_objective(c, x, w, b, R));
+}
+
+/* Attention: 2 sequences of 5 tokens, 2 heads of 3. */
+enum { AB = 2, AT = 5, AH = 2, AS = 3, AC = AH * AS, AN = AB * AT };
+
+static double attention_objective(ctx *c, const float *qkv, const float *R)
+{
+    float out[AN * AC], probs[AB * AH * AT * AT];
+    c->o->attention_forward(c->be.ctx, qkv, AB, AT, AH, AS, out, probs);
+    return dot(out, R, AN * AC);
+}
+
+/* The objective with part `part` (0 q, 1 k, 2 v) of qkv replaced by p. */
+static double attention_part_objective(ctx *c, float *qkv, int part, const float *p,
+                                       const float *R)
+{
+    for (int i = 0; i < AN; i++)
+        for (int j = 0; j < AC; j++)
+            qkv[i * 3 * AC + part * AC + j] = p[i * AC + j];
+    return attention_objective(c, qkv, R);
+}
+
+static void test_attention_gradients(void **state)
+{
+    ctx *c = *state;
+    uint64_t rng = 16;
+    float qkv[AN * 3 * AC], R[AN * AC], out[AN * AC], probs[AB * AH * AT * AT];
+    float scratch[AB * AH * AT * AT], dqkv[AN * 3 * AC];
+    fill(qkv, AN * 3 * AC, &rng, 1.5);
+    fill(R, AN * AC, &rng, 1.0);
+    c->o->attention_forward(c->be.ctx, qkv, AB, AT, AH, AS, out, probs);
+    /* Causal: each row of weights sums to 1 with nothing above the diagonal,
+     * and the first token attends only to itself, so its output is its v. */
+    for (int r = 0; r < AB * AH * AT; r++) {
+        const float *p = probs + (size_t)r * AT;
+        int i = r % AT;
+        double sum = 0;
+        for (int j = 0; j < AT; j++) {
+            sum += p[j];
+            if (j > i)
+                assert_float_equal(p[j], 0.0f, 0.0);
+        }
+        assert_float_equal(sum, 1.0, 1e-6);
     }
-    assert_true(rel_error(fd, an, ROWS * COLS) < LAYER_TOL);
-    for (int j = 0; j < COLS; j++) {
-        float keep = g[j];
-        g[j] = keep + EPS;
-        double up = norm_objective(c, x, g, R);
-        g[j] = keep - EPS;
-        double down = norm_objective(c, x, g, R);
-        g[j] = keep;
-        fd[j] = (up - down) / (2 * EPS);
-        an[j] = dg[j];
+    for (int b = 0; b < AB; b++)
+        for (int j = 0; j < AC; j++)
+            assert_float_equal(out[(size_t)b * AT * AC + j],
+                               qkv[(size_t)b * AT * 3 * AC + 2 * AC + j], 1e-6);
+    c->o->attention_backward(c->be.ctx, R, qkv, probs, AB, AT, AH, AS, scratch, dqkv);
+    for (int part = 0; part < 3; part++) {
+        /* q, k and v of every token, one part at a time (the macro's buffer
+         * is 512 entries). */
+        float q[AN * AC], g[AN * AC];
+        for (int i = 0; i < AN; i++)
+            for (int j = 0; j < AC; j++) {
+                q[i * AC + j] = qkv[i * 3 * AC + part * AC + j];
+                g[i * AC + j] = dqkv[i * 3 * AC + part * AC + j];
+            }
+        CHECK_FD(q, AN * AC, g, 0.0, attention_part_objective(c, qkv, part, q, R));
+        attention_part_objective(c, qkv, part, q, R); /* restores the last entry */
     }
-    assert_true(rel_error(fd, an, COLS) < LAYER_TOL);
 }
 
 static void test_gelu_gradients(void **state)
@@ -275,7 +351,7 @@ static void test_adamw_known_step(void **state)
 static void test_model_gradients(void **state)
 {
     (void)state;
-    tfx_model_config cfg = {.layers = 2, .hidden = 8, .ffn = 12, .context = 6,
+    tfx_model_config cfg = {.layers = 2, .hidden = 8, .heads = 2, .ffn = 12, .context = 6,
                             .microbatch_size = 2};
     tf_schedule s;
     tf_error err = {0};
@@ -302,7 +378,8 @@ static void test_model_gradients(void **state)
         tfx_pipeline_write_tensor(p, t, TFX_BUF_PARAM, buf);
         free(buf);
     }
-    tfx_step_input in = {tokens, targets, NULL, 0};
+    tfx_step_input in = {.tokens = tokens, .targets = targets, .frozen = NULL,
+                         .apply_optimizer = 0};
     tfx_step_result res;
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
     assert_true(res.loss > 0);
@@ -358,29 +435,56 @@ static void test_layout_partition(void **state)
     tfx_model_layout l;
     tf_error err = {0};
     assert_int_equal(tfx_model_layout_build(&cfg, 2, &l, &err), 0);
-    assert_int_equal(l.n_tensors, 1 + 5 * 5 + 3);
+    assert_int_equal(l.n_tensors, 2 + 12 * 5 + 3);
     /* blocks 0,1 on stage 0 with the embedding; 2,3,4 and the head on stage 1 */
-    assert_int_equal(l.stage_first_tensor[1], 1 + 2 * 5);
-    assert_string_equal(l.tensors[0].name, "embed.weight");
-    assert_string_equal(l.tensors[l.stage_first_tensor[1]].name, "block2.norm.gain");
-    assert_string_equal(l.tensors[l.n_tensors - 2].name, "head.weight");
+    assert_int_equal(l.stage_first_tensor[1], 2 + 2 * 12);
+    assert_string_equal(l.tensors[0].name, "embed.token");
+    assert_string_equal(l.tensors[1].name, "embed.position");
+    assert_string_equal(l.tensors[l.stage_first_tensor[1]].name, "block2.ln1.weight");
+    assert_string_equal(l.tensors[l.stage_first_tensor[1] + 2].name, "block2.attn.qkv.weight");
+    assert_int_equal(l.tensors[l.stage_first_tensor[1] + 2].rows, 3 * 192);
+    assert_string_equal(l.tensors[l.n_tensors - 1].name, "head.weight");
     assert_int_equal(l.tensors[l.n_tensors - 1].stage, 1);
-    assert_int_equal(l.tensors[l.n_tensors - 1].index_in_stage, 3 * 5 + 2);
-    double total = 256.0 * 128 + 5 * (128 + 128 * 512 + 512 + 512 * 128 + 128) + 128 +
-                   128 * 256 + 256;
+    assert_int_equal(l.tensors[l.n_tensors - 1].index_in_stage, 3 * 12 + 2);
+    const double C = 192, F = 768, T = 64;
+    double block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) + (C * F + C);
+    double total = 256 * C + T * C + 5 * block + 2 * C + 256 * C;
     assert_float_equal(tfx_model_parameter_count(&l, -1), total, 0.0);
     assert_float_equal(tfx_model_parameter_count(&l, 0) + tfx_model_parameter_count(&l, 1),
                        total, 0.0);
+    /* FLOPs: 2 N per weight entry for each of forward, dX and dW, plus the
+     * attention GEMMs (2 B C T^2 each: two forward, four backward). */
+    const double N = T * 8, weights = 5 * (3 * C * C + C * C + 2 * F * C) + 256 * C;
+    const double att = 2 * 8 * C * T * T;
+    tfx_model_flops f = tfx_model_microbatch_flops(&l, -1);
+    assert_float_equal(f.forward, 2 * N * weights + 5 * 2 * att, 1.0);
+    assert_float_equal(f.backward_input, 2 * N * weights + 5 * 4 * att, 1.0);
+    assert_float_equal(f.backward_weight, 2 * N * weights, 1.0);
+    tfx_model_flops f0 = tfx_model_microbatch_flops(&l, 0), f1 = tfx_model_microbatch_flops(&l, 1);
+    assert_float_equal(f0.forward + f1.forward, f.forward, 1.0);
+    assert_float_equal(f0.forward, 2 * N * 2 * (3 * C * C + C * C + 2 * F * C) + 2 * 2 * att, 1.0);
     tfx_model_layout_free(&l);
     /* More stages than blocks: an error naming --layers. */
     assert_int_equal(tfx_model_layout_build(&cfg, 6, &l, &err), TF_EINVAL);
     assert_contains(err.msg, "--layers 5");
+    /* Heads must divide the width. */
+    cfg.heads = 5;
+    assert_int_equal(tfx_model_layout_build(&cfg, 2, &l, &err), TF_EINVAL);
+    assert_contains(err.msg, "--heads 5");
+    /* Default heads: 32 wide where 32 divides the width, else the largest
+     * divisor below width / 32. */
+    assert_int_equal(tfx_model_default_heads(192), 6);
+    assert_int_equal(tfx_model_default_heads(64), 2);
+    assert_int_equal(tfx_model_default_heads(16), 1);
+    assert_int_equal(tfx_model_default_heads(100), 2);
+    assert_int_equal(tfx_model_default_heads(97), 1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_rmsnorm_gradients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layernorm_gradients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attention_gradients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gelu_gradients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_linear_gradients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_embedding_gradients, setup, teardown),

@@ -1,18 +1,18 @@
 /* test_exec_pipeline.c - the pipeline runtime: every schedule against one
  * rank, freezing semantics and dW accounting, failures and deadlocks. */
 #include <math.h>
+#include <string.h>
 
 #include "test_util.h"
-#include "tf/plan.h"
-#include "tf/profile.h"
+#include "small_plan.h"
 #include "tf/schedule.h"
 #include "tfx/freeze_select.h"
 #include "tfx/runtime.h"
 
 #define M 4
 
-static const tfx_model_config CFG = {.layers = 4, .hidden = 16, .ffn = 24, .context = 8,
-                                     .microbatch_size = 2};
+static const tfx_model_config CFG = {.layers = 4, .hidden = 16, .heads = 2, .ffn = 24,
+                                     .context = 8, .microbatch_size = 2};
 enum { N = 16 }; /* context x microbatch_size */
 
 typedef struct batch {
@@ -84,7 +84,8 @@ static void run_reference(const batch *b, reference *ref)
     assert_int_equal(tf_schedule_build("GPipe", 1, 1, M, &s, NULL), 0);
     tfx_model_config cfg = CFG;
     tfx_pipeline *p = make_pipeline(&s, &cfg);
-    tfx_step_input in = {b->tokens, b->targets, NULL, 0};
+    tfx_step_input in = {.tokens = b->tokens, .targets = b->targets, .frozen = NULL,
+                         .apply_optimizer = 0};
     tfx_step_result res;
     tf_error err = {0};
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
@@ -102,7 +103,8 @@ static void check_against_reference(const tf_schedule *s, const batch *b, const 
 {
     tfx_model_config cfg = CFG;
     tfx_pipeline *p = make_pipeline(s, &cfg);
-    tfx_step_input in = {b->tokens, b->targets, NULL, 0};
+    tfx_step_input in = {.tokens = b->tokens, .targets = b->targets, .frozen = NULL,
+                         .apply_optimizer = 0};
     tfx_step_result res;
     tf_error err = {0};
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
@@ -116,8 +118,9 @@ static void check_against_reference(const tf_schedule *s, const batch *b, const 
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
     float *param = all_tensors(p, TFX_BUF_PARAM, &n);
     assert_tensors_close(ref->param_after, param, n, 1e-5, s->name);
-    /* Every dW was executed: 3 GEMM tensors per block and the head. */
-    assert_int_equal(res.counts.gemms, (long)M * (2 * CFG.layers + 1));
+    /* Every dW was executed: 4 GEMM tensors per block (qkv, proj, fc1,
+     * fc2) and the head. */
+    assert_int_equal(res.counts.gemms, (long)M * (4 * CFG.layers + 1));
     assert_int_equal(res.counts.skipped, 0);
     free(grad);
     free(param);
@@ -138,6 +141,11 @@ static void test_schedules_match_single_rank(void **state)
         {"GPipe", 2, 1},           {"1F1B", 2, 1},
         {"1F1B", 4, 1},            {"Interleaved1F1B", 2, 2},
         {"InterleavedZeroBubble", 2, 2}, {"ZBVZeroBubble", 2, 2},
+        /* LoopedBFS runs every stage's backwards from the last microbatch
+         * down; DualPipeV mixes B with I + W on a stage and runs its
+         * overlapped pairs back to back. */
+        {"LoopedBFS", 2, 2},       {"LoopedBFS", 4, 1},
+        {"DualPipeV", 2, 2},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         tf_schedule s;
@@ -166,6 +174,44 @@ static void test_schedules_match_single_rank(void **state)
     free(ref.param_after);
 }
 
+/* DualPipeV's overlapped pairs run as the planner models them, one node:
+ * a pair's backward starts after its forward has ended, and the forward's
+ * activation leaves only when the whole pair is done, so the next stage's
+ * forward of that microbatch on another rank starts after the pair's end. */
+static void test_pairs_run_as_one_node(void **state)
+{
+    (void)state;
+    batch b;
+    make_batch(&b, 3);
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("DualPipeV", 2, 2, M, &s, NULL), 0);
+    tfx_model_config cfg = CFG;
+    tfx_pipeline *p = make_pipeline(&s, &cfg);
+    tfx_step_input in = {.tokens = b.tokens, .targets = b.targets};
+    tfx_step_result res;
+    assert_int_equal(tfx_pipeline_step(p, &in, &res, NULL), 0);
+    const double *ms = tfx_pipeline_action_ms(p), *start = tfx_pipeline_action_start_ms(p);
+    int pairs = 0, checked = 0;
+    for (int i = 0; i + 1 < s.n_actions; i++) {
+        if (s.actions[i].pair != TF_PAIR_FIRST)
+            continue;
+        pairs++;
+        const tf_action *f = &s.actions[i];
+        double pair_end = start[i + 1] + ms[i + 1];
+        assert_true(start[i + 1] >= start[i] + ms[i] - 0.01);
+        int next = tf_schedule_find(&s, TF_ACT_F, f->stage + 1, f->microbatch);
+        if (next < 0 || s.actions[next].rank == f->rank)
+            continue;
+        if (start[next] < pair_end - 0.01)
+            fail_msg("%s starts at %.4f ms, before its input's pair ends at %.4f ms",
+                     "the next stage's forward", start[next], pair_end);
+        checked++;
+    }
+    assert_true(pairs >= 4 && checked >= 2);
+    tfx_pipeline_destroy(p);
+    tf_schedule_free(&s);
+}
+
 /* Freezing: a frozen tensor's gradient is exactly the sum of the gradients
  * of its unfrozen microbatches (each computed alone on one rank), a tensor
  * frozen everywhere keeps its value and optimizer state, and the dW work
@@ -185,7 +231,7 @@ static void test_frozen_gradient_is_unfrozen_microbatches(void **state)
     size_t n = 0;
     for (int m = 0; m < M; m++) {
         tfx_pipeline *p1 = make_pipeline(&s1, &cfg);
-        tfx_step_input in = {b.tokens + m * N, b.targets + m * N, NULL, 0};
+        tfx_step_input in = {.tokens = b.tokens + m * N, .targets = b.targets + m * N};
         tfx_step_result res;
         assert_int_equal(tfx_pipeline_step(p1, &in, &res, NULL), 0);
         g_mb[m] = all_tensors(p1, TFX_BUF_GRAD, &n);
@@ -200,7 +246,7 @@ static void test_frozen_gradient_is_unfrozen_microbatches(void **state)
     long expect_gemms = 0, expect_reductions = 0, expect_skipped = 0;
     for (int m = 0; m < M; m++)
         for (int t = 0; t < T; t++) {
-            /* tensor 2 (block0.fc1.weight) frozen in every microbatch */
+            /* tensor 2 (block0.ln1.weight) frozen in every microbatch */
             frozen[m * T + t] = t == 2 || test_random(&rng) < 0.4;
             if (frozen[m * T + t])
                 expect_skipped++;
@@ -210,7 +256,8 @@ static void test_frozen_gradient_is_unfrozen_microbatches(void **state)
                 expect_reductions++;
         }
     float *before = all_tensors(p, TFX_BUF_PARAM, &n);
-    tfx_step_input in = {b.tokens, b.targets, frozen, 1};
+    tfx_step_input in = {.tokens = b.tokens, .targets = b.targets, .frozen = frozen,
+                         .apply_optimizer = 1};
     tfx_step_result res;
     tf_error err = {0};
     assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
@@ -265,20 +312,9 @@ static void test_frozen_gradient_is_unfrozen_microbatches(void **state)
 static void test_dw_count_matches_plan(void **state)
 {
     (void)state;
-    const char *json =
-        "{\"format\": \"tf-profile\", \"version\": 1, \"schedule\": \"1F1B\", \"ranks\": 2,"
-        " \"stages_per_rank\": 1, \"microbatches\": 4, \"max_freeze_ratio\": 0.8,"
-        " \"stages\": [{\"forward_ms\": 1, \"backward_ms\": 3, \"backward_frozen_ms\": 1.5},"
-        "              {\"forward_ms\": 2, \"backward_ms\": 4, \"backward_frozen_ms\": 2}]}";
-    tf_profile prof;
     tf_plan plan;
     tf_error err = {0};
-    if (tf_profile_parse(json, "profile", &prof, &err))
-        fail_msg("profile: %s", err.msg);
-    tf_plan_options po;
-    tf_plan_options_init(&po);
-    if (tf_plan_from_profile(&prof, &po, &plan, &err))
-        fail_msg("plan: %s", err.msg);
+    small_1f1b_plan(&plan);
     tfx_model_config cfg = CFG;
     tfx_pipeline *p = make_pipeline(&plan.schedule, &cfg);
     const tfx_model_layout *l = tfx_pipeline_layout(p);
@@ -304,7 +340,8 @@ static void test_dw_count_matches_plan(void **state)
         assert_true(any > 0); /* the plan does freeze something */
         batch b;
         make_batch(&b, 8);
-        tfx_step_input in = {b.tokens, b.targets, frozen, 1};
+        tfx_step_input in = {.tokens = b.tokens, .targets = b.targets, .frozen = frozen,
+                             .apply_optimizer = 1};
         tfx_step_result res;
         assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), 0);
         assert_int_equal(res.counts.skipped, expect_frozen);
@@ -319,7 +356,6 @@ static void test_dw_count_matches_plan(void **state)
     }
     tfx_pipeline_destroy(p);
     tf_plan_free(&plan);
-    tf_profile_free(&prof);
 }
 
 /* A failing rank stops every rank (blocked receives included) and the step
@@ -341,7 +377,8 @@ static void test_rank_failure_stops_all_ranks(void **state)
         tf_error err = {0};
         tfx_model_config cfg = CFG;
         assert_int_equal(tfx_pipeline_create(&s, &cfg, &po, &p, &err), 0);
-        tfx_step_input in = {b.tokens, b.targets, NULL, 1};
+        tfx_step_input in = {.tokens = b.tokens, .targets = b.targets, .frozen = NULL,
+                             .apply_optimizer = 1};
         tfx_step_result res;
         assert_int_equal(tfx_pipeline_step(p, &in, &res, &err), TF_ERUNTIME);
         char expect[64];
@@ -378,14 +415,116 @@ static void test_deadlocking_order_is_refused(void **state)
     tf_schedule_free(&s);
 }
 
+/* An evaluation (forward only) gives the loss a training step computes on
+ * the same batch and changes nothing: not the weights, not the gradients
+ * of the last training step, not its action times. */
+static void test_forward_only_changes_nothing(void **state)
+{
+    (void)state;
+    batch b, other;
+    make_batch(&b, 21);
+    make_batch(&other, 22);
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, M, &s, NULL), 0);
+    tfx_model_config cfg = CFG;
+    tfx_pipeline *p = make_pipeline(&s, &cfg);
+    tf_error err = {0};
+    tfx_step_result train, eval;
+    tfx_step_input in = {.tokens = other.tokens, .targets = other.targets};
+    assert_int_equal(tfx_pipeline_step(p, &in, &train, &err), 0);
+    size_t n;
+    float *grad0 = all_tensors(p, TFX_BUF_GRAD, &n), *param0 = all_tensors(p, TFX_BUF_PARAM, &n);
+    double *times0 = malloc(sizeof(double) * s.n_actions);
+    memcpy(times0, tfx_pipeline_action_ms(p), sizeof(double) * s.n_actions);
+
+    tfx_step_input ev = {.tokens = b.tokens, .targets = b.targets, .forward_only = 1};
+    assert_int_equal(tfx_pipeline_step(p, &ev, &eval, &err), 0);
+    float *grad1 = all_tensors(p, TFX_BUF_GRAD, &n), *param1 = all_tensors(p, TFX_BUF_PARAM, &n);
+    assert_memory_equal(grad0, grad1, n * sizeof *grad0);
+    assert_memory_equal(param0, param1, n * sizeof *param0);
+    assert_memory_equal(times0, tfx_pipeline_action_ms(p), sizeof(double) * s.n_actions);
+    assert_int_equal(eval.counts.gemms + eval.counts.reductions, 0);
+    /* The same loss as a training step on that batch. */
+    in = (tfx_step_input){.tokens = b.tokens, .targets = b.targets};
+    assert_int_equal(tfx_pipeline_step(p, &in, &train, &err), 0);
+    assert_true(eval.loss == train.loss);
+    /* An evaluation has nothing for AdamW. */
+    ev.apply_optimizer = 1;
+    assert_int_equal(tfx_pipeline_step(p, &ev, &eval, &err), TF_EINVAL);
+    assert_contains(err.msg, "forward-only");
+    free(grad0);
+    free(grad1);
+    free(param0);
+    free(param1);
+    free(times0);
+    tfx_pipeline_destroy(p);
+    tf_schedule_free(&s);
+}
+
+/* With rescale_frozen, a tensor frozen in k of the M microbatches gets its
+ * unfrozen microbatches' gradient times M / (M - k); one never frozen or
+ * frozen everywhere is as without it.  The FLOPs a step reports are the
+ * model's per microbatch, less the dW GEMMs of the frozen weights. */
+static void test_rescale_and_flops(void **state)
+{
+    (void)state;
+    batch b;
+    make_batch(&b, 31);
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, M, &s, NULL), 0);
+    tfx_model_config cfg = CFG;
+    tfx_pipeline *p = make_pipeline(&s, &cfg);
+    const tfx_model_layout *l = tfx_pipeline_layout(p);
+    const int T = l->n_tensors;
+    unsigned char *frozen = calloc((size_t)M * T, 1);
+    int k_of[64] = {0};
+    double frozen_flops = 0.0;
+    for (int t = 0; t < T; t++) {
+        k_of[t] = t % (M + 1); /* 0 .. M microbatches frozen */
+        for (int m = 0; m < k_of[t]; m++)
+            frozen[m * T + t] = 1;
+        if (l->tensors[t].kind == TFX_TENSOR_WEIGHT)
+            frozen_flops += k_of[t] * 2.0 * N * (double)l->tensors[t].count;
+    }
+    tf_error err = {0};
+    tfx_step_result plain, scaled;
+    tfx_step_input in = {.tokens = b.tokens, .targets = b.targets, .frozen = frozen};
+    assert_int_equal(tfx_pipeline_step(p, &in, &plain, &err), 0);
+    size_t n;
+    float *g0 = all_tensors(p, TFX_BUF_GRAD, &n);
+    in.rescale_frozen = 1;
+    assert_int_equal(tfx_pipeline_step(p, &in, &scaled, &err), 0);
+    float *g1 = all_tensors(p, TFX_BUF_GRAD, &n);
+    size_t at = 0;
+    for (int t = 0; t < T; t++) {
+        const int k = k_of[t];
+        const float factor = k > 0 && k < M ? (float)M / (float)(M - k) : 1.0f;
+        for (size_t i = 0; i < l->tensors[t].count; i++)
+            assert_true(g1[at + i] == g0[at + i] * factor);
+        at += l->tensors[t].count;
+    }
+    tfx_model_flops f = tfx_model_microbatch_flops(l, -1);
+    double expect = M * (f.forward + f.backward_input + f.backward_weight) - frozen_flops;
+    assert_float_equal(plain.flops, expect, 1.0);
+    assert_float_equal(scaled.flops, expect, 1.0);
+    free(g0);
+    free(g1);
+    free(frozen);
+    tfx_pipeline_destroy(p);
+    tf_schedule_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schedules_match_single_rank),
+        cmocka_unit_test(test_pairs_run_as_one_node),
         cmocka_unit_test(test_frozen_gradient_is_unfrozen_microbatches),
         cmocka_unit_test(test_dw_count_matches_plan),
         cmocka_unit_test(test_rank_failure_stops_all_ranks),
         cmocka_unit_test(test_deadlocking_order_is_refused),
+        cmocka_unit_test(test_forward_only_changes_nothing),
+        cmocka_unit_test(test_rescale_and_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

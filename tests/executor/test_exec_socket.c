@@ -8,24 +8,9 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "temp_dir.h"
 #include "tf/util.h"
 #include "tfx/transport.h"
-
-/* A fresh rendezvous folder per test (removed with its files). */
-static void make_dir(char *dir, size_t size)
-{
-    snprintf(dir, size, "/tmp/tfx_socket_test.XXXXXX");
-    if (!mkdtemp(dir))
-        fail_msg("mkdtemp failed");
-}
-
-static void remove_dir(const char *dir)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        print_message("could not remove %s\n", dir);
-}
 
 typedef struct hook_log {
     pthread_mutex_t lock;
@@ -131,7 +116,7 @@ static void test_messages_between_processes(void **state)
 {
     (void)state;
     char dir[64];
-    make_dir(dir, sizeof dir);
+    temp_dir_make("tfx_socket_test.", dir, sizeof dir);
     maker m[2];
     /* 4 ranks: 0, 1 in process 0; 2, 3 in process 1. */
     assert_int_equal(make_all(m, 2, 4, dir, 20.0), 0);
@@ -181,7 +166,7 @@ static void test_messages_between_processes(void **state)
     free(buf);
     free(got);
     destroy_all(m, 2);
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 typedef struct waiter {
@@ -206,7 +191,7 @@ static void test_abort_reaches_every_process(void **state)
 {
     (void)state;
     char dir[64];
-    make_dir(dir, sizeof dir);
+    temp_dir_make("tfx_socket_test.", dir, sizeof dir);
     maker m[3];
     assert_int_equal(make_all(m, 3, 3, dir, 30.0), 0);
     /* Ranks 1 and 2 wait for messages that never come; rank 0 fails. */
@@ -240,14 +225,14 @@ static void test_abort_reaches_every_process(void **state)
     assert_int_equal(m[2].tr.ops->send(m[2].tr.ctx, 2, 1, 3, &v, sizeof v, &err), TF_ERUNTIME);
     assert_contains(err.msg, "rank 0 failed");
     destroy_all(m, 3);
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 static void test_receive_timeout(void **state)
 {
     (void)state;
     char dir[64];
-    make_dir(dir, sizeof dir);
+    temp_dir_make("tfx_socket_test.", dir, sizeof dir);
     maker m[2];
     assert_int_equal(make_all(m, 2, 2, dir, 1.0), 0);
     waiter w = {.tr = m[1].tr, .to = 1, .from = 0};
@@ -266,7 +251,7 @@ static void test_receive_timeout(void **state)
     }
     assert_int_equal(rank, 1);
     destroy_all(m, 2);
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 /* Process 1 is a forked child that sends one message, waits for an answer
@@ -276,7 +261,7 @@ static void test_peer_that_dies(void **state)
 {
     (void)state;
     char dir[64];
-    make_dir(dir, sizeof dir);
+    temp_dir_make("tfx_socket_test.", dir, sizeof dir);
     tfx_socket_options o = {.ranks = 2, .processes = 2, .rendezvous_dir = dir,
                             .run_id = "death", .timeout_s = 30.0};
     fflush(NULL);
@@ -315,7 +300,7 @@ static void test_peer_that_dies(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     tr.ops->destroy(tr.ctx);
     pthread_mutex_destroy(&h.lock);
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 static void test_setup_errors(void **state)
@@ -337,7 +322,7 @@ static void test_setup_errors(void **state)
 
     /* Alone: nobody connects within the timeout. */
     char dir[64];
-    make_dir(dir, sizeof dir);
+    temp_dir_make("tfx_socket_test.", dir, sizeof dir);
     o.rendezvous_dir = dir;
     o.run_id = "alone";
     double t0 = tf_now_seconds();
@@ -361,7 +346,7 @@ static void test_setup_errors(void **state)
         assert_int_equal(m[q].rc, TF_EINVAL);
         assert_contains(m[q].err.msg, "pipeline ranks");
     }
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 int main(void)

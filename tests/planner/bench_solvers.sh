@@ -56,6 +56,18 @@ solvers_agree "Interleaved1F1B 4 ranks, spread" --schedule Interleaved1F1B --ran
 solvers_agree "Interleaved1F1B 8 ranks" --schedule Interleaved1F1B --ranks 8 1024
 solvers_agree "ZBVZeroBubble 2 ranks" --schedule ZBVZeroBubble --ranks 2 1024
 
+# Counts of one in the singular: the header, and too few actions for a microbatch.
+expect_status 0 "one rank" "$bench" --ranks 1 --solvers fast 2
+expect_stdout "one rank: singular counts" "1F1B, 1 rank x 1 stage per rank"
+run "$bench" --ranks 1 --solvers fast 1
+expect_stderr "one action" "1 action is fewer than one microbatch (2 actions on 1 rank x 1 stage)"
+
+# "--option=value" as getopt takes it (bench-solvers has no short option
+# that takes a value).
+expect_status 0 "--option=value" "$bench" --schedule=GPipe --ranks=2 --solvers=fast --limit=60 16
+expect_stdout "--option=value" "bench-solvers: GPipe, 2 ranks x 1 stage per rank"
+expect_stdout "--option=value" "limit 60 s per solve"
+
 # A limit far below the solve time: killed, reported, still exit 0.
 expect_status 0 "timeout" "$bench" --limit 0.001 --solvers lp_solve 2048
 check "timeout: reported" grep -Eq '^ +2048 +128 +lp_solve +timeout' "$work/out"
@@ -106,6 +118,7 @@ usage_error '--schedule: unknown schedule "Zigzag"' --schedule Zigzag 256
 usage_error '--limit: expected seconds' --limit -1 256
 usage_error '--solvers: expected a comma-separated list' --solvers lp_solve,simplex 256
 usage_error '--ranks: expected an integer' --ranks 0 256
+usage_error '--ranks: expected an integer in [1, 4096], got "0"' --ranks=0 256
 usage_error '--objective: expected least-freeze or spread, got "spready"' --objective spready 256
 usage_error 'ACTIONS: expected an integer' 2k
 expect_status 0 "--help" "$bench" --help

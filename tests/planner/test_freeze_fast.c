@@ -85,6 +85,7 @@ static const shape shapes[] = {
     {"Interleaved1F1B", 2, 2, 4}, {"Interleaved1F1B", 4, 2, 8},
     {"InterleavedZeroBubble", 2, 2, 4}, {"InterleavedZeroBubble", 4, 2, 8},
     {"ZBVZeroBubble", 2, 2, 4},  {"ZBVZeroBubble", 4, 2, 8},
+    {"LoopedBFS", 2, 2, 4},      {"DualPipeV", 2, 2, 4},   {"DualPipeV", 4, 2, 9},
 };
 
 /* Least-freeze on every schedule: random and tied times, with and without
@@ -172,7 +173,7 @@ static void expect_auto_picks(int microbatches, const char *expected)
     instance_free(&x);
 }
 
-/* auto: the reference below 1,024 actions, the fast solver from there on,
+/* auto: lp_solve below 1,024 actions, the fast solver from there on,
  * and tf_freeze_solve_with reports the one that ran. */
 static void auto_picks_by_size(void **state)
 {

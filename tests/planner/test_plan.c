@@ -386,6 +386,96 @@ static void solver_failure_falls_back(void **state)
     tf_profile_free(&p);
 }
 
+/* The pair order of test_dag (rank 0: 0F0 (0F1;0B0)OVERLAP_F_B 0B1, rank
+ * 1: 1F0 1B0 1F1 1B1) with F 1 ms, B 2 ms, B frozen 1 ms and a cap of 0.5
+ * per stage.  The pair makes every action one chain:
+ * T = 4 F + the four B = 4 + 4 x 2 - sum r, and each stage's two ratios
+ * may sum to 1, so T* = 12 - 2 = 10 with sum r = 2 (unfrozen 12, all frozen
+ * 8); spread gives every ratio 0.5. */
+static const char *pair_profile =
+    "{\"schedule\": \"paired\", \"ranks\": 2, \"microbatches\": 2, \"max_freeze_ratio\": 0.5,"
+    " \"stages\": [{\"forward_ms\": 1, \"backward_ms\": 2, \"backward_frozen_ms\": 1},"
+    "              {\"forward_ms\": 1, \"backward_ms\": 2, \"backward_frozen_ms\": 1}],"
+    " \"order\": [[\"0F0\", \"(0F1;0B0)OVERLAP_F_B\", \"0B1\"], [\"1F0\", \"1B0\", \"1F1\", \"1B1\"]]}";
+
+static void pair_lp_by_hand(void **state)
+{
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_parse(pair_profile, "pair.json", &p, &err))
+        fail_msg("%s", err.msg);
+    const tf_solver solvers[2] = {TF_SOLVER_LP_SOLVE, TF_SOLVER_FAST};
+    for (int objective = 0; objective < 2; objective++)
+        for (int k = 0; k < 2; k++) {
+            tf_plan_options o;
+            tf_plan_options_init(&o);
+            o.solver = solvers[k];
+            o.objective = (tf_objective)objective;
+            tf_plan plan;
+            if (tf_plan_from_profile(&p, &o, &plan, &err))
+                fail_msg("%s", err.msg);
+            check_invariants(&plan);
+            assert_close(plan.batch_ms_unfrozen, 12.0, 1e-12);
+            assert_close(plan.batch_ms_all_frozen, 8.0, 1e-12);
+            assert_close(plan.batch_ms_planned, 10.0, 1e-9);
+            double sum = 0;
+            for (int i = 0; i < plan.schedule.n_actions; i++) {
+                const tf_plan_action *a = &plan.actions[i];
+                sum += a->freeze_ratio;
+                if (objective == TF_OBJECTIVE_SPREAD && a->action.type == TF_ACT_B)
+                    assert_close(a->freeze_ratio, 0.5, 1e-9);
+            }
+            assert_close(sum, 2.0, 1e-9);
+            /* The pair's halves run back to back. */
+            const tf_plan_action *f = &plan.actions[1], *b = &plan.actions[2];
+            assert_int_equal(f->action.pair, TF_PAIR_FIRST);
+            assert_int_equal(b->action.pair, TF_PAIR_SECOND);
+            assert_close(b->start_ms, f->start_ms + f->ms, 1e-12);
+            tf_plan_free(&plan);
+        }
+    tf_profile_free(&p);
+}
+
+/* A pair survives plan.json: both of its actions carry its name, and a
+ * plan whose "pair" fields do not describe one is refused. */
+static void pair_in_plan_json(void **state)
+{
+    tf_profile p;
+    tf_plan plan, loaded;
+    tf_error err = {0};
+    assert_int_equal(tf_profile_parse(pair_profile, "pair.json", &p, &err), 0);
+    assert_int_equal(tf_plan_from_profile(&p, NULL, &plan, &err), 0);
+    char *json;
+    assert_int_equal(tf_plan_to_json(&plan, &json, &err), 0);
+    char *first = strstr(json, "\"pair\"");
+    assert_non_null(first);
+    assert_non_null(strstr(first + 1, "\"pair\""));
+    assert_contains(json, "\"(0F1;0B0)OVERLAP_F_B\"");
+    if (tf_plan_parse(json, "pair-plan.json", &loaded, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(loaded.schedule.n_actions, 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(loaded.actions[i].action.pair, plan.actions[i].action.pair);
+    assert_close(loaded.batch_ms_planned, plan.batch_ms_planned, 1e-9);
+    tf_plan_free(&loaded);
+
+    /* The second half's name dropped: refused, naming the first. */
+    char *second = strstr(first + 1, "\"pair\"");
+    memcpy(second, "\"xair\"", 6);
+    assert_int_equal(tf_plan_parse(json, "bad.json", &loaded, &err), TF_EINVAL);
+    assert_contains(err.msg, "$.actions[1].pair");
+    assert_contains(err.msg, "both carrying it");
+    memcpy(second, "\"pair\"", 6);
+    /* A name that is not this pair's. */
+    char *name = strstr(json, "(0F1;0B0)");
+    memcpy(name, "(0F0;0B0)", 9);
+    assert_int_equal(tf_plan_parse(json, "bad.json", &loaded, &err), TF_EINVAL);
+    assert_contains(err.msg, "must name this action and the next");
+    free(json);
+    tf_plan_free(&plan);
+    tf_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +488,8 @@ int main(void)
         cmocka_unit_test(solver_choice_is_recorded),
         cmocka_unit_test(plan_size_limits),
         cmocka_unit_test(solver_failure_falls_back),
+        cmocka_unit_test(pair_lp_by_hand),
+        cmocka_unit_test(pair_in_plan_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,11 +24,32 @@ check "good run: the plan says tf-plan" grep -Eq '"format":[[:space:]]*"tf-plan"
 expect_stdout "good run" "speedup"
 expect_stdout "good run" "lp_solve"
 
+# Counts of one read in the singular.
+cat >"$work/one.json" <<'JSON'
+{"schedule": "GPipe", "ranks": 1, "microbatches": 1,
+ "stages": [{"forward_ms": 1, "backward_ms": 2, "backward_frozen_ms": 1}]}
+JSON
+expect_status 0 "one rank" "$TF_PLAN" "$work/one.json"
+expect_stdout "one rank: singular counts" "GPipe: 1 rank x 1 stage, 1 microbatch, 2 actions"
+
 # --objective spread and a cap override change the plan's header.
 expect_status 0 "spread" "$TF_PLAN" "$trace" --objective spread --max-freeze-ratio 0.5 -q \
     -o "$work/spread.json"
 check "spread: objective" grep -Eq '"objective":[[:space:]]*"spread"' "$work/spread.json"
 check "spread: cap" grep -Eq '"max_freeze_ratio":[[:space:]]*0.5,' "$work/spread.json"
+
+# Options as getopt takes them: "-oFILE" and "--option=value".
+expect_status 0 "-oFILE" "$TF_PLAN" "$trace" -q -o"$work/attached.json"
+check "-oFILE: no plan written" [ -s "$work/attached.json" ]
+expect_status 0 "--option=value" "$TF_PLAN" "$trace" --quiet --output="$work/equals.json" \
+    --objective=spread --max-freeze-ratio=0.5 --solver=fast
+check "--output=FILE: no plan written" [ -s "$work/equals.json" ]
+check "--objective=spread not taken" grep -Eq '"objective":[[:space:]]*"spread"' "$work/equals.json"
+check "--max-freeze-ratio=0.5 not taken" \
+    grep -Eq '"max_freeze_ratio":[[:space:]]*0.5,' "$work/equals.json"
+check "--solver=fast not taken" grep -Eq '"name":[[:space:]]*"fast"' "$work/equals.json"
+expect_status 2 "--max-freeze-ratio=2" "$TF_PLAN" "$trace" -q --max-freeze-ratio=2
+expect_stderr "--max-freeze-ratio=2" '--max-freeze-ratio: expected a number in [0, 1], got "2"'
 
 # --schedule-csv replaces the order: GPipe's order on a 1F1B profile.
 printf '0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n' >"$work/gpipe.csv"
@@ -46,6 +67,75 @@ rank1 = [f"{a['stage']}{a['type']}{a['microbatch']}" for a in plan["actions"] if
 assert rank1 == ["1F0", "1F1", "1B0", "1B1"], rank1
 assert plan["batch_ms"]["unfrozen"] == 9, plan["batch_ms"]  # by hand: F 1, B 2
 PY
+
+# PyTorch's own CSVs plan as PyTorch writes them (tests/planner/golden/pytorch-artifacts),
+# with a profile that names no schedule: the CSV gives the shape.
+artifacts=$src/tests/planner/golden/pytorch-artifacts
+stage_iw='{"forward_ms": 2, "backward_input_ms": 2, "backward_weight_ms": 2}'
+cat >"$work/zb1p.json" <<JSON
+{"ranks": 2, "microbatches": 8, "stages": [$stage_iw, $stage_iw, $stage_iw, $stage_iw]}
+JSON
+# same_plan A B: the same batch times and actions, pairs included (not the solver's seconds).
+same_plan() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["batch_ms"] == b["batch_ms"], (a["batch_ms"], b["batch_ms"])
+assert a["actions"] == b["actions"]
+PY
+}
+expect_status 0 "ZB1P artifact" "$TF_PLAN" "$work/zb1p.json" \
+    --schedule-csv "$artifacts/zb1p_2rank_2stagep_compute.csv" -q -o "$work/zb1p-plan.json"
+expect_stderr "ZB1P artifact: the older notation is noted" \
+    "32 cells in PyTorch's older notation (B followed by a W of the same stage and microbatch, first 2B0) read as backward-input I"
+check "ZB1P artifact: one note line" [ "$(wc -l <"$work/err")" -eq 1 ]
+expect_status 0 "ZB1P artifact, newer notation" "$TF_PLAN" "$work/zb1p.json" \
+    --schedule-csv "$artifacts/zb1p_2rank_2stagep_compute.a8e954a.csv" -q -o "$work/zb1p-new.json"
+check "ZB1P artifact: no note for the newer notation" [ ! -s "$work/err" ]
+check "ZB1P artifact: both notations give the same plan" same_plan "$work/zb1p-plan.json" \
+    "$work/zb1p-new.json"
+stage_all='{"forward_ms": 2, "backward_ms": 4, "backward_input_ms": 2, "backward_weight_ms": 2}'
+stages8="$stage_all, $stage_all, $stage_all, $stage_all, $stage_all, $stage_all, $stage_all, $stage_all"
+printf '{"stages": [%s]}' "$stages8" >"$work/dpv-timings.json"
+expect_status 0 "DualPipeV artifact, a profile of timings alone" "$TF_PLAN" "$work/dpv-timings.json" \
+    --schedule-csv "$artifacts/dualpipev_4rank_10mb.csv" -q -o "$work/dpv-csv.json"
+check "DualPipeV artifact: pairs in the plan" grep -q '"pair":[[:space:]]*"(0F7;7B3)OVERLAP_F_B"' \
+    "$work/dpv-csv.json"
+# A profile that names another schedule plans the CSV's order all the same.
+printf '{"schedule": "ZBVZeroBubble", "ranks": 4, "microbatches": 10, "stages": [%s]}' "$stages8" \
+    >"$work/dpv-zbv.json"
+expect_status 0 "DualPipeV artifact, a ZBVZeroBubble profile" "$TF_PLAN" "$work/dpv-zbv.json" \
+    --schedule-csv "$artifacts/dualpipev_4rank_10mb.csv" -q -o "$work/dpv-zbv-plan.json"
+check "DualPipeV artifact: the CSV's order, not the profile's" same_plan "$work/dpv-csv.json" \
+    "$work/dpv-zbv-plan.json"
+printf '{"schedule": "DualPipeV", "ranks": 4, "microbatches": 10, "stages": [%s]}' "$stages8" \
+    >"$work/dpv.json"
+# tf-plan's own CSV of DualPipeV is PyTorch's artifact byte for byte, and plans back the same.
+expect_status 0 "--write-csv" "$TF_PLAN" "$work/dpv.json" -q -o "$work/dpv-plan.json" \
+    --write-csv "$work/dpv.csv"
+check "--write-csv: PyTorch's DualPipeV CSV, byte for byte" cmp -s "$work/dpv.csv" \
+    "$artifacts/dualpipev_4rank_10mb.csv"
+expect_status 0 "--write-csv round trip" "$TF_PLAN" "$work/dpv.json" -q -o "$work/dpv-back.json" \
+    --schedule-csv "$work/dpv.csv" --write-csv "$work/dpv-back.csv"
+check "--write-csv round trip: the same CSV" cmp -s "$work/dpv.csv" "$work/dpv-back.csv"
+check "--write-csv round trip: the same plan" same_plan "$work/dpv-plan.json" "$work/dpv-back.json"
+printf '0F0,(0F1;0B0)OVERLAP_F_B,0B1\n1F0,1B0,1F1,1B1\n' >"$work/pair.csv"
+expect_status 0 "--write-csv of a CSV order" "$TF_PLAN" "$work/two.json" -q \
+    --schedule-csv "$work/pair.csv" --write-csv "$work/pair-back.csv"
+check "--write-csv of a CSV order: unchanged" cmp -s "$work/pair.csv" "$work/pair-back.csv"
+# A shape the profile states must be the CSV's.
+printf '{"ranks": 2, "stages": [%s]}' "$stages8" >"$work/dpv-two-ranks.json"
+expect_error "csv ranks" 1 '$.ranks' "$work/dpv-two-ranks.json" \
+    --schedule-csv "$artifacts/dualpipev_4rank_10mb.csv"
+printf '{"stages": [%s, %s]}' "$stage_all" "$stage_all" >"$work/two-stages.json"
+expect_error "csv stages" 1 '$.stages' "$work/two-stages.json" \
+    --schedule-csv "$artifacts/dualpipev_4rank_10mb.csv"
+printf '{"schedule": "DualPipeV", "ranks": 4, "microbatches": 6, "stages": [%s]}' "$stages8" \
+    >"$work/dpv6.json"
+expect_error "DualPipeV needs 2P microbatches" 1 'microbatches = 6 is fewer than the 8 stages' \
+    "$work/dpv6.json"
+printf '0F0,(0F1;0W0)OVERLAP_F_B,0B1\n1F0,1B0,1F1,1B1\n' >"$work/bad-pair.csv"
+expect_error "csv bad pair" 1 'line 1, cell 2' "$work/two.json" --schedule-csv "$work/bad-pair.csv"
 
 # --timeline draws the plan from the same library call as tf-dot.
 expect_status 0 "--timeline svg" "$TF_PLAN" "$trace" -q -o "$work/t.json" --timeline "$work/t.svg"

@@ -35,6 +35,7 @@ dot 0 "$work/noformat.json" -o "$work/noformat.svg"
 check "t.svg is not a whole SVG" grep -q '</svg>' "$work/t.svg"
 dot 0 "$plan" -o "$work/t.png"
 check "t.png is not a PNG" starts_with "$work/t.png" 89504e470d0a1a0a
+check "t.png: a note on stderr for 16 actions" [ ! -s "$work/err" ]
 dot 0 "$plan" -o "$work/t.pdf"
 check "t.pdf is not a PDF" starts_with "$work/t.pdf" 255044462d
 dot 0 "$plan" -o "$work/t.gv"
@@ -43,10 +44,67 @@ dot 0 "$plan" -o "$work/trace.json"
 check "trace.json has no traceEvents" grep -q '"traceEvents"' "$work/trace.json"
 check "trace.json: want 16 complete events" \
     [ "$(grep -o '"ph":"X"' "$work/trace.json" | wc -l)" -eq 16 ]
+# --flows: the dependencies between ranks as flow events (arrows in Perfetto); the
+# ranks' threads are named; only for the Chrome trace.
+dot 0 "$plan" -T chrome --flows -o "$work/flows.json"
+check "--flows: flow events" python3 - "$work/flows.json" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+starts = [e for e in events if e["ph"] == "s"]
+ends = [e for e in events if e["ph"] == "f"]
+assert len(starts) == len(ends) > 0, (len(starts), len(ends))
+assert sorted(e["id"] for e in starts) == sorted(e["id"] for e in ends)
+threads = [e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
+assert threads == ["stage 0", "stage 1"], threads
+PY
+dot 2 "$plan" --flows -o "$work/flows.svg"
+expect_stderr "--flows on an SVG: refused, naming the Chrome trace" "-T chrome"
+# DualPipeV: labelled as PyTorch names actions, the pairs framed.
+cat >"$work/dualpipev.json" <<'JSON'
+{ "schedule": "DualPipeV", "ranks": 2, "microbatches": 4,
+  "stages": [ {"forward_ms": 5, "backward_ms": 10, "backward_input_ms": 5, "backward_weight_ms": 5},
+              {"forward_ms": 5, "backward_ms": 10, "backward_input_ms": 5, "backward_weight_ms": 5},
+              {"forward_ms": 5, "backward_ms": 10, "backward_input_ms": 5, "backward_weight_ms": 5},
+              {"forward_ms": 5, "backward_ms": 10, "backward_input_ms": 5, "backward_weight_ms": 5} ] }
+JSON
+dot 0 "$work/dualpipev.json" -o "$work/dualpipev.svg"
+check "DualPipeV: pairs framed" grep -q 'id="p_pair_0F3_3B1" class="node pair"' "$work/dualpipev.svg"
+check "DualPipeV: boxes named as PyTorch names actions" grep -q '>3F0</text>' "$work/dualpipev.svg"
+dot 0 "$work/dualpipev.json" -T chrome -o "$work/dualpipev-trace.json"
+check "DualPipeV trace: events named 3F0" grep -q '"name":"3F0"' "$work/dualpipev-trace.json"
+check "DualPipeV trace: pairs named in args" \
+    grep -q '"pair":"(0F3;3B1)OVERLAP_F_B"' "$work/dualpipev-trace.json"
 dot 0 "$plan" -T svg -o "$work/named.out"
 check "-T svg did not write SVG" grep -q '</svg>' "$work/named.out"
 dot 0 "$plan" -Tpng -o "$work/named2.out"
 check "-Tpng did not write PNG" starts_with "$work/named2.out" 89504e470d0a1a0a
+
+# 32,768 actions (1F1B, 8 ranks x 2,048 microbatches, drawn from the profile,
+# so no LP to solve): the PNG is written, and stderr says it is too dense
+# and names SVG and the Chrome trace as the formats for that size.
+stages=
+for i in 0 1 2 3 4 5 6 7; do
+    stages="$stages${stages:+,}{\"forward_ms\": $((15 + i)), \"backward_ms\": $((45 + 2 * i)),
+        \"backward_frozen_ms\": $((24 + i))}"
+done
+printf '{"schedule": "1F1B", "ranks": 8, "microbatches": 2048, "stages": [%s]}\n' "$stages" \
+    >"$work/big.json"
+dot 0 "$work/big.json" -o "$work/big.png"
+check "big.png is not a PNG" starts_with "$work/big.png" 89504e470d0a1a0a
+expect_stderr "32,768 actions as a PNG: no note" "32768 actions, 4096 on the busiest rank"
+expect_stderr "32,768 actions as a PNG: no format named" "SVG"
+expect_stderr "32,768 actions as a PNG: no format named" "-T chrome"
+
+# Options as getopt takes them: "-oFILE", "-Tsvg" (above), "--option=value".
+dot 0 "$plan" -o"$work/attached.svg"
+check "-oFILE did not write SVG" grep -q '</svg>' "$work/attached.svg"
+dot 0 "$plan" --output="$work/equals.out" --format=svg --width=1500 --compare=unfrozen
+check "--format=svg did not write SVG" grep -q '</svg>' "$work/equals.out"
+check "--width=1500 not honoured" grep -q '<svg width="1500pt"' "$work/equals.out"
+check "--compare=unfrozen: want 32 boxes" \
+    [ "$(grep -c 'class="node action ' "$work/equals.out")" -eq 32 ]
+dot 2 "$plan" --format=gif
+expect_stderr "--format=gif: message does not name the format" '"gif"'
 
 # Default: DOT on stdout.
 dot 0 "$plan"
@@ -58,12 +116,26 @@ expect_stdout "-T chrome on stdout" '"traceEvents"'
 dot 0 "$work/profile.json" -o "$work/profile.svg"
 check "profile drawing is not titled unfrozen" grep -q 'unfrozen schedule' "$work/profile.svg"
 dot 0 "$plan" --compare unfrozen -o "$work/compare.svg"
+# A profile has no plan to compare with: refused, not two identical panels.
+expect_refused_with 1 "--compare on a profile" '--compare unfrozen' -- \
+    "$TF_DOT" "$work/profile.json" --compare unfrozen -o "$work/profile-compare.svg"
+expect_stderr "--compare on a profile: the message says the input is a profile" 'is a profile'
+check "--compare on a profile: a picture was written" [ ! -e "$work/profile-compare.svg" ]
 check "compare: want 32 boxes" [ "$(grep -c 'class="node action ' "$work/compare.svg")" -eq 32 ]
 dot 0 "$plan" --dag -o "$work/dag.svg"
 check "--dag drew no dependency edges" grep -q 'class="edge dep' "$work/dag.svg"
 dot 0 "$plan" --width 1500 --title 'My \N title' -o "$work/wide.svg"
 check "--width 1500 not honoured" grep -q '<svg width="1500pt"' "$work/wide.svg"
 check "--title text not drawn verbatim" grep -q 'My \\N title' "$work/wide.svg"
+
+# A title of one rank and one microbatch reads in the singular.
+cat >"$work/one.json" <<'EOF'
+{"schedule": "GPipe", "ranks": 1, "microbatches": 1,
+ "stages": [{"forward_ms": 1, "backward_ms": 2, "backward_frozen_ms": 1}]}
+EOF
+dot 0 "$work/one.json" -o "$work/one.svg"
+check "one rank: the title is not in the singular" \
+    grep -q 'GPipe · 1 rank · 1 microbatch<' "$work/one.svg"
 
 # The SVG is well-formed XML (where python3 is around to say so).
 if command -v python3 >/dev/null; then

@@ -29,6 +29,46 @@ check "good study: $rows CSV rows, expected 7 (8 configurations, 1 skipped)" [ "
 check "CSV header" grep -q '^schedule,ranks,stages_per_rank,' <(head -1 "$work/r.csv")
 check "SVG is not complete" grep -q '</svg>' "$work/r.svg"
 
+# --- a long study name: the plot's title fits inside the picture ---------
+long_name="capacity sweep of a LLaMA-3.1-70B-like model over every schedule, depth, microbatch \
+count and cap on H200"
+sed "s/\"name\": \"cli test\"/\"name\": \"$long_name\"/" "$work/good.json" >"$work/long.json"
+expect_status 0 "long name" "$TF_STUDY" "$work/long.json" -q --plot "$work/long.svg"
+# The title's width estimated at 0.62 em a character (DejaVu Sans Bold, what
+# Helvetica is on Debian, averages 0.59 em over text) must end inside the SVG.
+check "long name: the title runs past the SVG's right edge" \
+    python3 - "$work/long.svg" "$long_name" <<'PY'
+import re, sys, xml.etree.ElementTree as E
+svg = E.parse(sys.argv[1]).getroot()
+title = next(t for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "title")
+size = re.search(r"font-size:\s*([0-9.]+)px", title.get("style") or "font-size:16px")
+end = float(title.get("x")) + 0.62 * float(size.group(1)) * len(title.text)
+print(f"title ends at about {end:.0f}, the SVG is {svg.get('width')} wide")
+sys.exit(0 if sys.argv[2] in title.text and end <= float(svg.get("width")) else 1)
+PY
+
+# --- one configuration on one rank: counts in the singular ---------------
+cat >"$work/one.json" <<'EOF'
+{ "model": { "layers": 8, "layer_forward_ms": 1.5, "layer_backward_ms": 3.5,
+             "layer_backward_frozen_ms": 1.75, "microbatch_tokens": 4096 },
+  "sweep": { "schedule": ["GPipe"], "ranks": [1], "microbatches": [4] } }
+EOF
+expect_status 0 "one configuration" "$TF_STUDY" "$work/one.json" -j 1 --plot "$work/one.svg"
+expect_stdout "one configuration: singular counts" \
+    "1 configuration: 1 solved, 0 skipped, 0 failed (1 thread,"
+check "one configuration: the plot's tooltip is not in the singular" \
+    grep -q 'GPipe, 1 rank x 1 stage, 4 microbatches' "$work/one.svg"
+
+# --- options as getopt takes them: "-j1", "-oFILE", "--option=value" ------
+expect_status 0 "-j1" "$TF_STUDY" "$work/good.json" -q -j1 -o"$work/j1.csv"
+check "-j1 -oFILE: expected 7 CSV rows" [ "$(($(wc -l <"$work/j1.csv") - 1))" -eq 7 ]
+expect_status 0 "--jobs=1" "$TF_STUDY" "$work/good.json" --quiet --jobs=1 \
+    --output="$work/jobs1.csv" --plot="$work/jobs1.svg" --solver=fast --objective=least-freeze
+check "--output=FILE: expected 7 CSV rows" [ "$(($(wc -l <"$work/jobs1.csv") - 1))" -eq 7 ]
+check "--plot=FILE: no SVG written" grep -q '</svg>' "$work/jobs1.svg"
+expect_status 2 "-j0" "$TF_STUDY" "$work/good.json" -q -j0
+expect_stderr "-j0" '--jobs: expected an integer in [1, 1024], got "0"'
+
 # --- outputs are one unit: an unwritable plot leaves the CSV untouched ----
 printf 'precious' >"$work/keep.csv"
 expect_refused_with 1 "unwritable plot" "no/such/dir/r.svg" "$work/keep.csv" -- \

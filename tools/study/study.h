@@ -83,14 +83,15 @@ typedef struct tf_study_config {
 } tf_study_config;
 
 /* Default stages per rank of a built-in schedule: 1 for GPipe and 1F1B,
- * 2 for the interleaved and V schedules. */
+ * 2 for the interleaved, looped and V schedules. */
 int tf_study_default_stages_per_rank(const char *schedule);
 
 /* Expands the sweep into *configs (malloc'd, caller frees) in the order
  * schedule, ranks, stages_per_rank, microbatches, max_freeze_ratio, p2p_ms
  * (the last varies fastest).  stages_per_rank values apply to schedules that
- * accept several (Interleaved1F1B, InterleavedZeroBubble); GPipe and 1F1B
- * always use 1 and ZBVZeroBubble 2.  Returns 0 or TF_ENOMEM. */
+ * accept several (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble); GPipe
+ * and 1F1B always use 1, ZBVZeroBubble and DualPipeV 2.  Returns 0 or
+ * TF_ENOMEM. */
 int tf_study_configs(const tf_study *s, tf_study_config **configs, int *n, tf_error *err);
 
 /* Splits the layers into `stages` contiguous stages: first_layer[k] is the

@@ -18,7 +18,7 @@ int tf_study_default_stages_per_rank(const char *schedule)
 /* Does the schedule accept more than one stages_per_rank value? */
 static int varies_stages_per_rank(const char *schedule)
 {
-    return strcmp(schedule, "Interleaved1F1B") == 0 ||
+    return strcmp(schedule, "Interleaved1F1B") == 0 || strcmp(schedule, "LoopedBFS") == 0 ||
            strcmp(schedule, "InterleavedZeroBubble") == 0;
 }
 

@@ -148,9 +148,10 @@ static int read_profile(const tfj_ctx *model_at, const cJSON *model, tf_study *s
         tfj_ctx at;
         tfj_child(model_at, "layers", &at);
         tf_fail(err, TF_EINVAL,
-                "%s: %s: the profile %s has %d stages but the model only %d layers (each "
+                "%s: %s: the profile %s has %d stages but the model only %d %s (each "
                 "stage holds at least one layer)",
-                s->source, at.path, s->profile_path, stages, s->layers);
+                s->source, at.path, s->profile_path, stages, s->layers,
+                tf_plural(s->layers, "layer", "layers"));
         tf_profile_free(&p);
         return TF_EINVAL;
     }

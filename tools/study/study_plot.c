@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "study_text.h"
+#include "tf/util.h"
 
 /* Layout in pixels. */
 enum {
@@ -24,8 +25,13 @@ enum {
     PANEL_A = 250,      /* throughput panel height */
     BETWEEN = 34,
     PANEL_B = 150,      /* speedup panel height */
-    BOTTOM = 118        /* rotated configuration labels */
+    BOTTOM = 118,       /* rotated configuration labels */
+    TITLE_PX = 16,      /* title font size, shrunk down to TITLE_MIN_PX to fit */
+    TITLE_MIN_PX = 11
 };
+
+/* The legend's second entry: the widest text of the legend line. */
+static const char *const legend_gain = "gain from the freeze plan (planned = whole bar)";
 
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                       "#b07aa1", "#76b7b2", "#edc948", "#9c755f"};
@@ -94,6 +100,7 @@ typedef struct plot_layout {
     double *x;
     int *group;
     int width, height, plot_right;
+    double title_px;           /* the title's font size */
     int a_top, b_top;          /* the throughput and speedup panels */
     double step_a, top_a;      /* throughput axis: tick step and top */
     double step_b, top_b;      /* speedup axis */
@@ -102,6 +109,51 @@ typedef struct plot_layout {
 static const char *group_colour(int group)
 {
     return palette[group % (int)(sizeof palette / sizeof *palette)];
+}
+
+/* Estimated advance width in em of text in bold (bold != 0) or regular
+ * Helvetica.  On Debian that resolves to DejaVu Sans, wider than Helvetica;
+ * the per-character widths are DejaVu Sans's rounded up, so the estimate
+ * errs wide and text placed by it stays inside the picture. */
+static double text_em(const char *s, int bold)
+{
+    double em = 0.0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p & 0xc0) == 0x80)
+            continue; /* UTF-8 continuation byte */
+        if (*p >= 0xc0 || strchr("WMmw%", *p))
+            em += bold ? 1.1 : 1.0;
+        else if (*p >= 'A' && *p <= 'Z')
+            em += bold ? 0.8 : 0.72;
+        else
+            em += bold ? 0.72 : 0.66;
+    }
+    return em;
+}
+
+/* The title's text, as drawn (the em dash is one character). */
+static void title_text(const tf_study_result *r, char *buf, size_t size)
+{
+    snprintf(buf, size, "tf-study: %s \xe2\x80\x94 throughput and speedup of the freeze plan",
+             r->name);
+}
+
+/* Widens the picture to hold the legend line, then sizes the title to the
+ * width: a long study name shrinks the title down to TITLE_MIN_PX, and
+ * past that widens the picture, so the title is never cut off at the right
+ * edge. */
+static void fit_title(const tf_study_result *r, plot_layout *l)
+{
+    double legend_right = LEFT + 106 + text_em(legend_gain, 0) * 12;
+    l->width = (int)fmax(l->width, ceil(legend_right + RIGHT));
+    char title[512];
+    title_text(r, title, sizeof title);
+    double em = text_em(title, 1), room = l->width - LEFT - RIGHT;
+    l->title_px = TITLE_PX;
+    if (em * TITLE_PX > room)
+        l->title_px = fmax(TITLE_MIN_PX, floor(2 * room / em) / 2);
+    l->width = (int)fmax(l->width, ceil(LEFT + em * l->title_px + RIGHT));
+    l->plot_right = l->width - RIGHT;
 }
 
 /* Places the solved rows and scales both panels to fit them.  Returns 0 or
@@ -135,7 +187,7 @@ static int lay_out(const tf_study_result *r, plot_layout *l)
         max_speedup = fmax(max_speedup, w->speedup);
     }
     l->width = (int)cursor + 10 + RIGHT;
-    l->plot_right = l->width - RIGHT;
+    fit_title(r, l);
     l->a_top = TOP;
     l->b_top = TOP + PANEL_A + BETWEEN;
     l->height = l->b_top + PANEL_B + BOTTOM;
@@ -158,18 +210,20 @@ static void write_head(st_text *t, const tf_study_result *r, const plot_layout *
               ".title{font-size:16px;font-weight:bold}.legend{font-size:12px;fill:#222}</style>\n"
               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
               l->width, l->height, l->width, l->height);
-    st_printf(t, "<text x=\"%d\" y=\"24\" class=\"title\">tf-study: ", LEFT);
-    st_xml(t, r->name);
-    st_printf(t, " &#8212; throughput and speedup of the freeze plan</text>\n");
+    char title[512];
+    title_text(r, title, sizeof title);
+    st_printf(t, "<text x=\"%d\" y=\"24\" class=\"title\" style=\"font-size:%gpx\">", LEFT,
+              l->title_px);
+    st_xml(t, title);
+    st_printf(t, "</text>\n");
     /* Legend (in the first schedule's colour; every group uses the same code). */
     st_printf(t,
               "<rect x=\"%d\" y=\"36\" width=\"12\" height=\"12\" fill=\"#777\"/>"
               "<text x=\"%d\" y=\"46\" class=\"legend\">unfrozen</text>\n"
               "<rect x=\"%d\" y=\"36\" width=\"12\" height=\"12\" fill=\"#777\" "
               "fill-opacity=\"0.35\"/>"
-              "<text x=\"%d\" y=\"46\" class=\"legend\">gain from the freeze plan (planned = "
-              "whole bar)</text>\n",
-              LEFT, LEFT + 16, LEFT + 90, LEFT + 106);
+              "<text x=\"%d\" y=\"46\" class=\"legend\">%s</text>\n",
+              LEFT, LEFT + 16, LEFT + 90, LEFT + 106, legend_gain);
 }
 
 /* Alternating group bands and group names. */
@@ -221,9 +275,11 @@ static void write_bars(st_text *t, const tf_study_result *r, const plot_layout *
     double h_speedup = (w->speedup - 1.0) / (l->top_b - 1.0) * PANEL_B;
     char tip[256];
     snprintf(tip, sizeof tip,
-             "%s, %d ranks x %d stages, %d microbatches, cap %g, p2p %g ms: "
+             "%s, %d %s x %d %s, %d %s, cap %g, p2p %g ms: "
              "%.0f -> %.0f tokens/s per GPU, speedup %.3fx, mean freeze %.2f",
-             c->schedule, c->ranks, c->stages_per_rank, c->microbatches, c->max_freeze_ratio,
+             c->schedule, c->ranks, tf_plural(c->ranks, "rank", "ranks"), c->stages_per_rank,
+             tf_plural(c->stages_per_rank, "stage", "stages"), c->microbatches,
+             tf_plural(c->microbatches, "microbatch", "microbatches"), c->max_freeze_ratio,
              c->p2p_ms, unfrozen, planned, w->speedup, w->mean_freeze_ratio);
     st_printf(t, "<g><title>");
     st_xml(t, tip);

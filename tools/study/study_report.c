@@ -199,9 +199,9 @@ static int seen_before(const tf_study_result *r, int i, int by_ranks)
 void tf_study_print_summary(const tf_study_result *r, FILE *f)
 {
     fprintf(f, "# tf-study: %s\n\n", r->name);
-    fprintf(f, "%d configurations: %d solved, %d skipped, %d failed (%d thread%s, %.1f s).\n",
-            r->n_rows, r->solved, r->skipped, r->failed, r->threads, r->threads == 1 ? "" : "s",
-            r->wall_seconds);
+    fprintf(f, "%d %s: %d solved, %d skipped, %d failed (%d %s, %.1f s).\n", r->n_rows,
+            tf_plural(r->n_rows, "configuration", "configurations"), r->solved, r->skipped,
+            r->failed, r->threads, tf_plural(r->threads, "thread", "threads"), r->wall_seconds);
     if (!r->solved) {
         fprintf(f, "\nNo configuration could be planned.\n");
         return;

@@ -46,16 +46,34 @@ typedef struct tfx_backend_ops {
     void (*embedding_backward_acc)(void *ctx, float *dtable, const int32_t *tokens, int rows,
                                    int cols, const float *dout);
 
-    /* RMSNorm: rstd[i] = 1/sqrt(mean_j x[i,j]^2 + eps); out = x * rstd * gain. */
-    void (*rmsnorm_forward)(void *ctx, const float *x, const float *gain, int rows, int cols,
-                            float eps, float *out, float *rstd);
+    /* LayerNorm over each row: mean[i], rstd[i] = 1/sqrt(var_i + eps) (the
+     * biased variance), out = (x - mean) * rstd * weight + bias. */
+    void (*layernorm_forward)(void *ctx, const float *x, const float *weight, const float *bias,
+                              int rows, int cols, float eps, float *out, float *mean,
+                              float *rstd);
     /* dx = gradient of the input given dout (overwrites dx). */
-    void (*rmsnorm_backward_input)(void *ctx, const float *dout, const float *x,
-                                   const float *gain, const float *rstd, int rows, int cols,
-                                   float *dx);
-    /* dgain[j] += sum_i dout[i,j] * x[i,j] * rstd[i]. */
-    void (*rmsnorm_backward_gain_acc)(void *ctx, const float *dout, const float *x,
-                                      const float *rstd, int rows, int cols, float *dgain);
+    void (*layernorm_backward_input)(void *ctx, const float *dout, const float *x,
+                                     const float *weight, const float *mean, const float *rstd,
+                                     int rows, int cols, float *dx);
+    /* dweight[j] += sum_i dout[i,j] * (x[i,j] - mean[i]) * rstd[i].  (The
+     * bias's gradient is bias_backward_acc of dout.) */
+    void (*layernorm_backward_weight_acc)(void *ctx, const float *dout, const float *x,
+                                          const float *mean, const float *rstd, int rows,
+                                          int cols, float *dweight);
+
+    /* Causal multi-head self-attention of `batch` sequences of `seq` tokens,
+     * C = heads * head_size.  qkv is (batch * seq) x 3C, row = [q | k | v],
+     * head h in columns h * head_size of each part; out is (batch * seq) x C
+     * (heads side by side); probs (batch x heads x seq x seq) receives the
+     * softmax weights softmax(q k^T / sqrt(head_size)) with the entries
+     * above the diagonal 0, for the backward. */
+    void (*attention_forward)(void *ctx, const float *qkv, int batch, int seq, int heads,
+                              int head_size, float *out, float *probs);
+    /* dqkv = gradient of qkv given dout (overwrites dqkv); scratch has room
+     * for batch x heads x seq x seq floats. */
+    void (*attention_backward)(void *ctx, const float *dout, const float *qkv,
+                               const float *probs, int batch, int seq, int heads,
+                               int head_size, float *scratch, float *dqkv);
 
     /* out[i, j] += bias[j]. */
     void (*bias_forward)(void *ctx, float *out, const float *bias, int rows, int cols);
@@ -71,6 +89,8 @@ typedef struct tfx_backend_ops {
 
     /* y += x. */
     void (*add)(void *ctx, float *y, const float *x, size_t count);
+    /* y *= alpha. */
+    void (*scale)(void *ctx, float *y, float alpha, size_t count);
 
     /* Softmax cross-entropy over rows of logits (rows x vocab) with integer
      * targets: *loss_sum (host) = sum of the rows' losses in double;
@@ -89,6 +109,16 @@ typedef struct tfx_backend_ops {
      * message for a failure of earlier kernels. */
     int (*synchronize)(void *ctx, tf_error *err);
 
+    /* Compute time of one action, as the profile reports it: timer_start
+     * before the action's first kernel, timer_stop after its last; stop
+     * stores the elapsed milliseconds in *ms.  Each backend times on its
+     * own clock: the CPU's ops finish before they return, so the monotonic
+     * clock of the host is right; a CUDA stream runs asynchronously, so the
+     * CUDA backend records events on it and stop waits for them.  Both
+     * return 0 or the backend's pending failure (TF_ERUNTIME). */
+    int (*timer_start)(void *ctx, tf_error *err);
+    int (*timer_stop)(void *ctx, double *ms, tf_error *err);
+
     /* Releases the instance (ctx).  Buffers must have been freed. */
     void (*destroy)(void *ctx);
 } tfx_backend_ops;
@@ -103,9 +133,7 @@ typedef struct tfx_backend {
  * Returns 0 or TF_ENOMEM; release with out->ops->destroy(out->ctx). */
 int tfx_backend_cpu_create(int rank, tfx_backend *out, tf_error *err);
 
-/* Creates the backend named `name` ("cpu"; "cuda" when built with CUDA) for
- * `rank`.  Returns 0, or TF_EINVAL naming the backend when it is unknown or
- * was not built. */
-int tfx_backend_create(const char *name, int rank, tfx_backend *out, tf_error *err);
+/* The CUDA backend is declared in tfx/cuda.h; tfx/registry.h creates either
+ * by name. */
 
 #endif

@@ -1,7 +1,8 @@
 /* checkpoint.h - saving and resuming a training run.
  *
- * A checkpoint is one binary file DIR/tf-exec.ckpt holding the run's shape
- * (model sizes, pipeline, seed, freeze selection), the number of steps done,
+ * A checkpoint is one binary file DIR/tf-exec.ckpt ("TFXCKPT2") holding the
+ * run's shape (model sizes, pipeline, seed, freeze selection), the number
+ * of steps done,
  * the rotate offsets of the freeze selector, and every tensor's parameters,
  * AdamW moments and step count, followed by a 64-bit FNV-1a checksum.  It is
  * written atomically (temporary file + rename), so a crash while saving
@@ -40,9 +41,24 @@ int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selec
  * is no checkpoint (then nothing changes and 0 is returned).  The stored
  * shape must equal `expect` (all fields but step): a mismatch is TF_EINVAL
  * naming the field and both values; a damaged file (short, bad magic,
- * checksum) is TF_EINVAL.  On success *step gets the steps completed. */
+ * checksum) is TF_EINVAL, and so is an intact one holding a value out of
+ * range (a negative step or optimizer step count, a rotate offset beyond
+ * its stage, a parameter or moment that is not finite, a negative second
+ * moment), named with its field.  Nothing is loaded unless the whole file
+ * passes.  On success *step gets the steps completed. */
 int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *sel,
                         const tfx_checkpoint_meta *expect, long *step, int *found,
                         tf_error *err);
+
+/* --init: loads only the parameters of DIR/tf-exec.ckpt into p, for a run
+ * that starts from them with a fresh optimizer (every tensor's AdamW state
+ * and step count as p has them, normally zero).  The checkpoint may come
+ * from another pipeline shape (schedule, ranks, stages, microbatches,
+ * microbatch size, seed): the tensors are stored in model order, whatever
+ * the stages.  The model's sizes (layers, hidden, heads, ffn, context)
+ * must match: a mismatch is TF_EINVAL naming the field and both values;
+ * no checkpoint in DIR is TF_EIO; a damaged or invalid file is TF_EINVAL
+ * as for tfx_checkpoint_load, and nothing is loaded. */
+int tfx_checkpoint_load_weights(const char *dir, tfx_pipeline *p, tf_error *err);
 
 #endif

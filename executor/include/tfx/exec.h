@@ -2,14 +2,19 @@
  *
  * tfx_exec_profile: builds the named schedule, warms up, then alternates
  * unfrozen and fully frozen training steps, takes per action the median of
- * its compute time (monotonic clock), and writes a profile tf-plan reads.
+ * its compute time (the backend's timer: the monotonic clock on the CPU,
+ * CUDA events on a GPU), and writes a profile tf-plan reads.
  *
  * tfx_exec_train: trains with a plan (or, without one, unfrozen on the named
- * schedule).  Phases as in the reference: `warmup` steps without freezing,
- * then the plan's freeze ratios scaled by (step - warmup) / ramp up to 1.
+ * schedule), from the initial weights, from a checkpoint's weights (--init,
+ * a fresh optimizer: fine-tuning) or resuming a run (--checkpoint).  Phases
+ * as in the reference: `warmup` steps without freezing, then the plan's
+ * freeze ratios scaled by (step - warmup) / ramp up to 1.  Evaluates the
+ * loss on held-out data every `eval_every` steps and after the last.
  * Prints progress, optionally JSON lines (--log), checkpoints (--checkpoint),
  * and ends with measured vs planned batch time, tokens/s with and without
- * freezing, and the final loss.
+ * freezing, achieved GFLOP/s, and the training and validation loss beside
+ * the source's entropy floor and best bigram.
  *
  * Launched (launch.world_size > 1, one process per rank or per block of
  * ranks, see runtime.h): every process runs the same job on its own ranks;
@@ -41,7 +46,12 @@ typedef struct tfx_exec_options {
     int warmup;                 /* steps without freezing (default 10) */
     int ramp;                   /* steps to ramp freezing up (default 10) */
     const char *log_path;       /* JSON lines, one per step */
-    const char *data_path;      /* NULL: the built-in corpus */
+    const char *data_path;      /* NULL: the built-in source `source` */
+    const char *source;         /* built-in source: "base" (NULL: the default) or "shifted" */
+    const char *init_dir;       /* start from this checkpoint's weights (fresh optimizer) */
+    int eval_every;             /* validation loss every N steps; 0: after the last only */
+    int eval_batches;           /* held-out batches per evaluation (default 4) */
+    int freeze_rescale;         /* scale frozen tensors' gradients (tfx_step_input) */
     const char *checkpoint_dir; /* save / resume here */
     int checkpoint_every;       /* steps between saves (default 10; the end always) */
     uint64_t seed;
@@ -65,7 +75,10 @@ typedef struct tfx_train_summary {
     int steps_run;              /* steps run by this call */
     long last_step;             /* steps completed in total (with resumed ones) */
     double first_loss, final_loss;
-    double entropy_floor;       /* nats/byte of the built-in corpus, -1 for files */
+    double entropy_floor;       /* nats/byte of the built-in source, -1 for files */
+    double best_bigram;         /* nats/byte: the source's, or the file's empirical one */
+    double val_loss;            /* the last validation loss */
+    double gflops;              /* achieved GEMM-equivalent GFLOP/s over the steps run */
     double unfrozen_batch_ms;   /* median pipeline time of unfrozen steps, 0 if none */
     double frozen_batch_ms;     /* median of steps at the full plan ratios, 0 if none */
     double unfrozen_tokens_per_s, frozen_tokens_per_s;

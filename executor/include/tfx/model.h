@@ -1,21 +1,26 @@
-/* model.h - the byte-level language model and its pipeline stages.
+/* model.h - the byte-level GPT and its pipeline stages.
  *
- * Model: token embedding (256 x H) -> L residual MLP blocks
- * x + fc2(gelu(fc1(rmsnorm(x)))) -> rmsnorm -> head (H x 256) -> softmax
- * cross-entropy against the next byte.  It has no attention: every position
- * predicts the next byte from the current one, so it can learn exactly an
- * order-1 (bigram) source, which is what the built-in corpus is (corpus.h).
+ * Model (as nanoGPT and llm.c build GPT-2): token embedding (256 x C) plus a
+ * learned position embedding (T x C), then L pre-norm blocks
+ *     x = x + proj(attention(ln1(x)))      causal multi-head self-attention,
+ *                                          one fused QKV Linear (C -> 3C)
+ *     x = x + fc2(gelu(fc1(ln2(x))))       MLP, C -> F -> C
+ * then a final LayerNorm, the head (C -> 256, no bias) and softmax
+ * cross-entropy against the next byte.  Linear weights are stored as
+ * PyTorch stores them, (out_features, in_features), so y = x W^T + b.
  *
- * Units: the embedding, each block, and the final norm + head.  Stages hold
- * contiguous units: the L blocks are split as evenly as possible, the
- * embedding joins stage 0 and the head the last stage (so L >= stages).
- * Every parameter tensor is a freezing unit; a stage's tensors are numbered
- * in model order (first to last), which the front-biased selection uses.
+ * Units: the embedding (token and position tables), each block, and the
+ * final norm + head.  Stages hold contiguous units: the L blocks are split
+ * as evenly as possible, the embedding joins stage 0 and the head the last
+ * stage (so L >= stages).  Every parameter tensor is a freezing unit; a
+ * stage's tensors are numbered in model order (first to last), which the
+ * front-biased selection uses.
  *
  * Backward is split: `backward_input` computes the gradient of the stage
- * input (dX) and keeps what the weight gradients need; `backward_weight`
- * computes the dW GEMMs and the bias / gain / embedding reductions of the
- * tensors that are not frozen.  A full backward (B) is the two in a row.
+ * input (dX, including attention's backward, which has no weights) and keeps
+ * what the weight gradients need; `backward_weight` computes the dW GEMMs
+ * and the bias / norm-weight / embedding reductions of the tensors that are
+ * not frozen.  A full backward (B) is the two in a row.
  */
 #ifndef TFX_MODEL_H
 #define TFX_MODEL_H
@@ -28,18 +33,28 @@
 #define TFX_VOCAB 256
 
 typedef struct tfx_model_config {
-    int layers;          /* residual MLP blocks L */
-    int hidden;          /* H */
-    int ffn;             /* inner width of each block (default 4H) */
+    int layers;          /* transformer blocks L */
+    int hidden;          /* model width C */
+    int heads;           /* attention heads; hidden must be a multiple */
+    int ffn;             /* inner width F of each MLP (default 4C) */
     int context;         /* tokens per sequence T */
     int microbatch_size; /* sequences per microbatch */
 } tfx_model_config;
 
-/* Defaults sized for a 2-core machine: L=4, H=128, ffn=512, T=64, 8 seqs. */
+/* Defaults sized for a 2-core machine: L=4, C=192, 6 heads, F=768, T=64,
+ * 8 sequences per microbatch: GEMMs large enough for the CPU backend to
+ * run at most of BLAS's speed, small enough for the closed loop profile ->
+ * plan -> 60 training steps to take well under a minute on 2 cores. */
 void tfx_model_config_default(tfx_model_config *c);
 
-/* Checks ranges (each >= 1, sizes <= 65536, token count fits int).
- * Returns 0 or TF_EINVAL naming the option and value. */
+/* Heads of 32 for width `hidden` (GPT-2 small's are 64; this toolkit's
+ * models are narrower): hidden / 32, or the largest divisor of hidden
+ * below that when 32 does not divide it; at least 1. */
+int tfx_model_default_heads(int hidden);
+
+/* Checks ranges (each >= 1, sizes <= 65536, hidden a multiple of heads,
+ * token count and attention buffers within int range).  Returns 0 or
+ * TF_EINVAL naming the option and value. */
 int tfx_model_config_check(const tfx_model_config *c, tf_error *err);
 
 /* Tokens per microbatch: context * microbatch_size. */
@@ -47,34 +62,37 @@ int tfx_model_microbatch_tokens(const tfx_model_config *c);
 
 typedef enum {
     TFX_TENSOR_EMBEDDING = 0, /* dW: scatter-add */
-    TFX_TENSOR_GAIN = 1,      /* dW: reduction */
-    TFX_TENSOR_WEIGHT = 2,    /* dW: GEMM */
-    TFX_TENSOR_BIAS = 3       /* dW: reduction */
+    TFX_TENSOR_GAIN = 1,      /* a LayerNorm's weight; dW: reduction */
+    TFX_TENSOR_WEIGHT = 2,    /* a Linear's weight; dW: GEMM */
+    TFX_TENSOR_BIAS = 3       /* a LayerNorm's or Linear's bias; dW: reduction */
 } tfx_tensor_kind;
 
 typedef struct tfx_tensor_info {
-    char name[48];        /* "block2.fc1.weight" */
+    char name[48];        /* "block2.attn.qkv.weight" */
     tfx_tensor_kind kind;
-    int rows, cols;       /* cols = 1 row vector for gains and biases: rows = 1 */
+    int rows, cols;       /* (out, in) for weights; rows = 1 for gains and biases */
     size_t count;         /* rows * cols */
     int unit;             /* 0 embedding, 1..L blocks, L+1 final */
     int stage;            /* hosting stage */
     int index_in_stage;   /* 0 .. stage's tensor count - 1 */
 } tfx_tensor_info;
 
+/* Tensors per block, in model order. */
+#define TFX_BLOCK_TENSORS 12
+
 typedef struct tfx_model_layout {
     tfx_model_config config;
     int stages;
     int n_units;              /* L + 2 */
-    int n_tensors;
+    int n_tensors;            /* 2 + 12 L + 3 */
     tfx_tensor_info *tensors; /* n_tensors, model order */
     int *stage_first_unit;    /* stages + 1 */
     int *stage_first_tensor;  /* stages + 1 */
 } tfx_model_layout;
 
 /* Builds the tensor table and the partition into `stages` stages.
- * Returns 0, TF_EINVAL when layers < stages (naming both), or TF_ENOMEM.
- * Free with tfx_model_layout_free. */
+ * Returns 0, TF_EINVAL when the configuration is bad or layers < stages
+ * (naming both), or TF_ENOMEM.  Free with tfx_model_layout_free. */
 int tfx_model_layout_build(const tfx_model_config *c, int stages, tfx_model_layout *out,
                            tf_error *err);
 void tfx_model_layout_free(tfx_model_layout *l);
@@ -82,33 +100,62 @@ void tfx_model_layout_free(tfx_model_layout *l);
 /* Parameters of one stage (stage >= 0) or of the whole model (stage < 0). */
 double tfx_model_parameter_count(const tfx_model_layout *l, int stage);
 
+/* Floating-point work of one microbatch in GEMM-equivalent FLOPs (2 m n k
+ * per GEMM, attention's included) for stage `stage` (< 0: the whole model):
+ * forward, dX, and dW with nothing frozen.  The figure the trainer divides
+ * by wall time to print achieved GFLOP/s. */
+typedef struct tfx_model_flops {
+    double forward, backward_input, backward_weight;
+} tfx_model_flops;
+tfx_model_flops tfx_model_microbatch_flops(const tfx_model_layout *l, int stage);
+
 /* Writes the initial values of global tensor `tensor` (count floats) to
- * host_out.  Depends only on (seed, tensor), never on the partition, so
- * every pipeline shape starts from the same model. */
+ * host_out, as nanoGPT initialises GPT-2: Linear weights and embeddings
+ * N(0, 0.02), the residual projections (attn.proj, mlp.fc2) N(0, 0.02 /
+ * sqrt(2L)), LayerNorm weights 1 and biases 0; but Linear biases as
+ * PyTorch's nn.Linear, U(-1/sqrt(in), 1/sqrt(in)) (model.c says why).  Depends only on (seed,
+ * tensor), never on the partition, so every pipeline shape starts from the
+ * same model. */
 void tfx_model_init_tensor(const tfx_model_layout *l, int tensor, uint64_t seed,
                            float *host_out);
+
+/* What one block's forward keeps for its backward (one microbatch; N
+ * tokens, C wide, F the MLP width, B sequences of T tokens, h heads). */
+typedef struct tfx_block_acts {
+    float *ln1, *mean1, *rstd1; /* ln1 output (N x C) and its row statistics (N) */
+    float *qkv;                 /* N x 3C */
+    float *probs;               /* attention weights, B x h x T x T */
+    float *att;                 /* attention output before proj (N x C) */
+    float *mid;                 /* residual stream after attention (N x C) */
+    float *ln2, *mean2, *rstd2;
+    float *fc1, *gelu, *gelu_aux; /* N x F each; aux keeps gelu's tanh term */
+} tfx_block_acts;
 
 /* Buffers one microbatch's forward pass leaves for the backward pass. */
 typedef struct tfx_activation_slot {
     int32_t *tokens;   /* N, stage 0 */
     int32_t *targets;  /* N, last stage */
-    float **xs;        /* n_blocks + 1 residual streams (N x H): xs[0] input */
-    float **nrm;       /* per block: normed input (N x H) */
-    float **rstd;      /* per block: N */
-    float **h;         /* per block: fc1 output (N x F) */
-    float **a;         /* per block: gelu output (N x F) */
-    float **gelu_aux;  /* per block: the gelu's tanh term, for its backward (N x F) */
-    float *nrm_f, *rstd_f; /* final norm, last stage */
+    float **xs;        /* n_blocks + 1 residual streams (N x C): xs[0] input */
+    tfx_block_acts *blk; /* n_blocks */
+    float *lnf, *mean_f, *rstd_f; /* final norm, last stage */
     float *dlogits;    /* last stage: N x V, logits then their gradient */
     double loss_sum;   /* last stage: summed token losses of the microbatch */
 } tfx_activation_slot;
 
+/* Gradients one block's backward_input leaves for backward_weight. */
+typedef struct tfx_block_grads {
+    float *dmid;       /* of the residual stream after attention = of proj's output */
+    float *dln2;       /* of ln2's output (N x C) */
+    float *dfc1;       /* of fc1's output (N x F) */
+    float *dqkv;       /* of the QKV Linear's output (N x 3C) */
+    float *dln1;       /* of ln1's output (N x C) */
+} tfx_block_grads;
+
 /* Gradients backward_input leaves for backward_weight. */
 typedef struct tfx_gradient_slot {
     float **gs;        /* n_blocks + 1: gradient of xs[k] */
-    float **dh;        /* per block: gradient of fc1 output (N x F) */
-    float **dn;        /* per block: gradient of the normed input (N x H) */
-    float *dn_f;       /* last stage: gradient of the final norm output */
+    tfx_block_grads *blk; /* n_blocks */
+    float *dlnf;       /* last stage: gradient of the final norm's output */
 } tfx_gradient_slot;
 
 /* Counters of the weight-gradient work actually executed. */
@@ -132,7 +179,12 @@ typedef struct tfx_stage {
     tfx_activation_slot *act;   /* microbatches */
     int n_grad_slots;           /* microbatches if backward is split, else 1 */
     tfx_gradient_slot *gslot;
+    int32_t *positions;         /* N: position of each token in its sequence */
+    float *scratch;             /* N x C: position rows, attention's output gradient */
+    float *att_scratch;         /* B x h x T x T: attention's backward */
     tfx_dw_counts counts;
+    double flops;               /* GEMM-equivalent FLOPs run since the last reset
+                                   (the runtime zeroes it with counts) */
 } tfx_stage;
 
 /* Allocates a stage's parameters (initialised from seed), optimizer state,
@@ -143,7 +195,7 @@ int tfx_stage_create(const tfx_model_layout *l, int stage, tfx_backend be, int m
                      int split_backward, uint64_t seed, tfx_stage *out, tf_error *err);
 void tfx_stage_destroy(tfx_stage *s);
 
-/* Boundary buffers (device memory, N x H): where a received activation goes
+/* Boundary buffers (device memory, N x C): where a received activation goes
  * (stages > 0), the activation to send (all but the last), where a received
  * gradient goes (all but the last), and the input gradient to send
  * (stages > 0). */

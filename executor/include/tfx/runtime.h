@@ -40,11 +40,11 @@
 #include "tfx/transport.h"
 
 typedef struct tfx_pipeline_options {
-    const char *backend;        /* "cpu" (default when NULL) or "cuda" */
+    const char *backend;        /* "cpu" (default when NULL) or "cuda" (tfx/registry.h) */
     const char *devices;        /* cuda: GPU of each rank, e.g. "0,1" or "0" (all on GPU 0,
                                    one stream each); NULL: rank mod GPU count */
-    const char *transport;      /* cuda: "cuda" (in-process copies, default) or "nccl";
-                                   cpu: "local" (default) */
+    const char *transport;      /* NULL: the backend's default; cpu: "local" (in-process)
+                                   or "socket"; cuda: "cuda" (in-process copies) or "nccl" */
     int tf32;                   /* cuda: TF32 tensor-core GEMMs (FP32 accumulation) */
     uint64_t seed;              /* initial weights */
     tfx_adamw_config adamw;
@@ -88,6 +88,11 @@ typedef struct tfx_step_input {
     const unsigned char *frozen; /* microbatches * n_tensors (global tensor index),
                                     1 = skip that tensor's dW; NULL = none */
     int apply_optimizer;         /* run AdamW after the actions */
+    int forward_only;            /* only the F actions: the loss, no gradients (an
+                                    evaluation; apply_optimizer must be 0) */
+    int rescale_frozen;          /* after the actions, scale the gradient of a tensor
+                                    frozen in k of the M microbatches by M / (M - k), so
+                                    that it estimates the mean gradient, not a shrunk one */
 } tfx_step_input;
 
 typedef struct tfx_step_result {
@@ -95,10 +100,13 @@ typedef struct tfx_step_result {
     double pipeline_ms;    /* wall time of the actions (the batch time the plan models) */
     double step_ms;        /* pipeline_ms plus gradient zeroing and optimizer */
     tfx_dw_counts counts;  /* dW work executed in this step, all stages */
+    double flops;          /* GEMM-equivalent FLOPs executed in this step, all stages */
     int tensors_updated;   /* tensors AdamW changed */
 } tfx_step_result;
 
-/* Runs one training step.  Returns 0, or the error of the first rank that
+/* Runs one training step (or, forward_only, an evaluation: the loss of the
+ * batch and nothing else).  Returns 0, TF_EINVAL for a forward-only step
+ * that asks for AdamW, or the error of the first rank that
  * failed (its message says which rank and why); after an error the
  * pipeline's gradients are undefined but it may run further steps (not in
  * launched mode, where the error is final).  In launched mode every process
@@ -110,7 +118,8 @@ int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result
 const tfx_model_layout *tfx_pipeline_layout(const tfx_pipeline *p);
 const tf_schedule *tfx_pipeline_schedule(const tfx_pipeline *p);
 
-/* Per-action timing of the last step (indices of the schedule's actions):
+/* Per-action timing of the last training step (forward-only steps leave it
+ * as it was; indices of the schedule's actions):
  * compute time in ms (receives excluded) and start offset from the step
  * start.  Pointers stay valid until destroy.  In launched mode every
  * process has every action's figures; a start offset is relative to the

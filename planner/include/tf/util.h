@@ -1,5 +1,5 @@
-/* util.h - small helpers shared by the modules: files, clocks and
- * progress lines. */
+/* util.h - small helpers shared by the modules: files, clocks, progress
+ * lines and numbers printed for people. */
 #ifndef TF_UTIL_H
 #define TF_UTIL_H
 
@@ -80,5 +80,15 @@ void tf_progress_say(tf_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Writes v into out[size] with at least `digits` significant figures and no
+ * exponent ("207", "1.75", "0.00123" for digits 3), so that a ratio far
+ * below 1 does not print as "0.00"; magnitudes below 1e-9 use the %g form.
+ * Returns out. */
+const char *tf_format_significant(double v, int digits, char *out, size_t size);
+
+/* The noun for count things: one when count is 1, else many ("1 stage",
+ * "2 stages"; "1 microbatch", "3 microbatches"), so that no output reads
+ * "1 ranks".  Returns one or many. */
+const char *tf_plural(long count, const char *one, const char *many);
 
 #endif

@@ -2,6 +2,7 @@
  * summary tf-plan prints, and freeing.  Files: plan_json.c; the pipeline
  * that makes a plan from a profile: solve/planner.c. */
 #include "plan_internal.h"
+#include "tf/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,9 +59,11 @@ int tf_plan_fill(tf_plan *plan, const tf_dag *g, const double *max_ms, const dou
 void tf_plan_print_summary(const tf_plan *plan, FILE *f)
 {
     const tf_schedule *s = &plan->schedule;
-    fprintf(f, "schedule      %s: %d ranks x %d stage%s, %d microbatches, %d actions\n", s->name,
-            s->ranks, s->stages_per_rank, s->stages_per_rank == 1 ? "" : "s", s->microbatches,
-            s->n_actions);
+    fprintf(f, "schedule      %s: %d %s x %d %s, %d %s, %d %s\n", s->name, s->ranks,
+            tf_plural(s->ranks, "rank", "ranks"), s->stages_per_rank,
+            tf_plural(s->stages_per_rank, "stage", "stages"), s->microbatches,
+            tf_plural(s->microbatches, "microbatch", "microbatches"), s->n_actions,
+            tf_plural(s->n_actions, "action", "actions"));
     fprintf(f, "batch time    unfrozen %.2f ms   all frozen %.2f ms   planned %.2f ms\n",
             plan->batch_ms_unfrozen, plan->batch_ms_all_frozen, plan->batch_ms_planned);
     double reachable = plan->batch_ms_unfrozen - plan->batch_ms_all_frozen;
@@ -90,12 +93,13 @@ void tf_plan_print_summary(const tf_plan *plan, FILE *f)
     fprintf(f, "solver        %s%s%s%s: %s, ", plan->solver_name,
             plan->solver_version[0] ? " " : "", plan->solver_version,
             strcmp(plan->solver_requested, "auto") == 0 ? " (auto)" : "", plan->solver_status);
+    int v = plan->solver_variables, c = plan->solver_constraints;
     if (strcmp(plan->solver_name, "fast") == 0)
-        fprintf(f, "%d network nodes, %d arcs", plan->solver_variables,
-                plan->solver_constraints);
+        fprintf(f, "%d %s, %d %s", v, tf_plural(v, "network node", "network nodes"), c,
+                tf_plural(c, "arc", "arcs"));
     else
-        fprintf(f, "%d variables, %d constraints", plan->solver_variables,
-                plan->solver_constraints);
+        fprintf(f, "%d %s, %d %s", v, tf_plural(v, "variable", "variables"), c,
+                tf_plural(c, "constraint", "constraints"));
     fprintf(f, ", %.3f s\n", plan->solver_seconds);
     if (plan->solver_fallback[0])
         fprintf(f, "fallback      %s solved it after: %s\n", plan->solver_name,

@@ -17,6 +17,20 @@ static cJSON *number_array(const double *values, int n)
     return array;
 }
 
+/* "pair": PyTorch's name of the overlapped pair action i belongs to, the
+ * same on both of its actions (formats.md). */
+static void add_pair_name(cJSON *o, const tf_plan *plan, int i)
+{
+    const tf_schedule *s = &plan->schedule;
+    int first = s->actions[i].pair == TF_PAIR_FIRST ? i
+              : s->actions[i].pair == TF_PAIR_SECOND ? i - 1 : -1;
+    if (first < 0 || first + 1 >= s->n_actions)
+        return;
+    char name[TF_CELL_MAX];
+    cJSON_AddStringToObject(o, "pair", tf_pair_format(&plan->actions[first].action,
+                                                      &plan->actions[first + 1].action, name));
+}
+
 int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
 {
     const tf_schedule *s = &plan->schedule;
@@ -77,6 +91,7 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
         tfj_add_number(o, "min_ms", a->min_ms);
         tfj_add_number(o, "freeze_ratio", a->freeze_ratio);
         cJSON_AddBoolToObject(o, "critical", a->critical);
+        add_pair_name(o, plan, i);
         cJSON_AddItemToArray(actions, o);
     }
     /* One action per line keeps big plans greppable and diffable. */
@@ -199,10 +214,11 @@ static int parse_plan_header(const tfj_ctx *ctx, const cJSON *root, plan_shape *
 
 /* The cells of the plan's order, rank by rank, for tf_schedule_from_cells. */
 typedef struct plan_cells {
-    char *text;             /* 32 bytes per action */
-    const char **cell;      /* per action, into text */
+    char *text;             /* 32 bytes per action; a pair's cell takes its two actions' */
+    const char **cell;      /* per cell, into text */
     const char ***rows;     /* per rank, into cell */
-    int *row_len;           /* per rank */
+    int *row_len;           /* per rank: cells */
+    const char **pair;      /* per action: its "pair" field, or NULL */
 } plan_cells;
 
 static void plan_cells_free(plan_cells *c)
@@ -211,6 +227,62 @@ static void plan_cells_free(plan_cells *c)
     free(c->cell);
     free(c->rows);
     free(c->row_len);
+    free(c->pair);
+}
+
+/* The cell of actions[k] (and actions[k + 1] when k begins a pair) into c;
+ * returns how many actions it covers, or -1 after a message: a "pair"
+ * field must name the action and its neighbour, on one rank, forward
+ * first, both carrying it. */
+static int plan_cell(const tfj_ctx *ctx, const tf_plan *plan, int n, int k, plan_cells *c,
+                     int cells, tf_error *err)
+{
+    const tf_action *a = &plan->actions[k].action;
+    char *text = c->text + (size_t)k * 32;
+    c->cell[cells] = text;
+    if (!c->pair[k]) {
+        tf_action_format(a, text);
+        return 1;
+    }
+    tf_action parts[2];
+    int count = 0;
+    const tf_action *b = k + 1 < n ? &plan->actions[k + 1].action : NULL;
+    int ok = tf_cell_parse(c->pair[k], parts, &count, NULL) == 0 && count == 2 && b &&
+             c->pair[k + 1] && strcmp(c->pair[k], c->pair[k + 1]) == 0 &&
+             b->rank == a->rank;
+    for (int j = 0; ok && j < 2; j++) {
+        const tf_action *x = j ? b : a;
+        ok = parts[j].type == x->type && parts[j].stage == x->stage &&
+             parts[j].microbatch == x->microbatch;
+    }
+    if (!ok) {
+        tf_fail(err, TF_EINVAL,
+                "%s: $.actions[%d].pair: \"%.100s\" must name this action and the next one, on "
+                "one rank, forward first, both carrying it",
+                ctx->where, k, c->pair[k]);
+        return -1;
+    }
+    /* Two actions' slots hold the longest pair name (57 bytes). */
+    tf_pair_format(a, b, text);
+    return 2;
+}
+
+/* The plan's order as cells, pairs joined into one cell each. */
+static int plan_order_cells(const tfj_ctx *ctx, const plan_shape *shape, const tf_plan *plan,
+                            int n, plan_cells *c, tf_error *err)
+{
+    int cells = 0;
+    for (int k = 0; k < n;) {
+        int covered = plan_cell(ctx, plan, n, k, c, cells, err);
+        if (covered < 0)
+            return TF_EINVAL;
+        c->row_len[plan->actions[k].action.rank]++;
+        cells++;
+        k += covered;
+    }
+    for (int r = 0, first = 0; r < shape->ranks; first += c->row_len[r], r++)
+        c->rows[r] = c->cell + first;
+    return 0;
 }
 
 /* Reads every entry of "actions" into plan->actions (n of them) and its
@@ -237,13 +309,17 @@ static int parse_plan_action_list(const tfj_ctx *ctx, const cJSON *actions,
                            "after rank %d",
                            ctx->where, at.path, a->action.rank, previous_rank);
         previous_rank = a->action.rank;
-        c->cell[i] = tf_action_format(&a->action, c->text + (size_t)i * 32);
-        c->row_len[a->action.rank]++;
+        const cJSON *pair = cJSON_GetObjectItemCaseSensitive(o, "pair");
+        if (pair && !cJSON_IsString(pair)) {
+            tfj_ctx field;
+            tfj_child(&at, "pair", &field);
+            return tfj_fail(&field, pair, "expected a pair's name like \"(0F7;7B3)OVERLAP_F_B\"",
+                            err);
+        }
+        c->pair[i] = pair ? pair->valuestring : NULL;
         i++;
     }
-    for (int r = 0, first = 0; r < shape->ranks; first += c->row_len[r], r++)
-        c->rows[r] = c->cell + first;
-    return 0;
+    return plan_order_cells(ctx, shape, plan, i, c, err);
 }
 
 /* "actions": every action, then the schedule they form (an order that
@@ -265,9 +341,10 @@ static int parse_plan_actions(const tfj_ctx *ctx, const cJSON *root, const plan_
     plan->freeze_ratio_stage = calloc((size_t)stages + 1, sizeof *plan->freeze_ratio_stage);
     plan_cells c = {malloc(((size_t)n + 1) * 32), calloc((size_t)n + 1, sizeof *c.cell),
                     calloc((size_t)shape->ranks, sizeof *c.rows),
-                    calloc((size_t)shape->ranks, sizeof *c.row_len)};
+                    calloc((size_t)shape->ranks, sizeof *c.row_len),
+                    calloc((size_t)n + 1, sizeof *c.pair)};
     if (!plan->actions || !plan->max_freeze_ratio || !plan->freeze_ratio_stage || !c.text ||
-        !c.cell || !c.rows || !c.row_len) {
+        !c.cell || !c.rows || !c.row_len || !c.pair) {
         plan_cells_free(&c);
         return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
     }

@@ -128,10 +128,45 @@ static int check_repeats(const tf_schedule *s, const int *columns, const cell_na
                    tf_action_format(a, text), there);
 }
 
+/* The two cells of a (stage, microbatch) that mixes B with I/W, at[type]
+ * the position of each action: its B and the first of its I and W, the one
+ * earlier in the order first. */
+static void mixed_cells(const int at[4], int *first, int *second)
+{
+    int split = at[TF_ACT_I];
+    if (split < 0 || (at[TF_ACT_W] >= 0 && at[TF_ACT_W] < split))
+        split = at[TF_ACT_W];
+    *first = at[TF_ACT_B] < split ? at[TF_ACT_B] : split;
+    *second = at[TF_ACT_B] < split ? split : at[TF_ACT_B];
+}
+
+/* Of every (stage, microbatch) in the sorted keys that mixes B with I/W,
+ * the one whose first mixed cell comes first in the order (rank by rank,
+ * cell by cell), into at[type]: the cell a reader of the file meets first,
+ * not the lowest stage and microbatch. */
+static void first_mix(const tf_schedule *s, const cell_key *keys, int at[4])
+{
+    int best = s->n_actions;
+    for (int k = 0; k < s->n_actions;) {
+        int pair[4] = {-1, -1, -1, -1}, first, second;
+        int stage = keys[k].stage, mb = keys[k].microbatch;
+        for (; k < s->n_actions && keys[k].stage == stage && keys[k].microbatch == mb; k++)
+            pair[keys[k].type] = keys[k].index;
+        if (pair[TF_ACT_B] < 0 || (pair[TF_ACT_I] < 0 && pair[TF_ACT_W] < 0))
+            continue;
+        mixed_cells(pair, &first, &second);
+        if (first < best) {
+            best = first;
+            memcpy(at, pair, sizeof pair);
+        }
+    }
+}
+
 /* The actions of one (stage, microbatch), at[type] the position of each
- * (or -1): an F, and a backward that is either B or both I and W. */
+ * (or -1): an F, and a backward that is either B or both I and W.  keys,
+ * sorted, find the first of several pairs that mix B with I/W. */
 static int check_pair(const tf_schedule *s, const int *columns, const cell_naming *naming,
-                      int stage, int mb, const int at[4], tf_error *err)
+                      const cell_key *keys, int stage, int mb, const int at[4], tf_error *err)
 {
     char here[1200], there[1200], text[32], other[32];
     int any = at[TF_ACT_F] >= 0 ? at[TF_ACT_F]
@@ -143,17 +178,18 @@ static int check_pair(const tf_schedule *s, const int *columns, const cell_namin
         return tf_fail(err, TF_EINVAL, "%s: %dF%d is missing, but %s at %s needs it",
                        naming->where, stage, mb, tf_action_format(a, text), there);
     }
-    int split_at = at[TF_ACT_I] >= 0 ? at[TF_ACT_I] : at[TF_ACT_W];
-    if (at[TF_ACT_B] >= 0 && split_at >= 0) {
-        int later = at[TF_ACT_B] > split_at ? at[TF_ACT_B] : split_at;
-        int earlier = at[TF_ACT_B] > split_at ? split_at : at[TF_ACT_B];
-        name_cell(here, sizeof here, naming, s->actions[later].rank, columns[later]);
-        name_cell(there, sizeof there, naming, s->actions[earlier].rank, columns[earlier]);
+    if (at[TF_ACT_B] >= 0 && (at[TF_ACT_I] >= 0 || at[TF_ACT_W] >= 0)) {
+        int mix[4], first, second;
+        first_mix(s, keys, mix);
+        mixed_cells(mix, &first, &second);
+        const tf_action *b = &s->actions[first], *c = &s->actions[second];
+        name_cell(here, sizeof here, naming, b->rank, columns[first]);
+        name_cell(there, sizeof there, naming, c->rank, columns[second]);
         return tf_fail(err, TF_EINVAL,
                        "%s: %s and %s at %s mix a full backward (B) with a split one (I/W) "
                        "for stage %d, microbatch %d",
-                       here, tf_action_format(&s->actions[later], text),
-                       tf_action_format(&s->actions[earlier], other), there, stage, mb);
+                       here, tf_action_format(b, text), tf_action_format(c, other), there,
+                       b->stage, b->microbatch);
     }
     if ((at[TF_ACT_W] >= 0) != (at[TF_ACT_I] >= 0)) {
         int lone = at[TF_ACT_W] >= 0 ? at[TF_ACT_W] : at[TF_ACT_I];
@@ -193,7 +229,7 @@ static int check_pairs(const tf_schedule *s, const int *columns, const cell_nami
         int at[4] = {-1, -1, -1, -1};
         for (; k < n && keys[k].stage == stage && keys[k].microbatch == mb; k++)
             at[keys[k].type] = keys[k].index;
-        int rc = check_pair(s, columns, naming, stage, mb, at, err);
+        int rc = check_pair(s, columns, naming, keys, stage, mb, at, err);
         if (rc)
             return rc;
         if (++expect_mb == s->microbatches) {
@@ -256,6 +292,15 @@ static int is_blank_cell(const char *cell)
     return *cell == '\0';
 }
 
+/* The actions a cell holds: 2 for an overlapped pair "(0F7;7B3)...", else
+ * 1 (a cell that is neither fails when parsed). */
+static int cell_actions(const char *cell)
+{
+    while (cell && tf_schedule_is_blank(*cell))
+        cell++;
+    return cell && *cell == '(' ? 2 : 1;
+}
+
 /* Checks the rows' shape and counts their actions (blank cells skipped
  * when skip_blank) into *count. */
 static int count_cells(const char *const *const *rows, const int *row_len, int ranks,
@@ -273,7 +318,7 @@ static int count_cells(const char *const *const *rows, const int *row_len, int r
                            row_len[r], rows[r] ? "a negative length" : "no cell array");
         for (int c = 0; c < row_len[r]; c++)
             if (!(skip_blank && rows[r][c] && is_blank_cell(rows[r][c])))
-                cells++;
+                cells += cell_actions(rows[r][c]);
         if (cells > TF_MAX_ACTIONS)
             return tf_fail(err, TF_EINVAL,
                            "%s: more than %d actions (the most the planner accepts) by row %d",
@@ -283,29 +328,33 @@ static int count_cells(const char *const *const *rows, const int *row_len, int r
     return 0;
 }
 
-/* Parses cell (rank r, column c) into *a: a valid action whose stage and
- * microbatch are in range for an order of n actions (and microbatches,
- * when >= 1). */
+/* Parses cell (rank r, column c) into a[0] (and a[1] for a pair, *count
+ * 2): valid actions whose stages and microbatches are in range for an
+ * order of n actions (and microbatches, when >= 1). */
 static int parse_cell(const char *cell, int r, int c, int n, int microbatches,
-                      const cell_naming *naming, tf_action *a, tf_error *err)
+                      const cell_naming *naming, tf_action *a, int *count, tf_error *err)
 {
     char here[1200], text[32];
     tf_error cell_err;
     tf_error_clear(&cell_err);
     name_cell(here, sizeof here, naming, r, c);
-    if (tf_action_parse(cell, a, &cell_err) != 0)
+    if (tf_cell_parse(cell, a, count, &cell_err) != 0)
         return tf_fail(err, TF_EINVAL, "%s: %s", here, cell_err.msg);
-    if (microbatches >= 1 && a->microbatch >= microbatches)
-        return tf_fail(err, TF_EINVAL,
-                       "%s: %s: microbatch %d is out of range (%d microbatches: 0 to %d)", here,
-                       tf_action_format(a, text), a->microbatch, microbatches, microbatches - 1);
-    /* Every (stage, microbatch) needs at least two actions, so indices at
-     * or beyond the action count cannot belong to a valid order. */
-    if (a->stage >= n || (microbatches < 1 && a->microbatch >= n))
-        return tf_fail(err, TF_EINVAL, "%s: %s: %s %d is out of range for an order of %d actions",
-                       here, tf_action_format(a, text), a->stage >= n ? "stage" : "microbatch",
-                       a->stage >= n ? a->stage : a->microbatch, n);
-    a->rank = r;
+    for (int k = 0; k < *count; k++) {
+        if (microbatches >= 1 && a[k].microbatch >= microbatches)
+            return tf_fail(err, TF_EINVAL,
+                           "%s: %s: microbatch %d is out of range (%d microbatches: 0 to %d)",
+                           here, tf_action_format(&a[k], text), a[k].microbatch, microbatches,
+                           microbatches - 1);
+        /* Every (stage, microbatch) needs at least two actions, so indices
+         * at or beyond the action count cannot belong to a valid order. */
+        if (a[k].stage >= n || (microbatches < 1 && a[k].microbatch >= n))
+            return tf_fail(err, TF_EINVAL,
+                           "%s: %s: %s %d is out of range for an order of %d actions", here,
+                           tf_action_format(&a[k], text), a[k].stage >= n ? "stage" : "microbatch",
+                           a[k].stage >= n ? a[k].stage : a[k].microbatch, n);
+        a[k].rank = r;
+    }
     return 0;
 }
 
@@ -323,13 +372,16 @@ static int parse_rows(const char *const *const *rows, const int *row_len, int mi
             const char *cell = rows[r][c];
             if (skip_blank && cell && is_blank_cell(cell))
                 continue;
-            tf_action *a = &s->actions[count];
-            int rc = parse_cell(cell, r, c, s->n_actions, microbatches, naming, a, err);
+            tf_action a[2];
+            int k, rc = parse_cell(cell, r, c, s->n_actions, microbatches, naming, a, &k, err);
             if (rc)
                 return rc;
-            if (a->microbatch > max_mb)
-                max_mb = a->microbatch;
-            columns[count++] = c;
+            for (int j = 0; j < k; j++) {
+                if (a[j].microbatch > max_mb)
+                    max_mb = a[j].microbatch;
+                s->actions[count] = a[j];
+                columns[count++] = c;
+            }
         }
     }
     s->rank_offset[s->ranks] = count;
@@ -337,11 +389,65 @@ static int parse_rows(const char *const *const *rows, const int *row_len, int mi
     return 0;
 }
 
+/* Counts the actions of one (stage, microbatch), keys[from..to), by type;
+ * at[type] gets the position of the last of each. */
+static void count_types(const cell_key *keys, int from, int to, int n[4], int at[4])
+{
+    for (int t = 0; t < 4; t++)
+        n[t] = 0, at[t] = -1;
+    for (int k = from; k < to; k++) {
+        n[keys[k].type]++;
+        at[keys[k].type] = keys[k].index;
+    }
+}
+
+/* PyTorch's older notation wrote a split backward as B, then W: a
+ * (stage, microbatch) with one B, one later W of the same rank and no I
+ * means I + W.  Rewrites those B as I, counting them into notes with the
+ * first one in the file. */
+static int convert_old_backwards(tf_schedule *s, const cell_naming *naming, tf_csv_notes *notes,
+                                 tf_error *err)
+{
+    const int n = s->n_actions;
+    cell_key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
+    if (!keys)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory for %d actions", naming->where, n);
+    for (int i = 0; i < n; i++)
+        keys[i] = (cell_key){s->actions[i].stage, s->actions[i].microbatch,
+                             (int)s->actions[i].type, i};
+    qsort(keys, (size_t)n, sizeof *keys, compare_cell_keys);
+    int first = n;
+    for (int k = 0, end; k < n; k = end) {
+        for (end = k; end < n && keys[end].stage == keys[k].stage &&
+                      keys[end].microbatch == keys[k].microbatch;
+             end++)
+            ;
+        int count[4], at[4];
+        count_types(keys, k, end, count, at);
+        if (count[TF_ACT_B] != 1 || count[TF_ACT_W] != 1 || count[TF_ACT_I] != 0 ||
+            at[TF_ACT_W] < at[TF_ACT_B] ||
+            s->actions[at[TF_ACT_W]].rank != s->actions[at[TF_ACT_B]].rank)
+            continue;
+        s->actions[at[TF_ACT_B]].type = TF_ACT_I;
+        notes->old_backwards++;
+        if (at[TF_ACT_B] < first)
+            first = at[TF_ACT_B];
+    }
+    if (first < n) {
+        tf_action original = s->actions[first];
+        original.type = TF_ACT_B;
+        tf_action_format(&original, notes->first_old);
+    }
+    free(keys);
+    return 0;
+}
+
 /* Builds a schedule from rows of cells.  microbatches < 1 means "1 + the
- * largest microbatch seen"; skip_blank treats blank cells as idle slots. */
+ * largest microbatch seen"; skip_blank treats blank cells as idle slots;
+ * with notes (a CSV), B cells in PyTorch's older notation become I. */
 static int schedule_from_rows(const char *const *const *rows, const int *row_len, int ranks,
                               int microbatches, const cell_naming *naming, int skip_blank,
-                              tf_schedule *out, tf_error *err)
+                              tf_csv_notes *notes, tf_schedule *out, tf_error *err)
 {
     tf_schedule s;
     memset(&s, 0, sizeof s);
@@ -359,6 +465,8 @@ static int schedule_from_rows(const char *const *const *rows, const int *row_len
         rc = tf_fail(err, TF_ENOMEM, "%s: out of memory for %d actions", naming->where, n);
     if (!rc)
         rc = parse_rows(rows, row_len, microbatches, naming, skip_blank, &s, columns, err);
+    if (!rc && notes)
+        rc = convert_old_backwards(&s, naming, notes, err);
     if (!rc)
         rc = check_explicit_order(&s, columns, naming, err);
     free(columns);
@@ -381,7 +489,7 @@ int tf_schedule_from_cells(const char *const *const *rows, const int *row_len, i
     if (microbatches < 1)
         return tf_fail(err, TF_EINVAL, "%s: microbatches = %d, must be at least 1",
                        naming.where, microbatches);
-    return schedule_from_rows(rows, row_len, ranks, microbatches, &naming, 0, out, err);
+    return schedule_from_rows(rows, row_len, ranks, microbatches, &naming, 0, NULL, out, err);
 }
 
 static void free_rows(char ***rows, size_t count)
@@ -484,6 +592,16 @@ static int split_csv(char *data, size_t len, const char *path, char ****rows_out
 
 int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err)
 {
+    return tf_schedule_read_csv_noted(path, out, NULL, err);
+}
+
+int tf_schedule_read_csv_noted(const char *path, tf_schedule *out, tf_csv_notes *notes,
+                               tf_error *err)
+{
+    tf_csv_notes unused;
+    if (!notes)
+        notes = &unused;
+    memset(notes, 0, sizeof *notes);
     char *data = NULL;
     size_t len = 0;
     char ***rows = NULL;
@@ -508,7 +626,7 @@ int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err)
     if (rc == 0) {
         cell_naming naming = {path, 1};
         rc = schedule_from_rows((const char *const *const *)rows, row_len, ranks, 0, &naming, 1,
-                                out, err);
+                                notes, out, err);
         free_rows(rows, (size_t)ranks);
         free(row_len);
     }
@@ -516,11 +634,12 @@ int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err)
     return rc;
 }
 
-int tf_schedule_write_csv(const tf_schedule *s, const char *path, tf_error *err)
+int tf_schedule_csv_text(const tf_schedule *s, char **text_out, size_t *len, tf_error *err)
 {
-    if (!s || !path)
-        return tf_fail(err, TF_EINVAL, "tf_schedule_write_csv: %s is missing",
-                       s ? "the path" : "the schedule");
+    *text_out = NULL;
+    *len = 0;
+    if (!s)
+        return tf_fail(err, TF_EINVAL, "tf_schedule_csv_text: the schedule is missing");
     int malformed = s->ranks < 1 || s->n_actions < 0 || s->n_actions > TF_MAX_ACTIONS ||
                     !s->rank_offset || (s->n_actions > 0 && !s->actions);
     for (int r = 0; !malformed && r < s->ranks; r++)
@@ -528,26 +647,47 @@ int tf_schedule_write_csv(const tf_schedule *s, const char *path, tf_error *err)
     if (!malformed)
         malformed = s->rank_offset[0] != 0 || s->rank_offset[s->ranks] != s->n_actions;
     if (malformed)
-        return tf_fail(err, TF_EINVAL, "%s: the schedule to write is empty or malformed", path);
-    /* Every cell is at most 2 * 11 digits + a letter, plus its comma or newline. */
-    size_t capacity = (size_t)s->n_actions * 24 + (size_t)s->ranks + 1;
+        return tf_fail(err, TF_EINVAL, "the schedule to write as CSV is empty or malformed");
+    /* A cell takes at most TF_CELL_MAX - 1 bytes for its actions (a pair's
+     * two), plus its comma or newline. */
+    size_t capacity = (size_t)s->n_actions * TF_CELL_MAX + (size_t)s->ranks + 1;
     char *text = malloc(capacity);
     if (!text)
-        return tf_fail(err, TF_ENOMEM, "%s: out of memory for %d actions", path, s->n_actions);
+        return tf_fail(err, TF_ENOMEM, "out of memory for a CSV of %d actions", s->n_actions);
     size_t used = 0;
     for (int r = 0; r < s->ranks; r++) {
-        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++) {
-            char cell[32];
-            tf_action_format(&s->actions[i], cell);
+        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1];) {
+            char cell[TF_CELL_MAX];
+            int covered = tf_schedule_format_cell(s, i, cell);
+            if (covered == 2 && i + 1 >= s->rank_offset[r + 1])
+                covered = 1, tf_action_format(&s->actions[i], cell); /* a pair cut by its row */
             size_t cell_len = strlen(cell);
             if (i > s->rank_offset[r])
                 text[used++] = ',';
             memcpy(text + used, cell, cell_len);
             used += cell_len;
+            i += covered;
         }
         text[used++] = '\n';
     }
-    int rc = tf_write_file_atomic(path, text, used, err);
+    *text_out = text;
+    *len = used;
+    return 0;
+}
+
+int tf_schedule_write_csv(const tf_schedule *s, const char *path, tf_error *err)
+{
+    if (!s || !path)
+        return tf_fail(err, TF_EINVAL, "tf_schedule_write_csv: %s is missing",
+                       s ? "the path" : "the schedule");
+    char *text;
+    size_t used;
+    tf_error inner;
+    tf_error_clear(&inner);
+    int rc = tf_schedule_csv_text(s, &text, &used, &inner);
+    if (rc)
+        return tf_fail(err, rc, "%s: %s", path, inner.msg);
+    rc = tf_write_file_atomic(path, text, used, err);
     free(text);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* util.c - whole-file reads, atomic writes, clocks, progress lines. */
+/* util.c - whole-file reads, atomic writes, clocks, progress lines,
+ * numbers for people. */
 /* realpath is an XSI function, beyond the build's _POSIX_C_SOURCE. */
 #define _XOPEN_SOURCE 700
 #include "tf/util.h"
@@ -7,6 +8,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,4 +324,23 @@ void tf_progress_say(tf_progress *p, const char *fmt, ...)
     va_start(ap, fmt);
     progress_line(p, fmt, ap);
     va_end(ap);
+}
+
+const char *tf_format_significant(double v, int digits, char *out, size_t size)
+{
+    if (!isfinite(v) || v == 0) {
+        snprintf(out, size, "%g", v);
+        return out;
+    }
+    int magnitude = (int)floor(log10(fabs(v)));
+    if (magnitude < -9)
+        snprintf(out, size, "%.*g", digits, v);
+    else
+        snprintf(out, size, "%.*f", magnitude < digits - 1 ? digits - 1 - magnitude : 0, v);
+    return out;
+}
+
+const char *tf_plural(long count, const char *one, const char *many)
+{
+    return count == 1 ? one : many;
 }

@@ -260,6 +260,19 @@ int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
         return tf_fail(err, TF_EINVAL,
                        "--dag and --compare unfrozen do not combine: the dependency graph is "
                        "the same for both timelines");
+    /* A profile is drawn as its unfrozen schedule (solver "none"): its two
+     * panels would be the same timeline, titled as if something had been
+     * planned.  Saying so beats a picture that looks like a plan's. */
+    if (opt->compare_unfrozen && !strcmp(plan->solver_name, "none"))
+        return tf_fail(err, TF_EINVAL,
+                       "--compare unfrozen needs a plan, but the input is a profile (its "
+                       "unfrozen schedule, nothing planned): both panels would show the same "
+                       "timeline; run tf-plan on it and draw the plan, or leave out --compare");
+    if (opt->flows && strcmp(format, "chrome") != 0)
+        return tf_fail(err, TF_EINVAL,
+                       "--flows draws the dependencies between ranks as arrows of a Chrome "
+                       "trace: it needs format chrome (-T chrome, or a .json output), not %s",
+                       format);
     if (opt->dag && !strcmp(format, "chrome"))
         return tf_fail(err, TF_EINVAL,
                        "--dag draws the dependency graph; a Chrome trace (format chrome) has "
@@ -273,10 +286,41 @@ int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
     tl_model m;
     int rc = model_build(plan, opt, &m, err);
     if (!rc)
-        rc = !strcmp(format, "chrome") ? tl_render_chrome(&m, data, len, err)
+        rc = !strcmp(format, "chrome") ? tl_render_chrome(&m, opt->flows, data, len, err)
                                         : tl_render_graphviz(&m, opt, format, data, len, err);
     model_free(&m);
     return rc;
+}
+
+int tf_timeline_density_note(const tf_plan *plan, const tf_timeline_options *opt,
+                             const char *format, char *note, size_t size)
+{
+    if (size > 0)
+        note[0] = '\0';
+    tf_timeline_options defaults;
+    if (!opt) {
+        tf_timeline_options_init(&defaults);
+        opt = &defaults;
+    }
+    if (!format || strcmp(format, "png") != 0 || opt->dag || size == 0)
+        return 0;
+    tl_model m;
+    tf_error err = {0};
+    double points = 0;
+    int busiest = 0, dense = 0;
+    if (!model_build(plan, opt, &m, &err) &&
+        !tl_points_per_action(&m, opt, &points, &busiest, &err) &&
+        points < TF_TIMELINE_DENSE_POINTS) {
+        snprintf(note, size,
+                 "%d actions, %d on the busiest rank, get %.1f points of time axis each: too "
+                 "dense for a PNG to show them one by one (drawn without labels or outlines); "
+                 "SVG (zoomable, a tooltip per action) or a Chrome trace (-T chrome, for "
+                 "ui.perfetto.dev) is the format for this size",
+                 m.n, busiest, points);
+        dense = 1;
+    }
+    model_free(&m);
+    return dense;
 }
 
 int tf_timeline_render(const tf_plan *plan, const tf_timeline_options *opt, const char *path,

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tf/util.h"
 #include "timeline_internal.h"
 
 /* ---- geometry, in points ------------------------------------------------ */
@@ -32,7 +33,9 @@ enum {
     PANEL_HEAD_H = 24,  /* panel heading in --compare */
     PANEL_GAP = 10,
     MIN_PLOT_W = 480,   /* automatic width bounds of the time axis */
-    MAX_PLOT_W = 7200
+    MAX_PLOT_W = 7200,
+    NARROW_BOX = 4,     /* a box narrower than this vanishes under its outline... */
+    MARKER_W = 2        /* ...so a marker this wide shows where it runs */
 };
 static const double LABEL_FONT = 9.0;
 
@@ -269,8 +272,9 @@ static void title_lines(const tl_model *m, const tf_timeline_options *opt, char 
     if (opt->title)
         snprintf(line1, size, "%s", opt->title);
     else
-        snprintf(line1, size, "%s \xc2\xb7 %d ranks%s \xc2\xb7 %d microbatches", s->name, s->ranks,
-                 stages, s->microbatches);
+        snprintf(line1, size, "%s \xc2\xb7 %d %s%s \xc2\xb7 %d %s", s->name, s->ranks,
+                 tf_plural(s->ranks, "rank", "ranks"), stages, s->microbatches,
+                 tf_plural(s->microbatches, "microbatch", "microbatches"));
     if (plan_is_unfrozen(plan))
         snprintf(line2, size, "unfrozen schedule \xc2\xb7 batch %.1f ms \xc2\xb7 bubble %.1f%%",
                  planned->makespan, 100.0 * idle_share(m, planned, -1));
@@ -290,6 +294,7 @@ typedef struct frame {
     double scale;   /* points per ms */
     double axis_ms; /* time span of the axis */
     double plot_w;
+    int dense;      /* under TF_TIMELINE_DENSE_POINTS per action on the busiest rank */
 } frame;
 
 static double x_at(const frame *f, double ms)
@@ -301,6 +306,23 @@ static int compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* The most actions any one rank runs. */
+static int busiest_rank(const tl_model *m)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    int most = 1;
+    for (int r = 0; r < s->ranks; r++)
+        if (s->rank_offset[r + 1] - s->rank_offset[r] > most)
+            most = s->rank_offset[r + 1] - s->rank_offset[r];
+    return most;
+}
+
+/* The width the title needs. */
+static double title_width(const char *line1, const char *line2)
+{
+    return fmax(text_width(line1, 14), text_width(line2, 10));
 }
 
 /* The axis scale.  Automatic: wide enough that a typical short action (the
@@ -342,7 +364,20 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
         f->plot_w = ceil(fmin(fmax(w, MIN_PLOT_W), MAX_PLOT_W));
     }
     f->scale = f->plot_w / f->axis_ms;
+    f->dense = f->plot_w / busiest_rank(m) < TF_TIMELINE_DENSE_POINTS;
     return 0;
+}
+
+int tl_points_per_action(const tl_model *m, const tf_timeline_options *opt, double *points,
+                         int *busiest, tf_error *err)
+{
+    char line1[512], line2[512];
+    title_lines(m, opt, line1, line2, sizeof line1);
+    frame f = {0};
+    int rc = choose_frame(m, opt, title_width(line1, line2), &f, err);
+    *busiest = busiest_rank(m);
+    *points = rc ? 0.0 : f.plot_w / *busiest;
+    return rc;
 }
 
 /* Round tick spacing: 1, 2 or 5 times a power of ten, the one giving the
@@ -365,16 +400,27 @@ static double tick_step(double span, double plot_w)
     return best;
 }
 
-/* The label of action i that fits a box w points wide: "F3", else "3" (the
- * colour still tells the type), at 9 pt or smaller, else none. */
-static void fit_label(const tf_action *a, double w, char *label, double *fontsize)
+/* The label of action a that fits a box w points wide, at 9 pt or
+ * smaller, else none.  On schedules with several stages per rank the label
+ * names the stage as PyTorch names actions, "2F3", since "F3" alone does
+ * not say which of the rank's stages ran (the shade only hints at it);
+ * with one stage per rank the row already says it, and the shorter "F3"
+ * fits narrower boxes.  Narrower boxes fall back to "F3", then "3" (the
+ * colour still tells the type).  A W box pales towards white as it
+ * freezes, so its colour cannot tell the type: a digit alone would read as
+ * a stray number, and it gets "2W3", "W3" or none. */
+static void fit_label(const tf_action *a, int name_stage, double w, char *label,
+                      double *fontsize)
 {
     static const double sizes[] = {9.0, 7.5, 6.0};
-    char full[32], short_label[32];
+    char staged[48], full[32], short_label[32];
+    snprintf(staged, sizeof staged, "%d%c%d", a->stage, tf_action_letter(a->type), a->microbatch);
     snprintf(full, sizeof full, "%c%d", tf_action_letter(a->type), a->microbatch);
     snprintf(short_label, sizeof short_label, "%d", a->microbatch);
-    const char *candidates[] = {full, short_label};
-    for (int c = 0; c < 2; c++)
+    const char *candidates[] = {staged, full, short_label};
+    int first = name_stage ? 0 : 1;
+    int last = a->type == TF_ACT_W ? 1 : 2;
+    for (int c = first; c <= last; c++)
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
             if (text_width(candidates[c], sizes[k]) + 3 <= w) {
                 strcpy(label, candidates[c]);
@@ -385,6 +431,19 @@ static void fit_label(const tf_action *a, double w, char *label, double *fontsiz
     *fontsize = LABEL_FONT;
 }
 
+/* The overlapped pair action i belongs to, as PyTorch names it, into
+ * name[TF_CELL_MAX]; "" when it belongs to none. */
+static const char *pair_name(const tl_model *m, int i, char *name)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    int first = s->actions[i].pair == TF_PAIR_FIRST ? i
+              : s->actions[i].pair == TF_PAIR_SECOND ? i - 1 : -1;
+    name[0] = '\0';
+    if (first >= 0 && first + 1 < s->n_actions)
+        tf_pair_format(&s->actions[first], &s->actions[first + 1], name);
+    return name;
+}
+
 static void draw_action(canvas *c, const tl_model *m, const tl_panel *p, const frame *f, int i,
                         double row_top)
 {
@@ -393,26 +452,89 @@ static void draw_action(canvas *c, const tl_model *m, const tl_panel *p, const f
     double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, p->start[i] + p->ms[i]));
     double top = row_top + (ROW_H - BOX_H) / 2;
     rgb fill = action_fill(m, i, p->ratio[i]);
-    char hex[8], cell[32], label[32], text[512];
+    char hex[8], cell[32], label[48], text[640], pair[TF_CELL_MAX];
     Agnode_t *n = put_rect(c, x0, top, x1, top + BOX_H, rgb_hex(fill, hex));
     tf_action_format(a, cell);
+    pair_name(m, i, pair);
     setf(n, "id", "%s_%s", p->id_prefix, cell);
-    setf(n, "class", "action %c%s", tf_action_letter(a->type), p->critical[i] ? " critical" : "");
+    setf(n, "class", "action %c%s%s", tf_action_letter(a->type), p->critical[i] ? " critical" : "",
+         pair[0] ? " pair" : "");
     /* Critical actions get a dark outline; others a hairline of white that
-     * separates neighbours. */
+     * separates neighbours.  In dense rows a 1.6-point outline would cover
+     * the whole box and white hairlines would pale every box, which reads
+     * as freezing: the fill alone is drawn, and no label fits. */
     set(n, "color", p->critical[i] ? "#1b1b1b" : "#ffffff");
-    set(n, "penwidth", p->critical[i] ? "1.6" : "0.6");
-    double fontsize;
-    fit_label(a, x1 - x0, label, &fontsize);
+    set(n, "penwidth", f->dense ? "0" : p->critical[i] ? "1.6" : "0.6");
+    double fontsize = LABEL_FONT;
+    label[0] = '\0';
+    if (!f->dense)
+        fit_label(a, m->plan->schedule.stages_per_rank > 1, x1 - x0, label, &fontsize);
     set(n, "label", label);
     if (fontsize != LABEL_FONT)
         setf(n, "fontsize", "%g", fontsize);
     set(n, "fontcolor", luminance(fill) > 0.6 ? "#1b1b1b" : "#ffffff");
     snprintf(text, sizeof text,
              "%s (%s, stage %d, microbatch %d) on rank %d: start %.3f ms, %.3f ms (max %.3f, min "
-             "%.3f), freeze ratio %.3f%s",
+             "%.3f), freeze ratio %.3f%s%s%s",
              cell, type_name(a->type), a->stage, a->microbatch, a->rank, p->start[i], p->ms[i],
-             pa->max_ms, pa->min_ms, p->ratio[i], p->critical[i] ? ", critical" : "");
+             pa->max_ms, pa->min_ms, p->ratio[i], p->critical[i] ? ", critical" : "",
+             pair[0] ? "; half of the overlapped pair " : "", pair);
+    set(n, "tooltip", text);
+}
+
+/* An overlapped pair (first action i) runs as one node: its two boxes,
+ * back to back, get one frame around them, a little taller than the boxes
+ * like a marker, drawn over them.  id "<prefix>_pair_<F>_<B>", class
+ * "pair"; its tooltip gives the pair's span.  Not in dense rows, where it
+ * would cover the boxes. */
+static void draw_pair_frame(canvas *c, const tl_model *m, const tl_panel *p, const frame *f,
+                            int i, double row_top)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    if (f->dense || s->actions[i].pair != TF_PAIR_FIRST || i + 1 >= s->n_actions)
+        return;
+    double end = p->start[i + 1] + p->ms[i + 1];
+    double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, end));
+    char first[32], second[32], name[TF_CELL_MAX], text[320];
+    Agnode_t *n = put_rect(c, x0, row_top + 1, fmax(x1, x0 + 1), row_top + ROW_H - 1, "#333333");
+    set(n, "style", "dashed");
+    set(n, "fillcolor", "none");
+    set(n, "penwidth", "1.2");
+    setf(n, "id", "%s_pair_%s_%s", p->id_prefix, tf_action_format(&s->actions[i], first),
+         tf_action_format(&s->actions[i + 1], second));
+    set(n, "class", "pair");
+    snprintf(text, sizeof text,
+             "%s on rank %d: %s and %s issued together, one node of the schedule: start %.3f "
+             "ms, %.3f ms (%s %.3f + %s %.3f)",
+             pair_name(m, i, name), s->actions[i].rank, first, second, p->start[i],
+             end - p->start[i], first, p->ms[i], second, p->ms[i + 1]);
+    set(n, "tooltip", text);
+}
+
+/* A box narrower than NARROW_BOX points (a fully frozen W, typically: a
+ * hundredth of its unfrozen time) vanishes under its own outline and its
+ * neighbours'.  A bar MARKER_W wide in the type's colour, darkened, and a
+ * little taller than the boxes marks where it runs; drawn after the rank's
+ * boxes, so it stays on top.  id "<prefix>_<action>_marker", class "marker". */
+static void draw_marker(canvas *c, const tl_model *m, const tl_panel *p, const frame *f, int i,
+                        double row_top)
+{
+    double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, p->start[i] + p->ms[i]));
+    if (x1 - x0 >= NARROW_BOX || f->dense)
+        return; /* in dense rows every box is narrow: markers would hide them all */
+    const tf_action *a = &m->plan->actions[i].action;
+    char hex[8], cell[32], text[256];
+    rgb colour = mix(type_colour(a->type), rgb_of(0x000000), 0.35);
+    double mid = (x0 + x1) / 2;
+    Agnode_t *n = put_rect(c, mid - MARKER_W / 2.0, row_top + 1, mid + MARKER_W / 2.0,
+                           row_top + ROW_H - 1, rgb_hex(colour, hex));
+    tf_action_format(a, cell);
+    setf(n, "id", "%s_%s_marker", p->id_prefix, cell);
+    set(n, "class", "marker");
+    snprintf(text, sizeof text,
+             "%s (%s) on rank %d: start %.3f ms, %.3f ms, freeze ratio %.3f: too short to "
+             "draw at this scale",
+             cell, type_name(a->type), a->rank, p->start[i], p->ms[i], p->ratio[i]);
     set(n, "tooltip", text);
 }
 
@@ -440,6 +562,10 @@ static double draw_panel(canvas *c, const tl_model *m, const tl_panel *p, const 
         double row_top = top + r * ROW_H;
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
             draw_action(c, m, p, f, i, row_top);
+        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
+            draw_marker(c, m, p, f, i, row_top);
+        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
+            draw_pair_frame(c, m, p, f, i, row_top);
         char text[96];
         snprintf(text, sizeof text, "rank %d", r);
         double mid = row_top + ROW_H / 2.0;
@@ -557,6 +683,17 @@ static double draw_legend(canvas *c, const tl_model *m, const frame *f, double t
         put_text(c, x, y, text, 9, 'l', "#333333", 0);
         x += w;
     }
+    if (tf_schedule_has_pairs(s)) {
+        const char *text = "overlapped pair (one node)";
+        double w = 2 * sw + 4 + text_width(text, 9) + 16;
+        legend_room(&x, &y, w, f->x0, right, line_h);
+        Agnode_t *n = put_rect(c, x, y - sw / 2, x + 2 * sw, y + sw / 2, "#333333");
+        set(n, "style", "dashed");
+        set(n, "fillcolor", "none");
+        set(n, "penwidth", "1.2");
+        put_text(c, x + 2 * sw + 4, y, text, 9, 'l', "#333333", 0);
+        x += w;
+    }
     return y + line_h / 2;
 }
 
@@ -589,9 +726,8 @@ static int draw_timeline(canvas *c, const tl_model *m, const tf_timeline_options
 {
     char line1[512], line2[512];
     title_lines(m, opt, line1, line2, sizeof line1);
-    double title_w = fmax(text_width(line1, 14), text_width(line2, 10));
     frame f = {0};
-    int rc = choose_frame(m, opt, title_w, &f, err);
+    int rc = choose_frame(m, opt, title_width(line1, line2), &f, err);
     if (rc)
         return rc;
     double step = tick_step(f.axis_ms, f.plot_w);
@@ -646,6 +782,8 @@ static const struct {
     {TF_EDGE_BACKWARD_PREV_STAGE, "backward to previous stage", "#c43c3e", "solid", "1.4"},
     {TF_EDGE_BACKWARD_AFTER_FORWARD, "backward after forward", "#8e44ad", "dashed", "1.2"},
     {TF_EDGE_MICROBATCH, "next microbatch", "#8c8c8c", "dotted", "1.2"},
+    {TF_EDGE_PAIR, "overlapped pair (joins it, or enters or leaves it as one node)", "#333333",
+     "bold", "2"},
     {TF_EDGE_RANK_ORDER, "rank order", "#b0b0b0", "solid", "1"},
 };
 enum { N_RULES = sizeof rule_styles / sizeof *rule_styles };
@@ -765,8 +903,9 @@ static void draw_dag_edge(Agraph_t *g, const tl_model *m, Agnode_t **nodes, int 
     set(edge, "penwidth", rule_styles[style].penwidth);
 }
 
-/* Legend: one sample edge per rule, in its own cluster. */
-static void draw_dag_legend(Agraph_t *g)
+/* Legend: one sample edge per rule, in its own cluster; the pair's only
+ * when the schedule has pairs. */
+static void draw_dag_legend(Agraph_t *g, int pairs)
 {
     Agraph_t *legend = agsubg(g, "cluster_legend", 1);
     agset(legend, "label",
@@ -778,6 +917,8 @@ static void draw_dag_legend(Agraph_t *g)
         int k = 0; /* the style entry of this rule number */
         while (k < N_RULES - 1 && rule_styles[k].rule != 1 << (rule - 1))
             k++;
+        if (rule_styles[k].rule == TF_EDGE_PAIR && !pairs)
+            continue;
         char name[32], text[96];
         snprintf(name, sizeof name, "legend_from_%d", rule);
         Agnode_t *from = agnode(legend, name, 1);
@@ -814,7 +955,7 @@ static int draw_dependency_graph(canvas *c, const tl_model *m, const tf_timeline
         for (int e = m->dag.succ_offset[u]; e < m->dag.succ_offset[u + 1]; e++)
             draw_dag_edge(c->g, m, nodes, u, e);
     free(nodes);
-    draw_dag_legend(c->g);
+    draw_dag_legend(c->g, tf_schedule_has_pairs(&m->plan->schedule));
     return 0;
 }
 

@@ -37,7 +37,15 @@ typedef struct tl_model {
 int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const char *format,
                        char **data, size_t *len, tf_error *err);
 
-/* Writes the model as Chrome/Perfetto trace JSON (malloc'd, caller frees). */
-int tl_render_chrome(const tl_model *m, char **data, size_t *len, tf_error *err);
+/* Points of time axis per action on the busiest rank of the timeline
+ * tl_render_graphviz would draw with opt, into *points, and that rank's
+ * action count into *busiest.  Returns 0, or TF_EINVAL (opt->width too
+ * narrow) or TF_ENOMEM as the render would. */
+int tl_points_per_action(const tl_model *m, const tf_timeline_options *opt, double *points,
+                         int *busiest, tf_error *err);
+
+/* Writes the model as Chrome/Perfetto trace JSON (malloc'd, caller frees);
+ * flows: also a flow event per cross-rank DAG edge. */
+int tl_render_chrome(const tl_model *m, int flows, char **data, size_t *len, tf_error *err);
 
 #endif

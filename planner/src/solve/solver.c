@@ -29,8 +29,8 @@ int tf_solver_parse(const char *name, tf_solver *solver)
     return 0;
 }
 
-/* Below 1,024 actions both solvers take milliseconds, so the reference
- * solves them; from there on the fast solver is several times faster and
+/* Below 1,024 actions both solvers take milliseconds, so lp_solve, the
+ * general solver the fast one is checked against, solves them; from there on the fast solver is several times faster and
  * grows far more slowly (docs/fast-solver.md has the measurements). */
 tf_solver tf_solver_for_size(int n_actions)
 {

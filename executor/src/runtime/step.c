@@ -1,0 +1,386 @@
+/* step.c - one step on this process's ranks: a thread per rank runs its
+ * actions in the schedule's order, receiving and sending the tensors
+ * between stages, then a thread per rank applies AdamW (see runtime.h). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "runtime_internal.h"
+#include "tf/util.h"
+
+enum { MSG_ACTIVATION = 0, MSG_GRADIENT = 1 };
+
+static long message_tag(const tfx_pipeline *p, int kind, int stage, int mb)
+{
+    return ((long)kind * p->schedule.stages + stage) * p->schedule.microbatches + mb;
+}
+
+/* Compute time of an action, on the backend's own clock (backend.h);
+ * begin also records the wall-clock start (for start offsets) in *t_begin. */
+static int compute_begin(tfx_rank_job *job, double *t_begin, tf_error *err)
+{
+    const tfx_backend *be = &job->p->backends[job->rank];
+    *t_begin = tf_now_seconds();
+    return be->ops->timer_start(be->ctx, err);
+}
+
+static int compute_end(tfx_rank_job *job, double *ms, tf_error *err)
+{
+    const tfx_backend *be = &job->p->backends[job->rank];
+    return be->ops->timer_stop(be->ctx, ms, err);
+}
+
+/* Receives what action `index` waits for from another stage: F the
+ * activation of the stage before, B and I the gradient of the stage after;
+ * W nothing.  Returns 0 or an error in job->err. */
+static int receive_input(tfx_rank_job *job, int index)
+{
+    tfx_pipeline *p = job->p;
+    const tf_schedule *s = &p->schedule;
+    const tf_action *a = &s->actions[index];
+    tfx_stage *st = &p->stages[a->stage];
+    const tfx_transport tr = p->transport;
+    const size_t bytes = tfx_stage_boundary_bytes(st);
+    const int m = a->microbatch;
+    if (a->type == TF_ACT_F && a->stage > 0)
+        return tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
+                            message_tag(p, MSG_ACTIVATION, a->stage, m), tfx_stage_input(st, m),
+                            bytes, &job->err);
+    if ((a->type == TF_ACT_B || a->type == TF_ACT_I) && a->stage < s->stages - 1)
+        return tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
+                            message_tag(p, MSG_GRADIENT, a->stage, m), tfx_stage_grad_in(st, m),
+                            bytes, &job->err);
+    return 0;
+}
+
+/* Sends what action `index` produced for another stage: F's activation
+ * forward, B's and I's input gradient back.  Returns 0 or an error. */
+static int send_output(tfx_rank_job *job, int index)
+{
+    tfx_pipeline *p = job->p;
+    const tf_schedule *s = &p->schedule;
+    const tf_action *a = &s->actions[index];
+    tfx_stage *st = &p->stages[a->stage];
+    const tfx_transport tr = p->transport;
+    const size_t bytes = tfx_stage_boundary_bytes(st);
+    const int m = a->microbatch;
+    if (a->type == TF_ACT_F && a->stage < s->stages - 1)
+        return tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
+                            message_tag(p, MSG_ACTIVATION, a->stage + 1, m),
+                            tfx_stage_output(st, m), bytes, &job->err);
+    if ((a->type == TF_ACT_B || a->type == TF_ACT_I) && a->stage > 0)
+        return tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
+                            message_tag(p, MSG_GRADIENT, a->stage - 1, m),
+                            tfx_stage_grad_out(st, m), bytes, &job->err);
+    return 0;
+}
+
+/* The compute of action `index`, timed (the times of the last training
+ * step are kept).  Returns 0 or an error in job->err. */
+static int compute(tfx_rank_job *job, int index)
+{
+    tfx_pipeline *p = job->p;
+    const tf_schedule *s = &p->schedule;
+    const tf_action *a = &s->actions[index];
+    tfx_stage *st = &p->stages[a->stage];
+    const int M = s->microbatches, N = st->tokens, m = a->microbatch;
+    const int first = a->stage == 0, last = a->stage == s->stages - 1;
+    tf_error *err = &job->err;
+    int rc = 0;
+    double t_begin = 0.0, ms = 0.0;
+
+    const unsigned char *frozen = NULL;
+    if (job->in->frozen)
+        frozen = job->in->frozen + (size_t)m * p->layout.n_tensors + st->first_tensor;
+
+    TFX_TRY(compute_begin(job, &t_begin, err));
+    switch (a->type) {
+    case TF_ACT_F:
+        TFX_TRY(tfx_stage_forward(st, m, first ? job->in->tokens + (size_t)m * N : NULL,
+                                  last ? job->in->targets + (size_t)m * N : NULL,
+                                  1.0f / ((float)N * M), err));
+        break;
+    case TF_ACT_B:
+    case TF_ACT_I:
+        TFX_TRY(tfx_stage_backward_input(st, m, err));
+        if (a->type == TF_ACT_B)
+            TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
+        break;
+    case TF_ACT_W: TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err)); break;
+    }
+    TFX_TRY(compute_end(job, &ms, err));
+    if (!job->in->forward_only) { /* the times are those of the last training step */
+        p->action_ms[index] = ms;
+        p->action_start_ms[index] = (t_begin - job->t0) * 1e3;
+    }
+fail:
+    return rc;
+}
+
+/* Runs one action of rank job->rank: its input in, its compute, its output
+ * out.  Returns 0 or an error in job->err. */
+static int run_action(tfx_rank_job *job, int index)
+{
+    int rc = receive_input(job, index);
+    if (rc == 0)
+        rc = compute(job, index);
+    if (rc == 0)
+        rc = send_output(job, index);
+    return rc;
+}
+
+/* Runs an overlapped pair (its forward at `index`, its backward next) as
+ * the planner models it, one node: the inputs of both in, then the two
+ * computes back to back, then the outputs of both out.  This is also what
+ * PyTorch's runtime does with OVERLAP_F_B when no custom function overlaps
+ * them: its lowering posts both receives before the pair and both sends
+ * after it.  Returns 0 or an error in job->err. */
+static int run_pair(tfx_rank_job *job, int index)
+{
+    int rc = receive_input(job, index);
+    if (rc == 0)
+        rc = receive_input(job, index + 1);
+    if (rc == 0)
+        rc = compute(job, index);
+    if (rc == 0)
+        rc = compute(job, index + 1);
+    if (rc == 0)
+        rc = send_output(job, index);
+    if (rc == 0)
+        rc = send_output(job, index + 1);
+    return rc;
+}
+
+/* Microbatches in which tensor i of the model was frozen. */
+static int frozen_count(const tfx_pipeline *p, const unsigned char *frozen, int i)
+{
+    int k = 0;
+    for (int m = 0; frozen && m < p->schedule.microbatches; m++)
+        k += frozen[(size_t)m * p->layout.n_tensors + i] != 0;
+    return k;
+}
+
+/* Whether tensor i of the model is updated: unfrozen in at least one
+ * microbatch (frozen NULL: every tensor). */
+static int tensor_updated(const tfx_pipeline *p, const unsigned char *frozen, int i)
+{
+    return frozen_count(p, frozen, i) < p->schedule.microbatches;
+}
+
+/* With rescale_frozen, a tensor frozen in k of M microbatches holds the sum
+ * of M - k microbatch gradients over M: scaled by M / (M - k) it is their
+ * mean, an unbiased estimate of the batch gradient. */
+static void rescale_frozen(const tfx_pipeline *p, const tfx_step_input *in, tfx_stage *st)
+{
+    const int M = p->schedule.microbatches;
+    for (int i = 0; in->rescale_frozen && i < st->n_tensors; i++) {
+        int k = frozen_count(p, in->frozen, st->first_tensor + i);
+        if (k > 0 && k < M)
+            st->be.ops->scale(st->be.ctx, st->grad[i], (float)M / (float)(M - k),
+                              p->layout.tensors[st->first_tensor + i].count);
+    }
+}
+
+static void *rank_actions_thread(void *arg)
+{
+    tfx_rank_job *job = arg;
+    tfx_pipeline *p = job->p;
+    const tf_schedule *s = &p->schedule;
+    const int forward_only = job->in->forward_only;
+    char name[32];
+    for (int st = 0; st < s->stages && !forward_only; st++)
+        if (s->stage_rank[st] == job->rank)
+            tfx_stage_zero_grads(&p->stages[st]);
+    for (int i = s->rank_offset[job->rank]; i < s->rank_offset[job->rank + 1]; i++) {
+        /* The forward actions alone, in the schedule's order, cannot
+         * deadlock: they are a part of an order that does not (a pair's
+         * forward then runs alone, its receive no longer waiting on its
+         * backward's). */
+        int pair = !forward_only && s->actions[i].pair == TF_PAIR_FIRST &&
+                   i + 1 < s->rank_offset[job->rank + 1];
+        if (forward_only && s->actions[i].type != TF_ACT_F)
+            continue;
+        if (job->rank == p->opts.fail_rank &&
+            i - s->rank_offset[job->rank] == p->opts.fail_action) {
+            job->rc = tf_fail(&job->err, TF_ERUNTIME, "injected failure before action %s",
+                              tf_action_format(&s->actions[i], name));
+        } else if (pair) {
+            job->rc = run_pair(job, i);
+            i++;
+        } else {
+            job->rc = run_action(job, i);
+        }
+        if (job->rc < 0) {
+            /* The first rank to fail is the cause; the others only stopped. */
+            int none = -1;
+            atomic_compare_exchange_strong(job->first_failure, &none, job->rank);
+            p->transport.ops->abort(p->transport.ctx, job->rank, job->err.msg);
+            return NULL;
+        }
+    }
+    for (int st = 0; st < s->stages && job->in->rescale_frozen; st++)
+        if (s->stage_rank[st] == job->rank)
+            rescale_frozen(p, job->in, &p->stages[st]);
+    return NULL;
+}
+
+static void *rank_optimizer_thread(void *arg)
+{
+    tfx_rank_job *job = arg;
+    tfx_pipeline *p = job->p;
+    unsigned char *update = malloc((size_t)p->layout.n_tensors);
+    if (!update) {
+        job->rc = tf_fail(&job->err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+        return NULL;
+    }
+    for (int st = 0; st < p->schedule.stages; st++) {
+        if (p->schedule.stage_rank[st] != job->rank)
+            continue;
+        const tfx_stage *stage = &p->stages[st];
+        for (int i = 0; i < stage->n_tensors; i++)
+            update[i] = (unsigned char)tensor_updated(p, job->in->frozen, stage->first_tensor + i);
+        tfx_stage_optimizer_step(&p->stages[st], update, &p->opts.adamw);
+    }
+    free(update);
+    job->rc = p->backends[job->rank].ops->synchronize(p->backends[job->rank].ctx, &job->err);
+    return NULL;
+}
+
+/* Runs fn on one thread per job (jobs[i].rank == jobs[0].rank + i) and
+ * joins them.  Returns 0 or the error of the rank that failed first (when
+ * the threads record one), whose job *cause_job (may be NULL) points to. */
+static int run_ranks(tfx_pipeline *p, tfx_rank_job *jobs, int R, void *(*fn)(void *),
+                     atomic_int *first_failure, tfx_rank_job **cause_job, tf_error *err)
+{
+    if (cause_job)
+        *cause_job = NULL;
+    pthread_t *threads = calloc(R > 0 ? (size_t)R : 1, sizeof *threads);
+    if (!threads)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    int started = 0, rc = 0;
+    for (; started < R; started++) {
+        if (pthread_create(&threads[started], NULL, fn, &jobs[started]) != 0) {
+            rc = tf_fail(err, TF_ERUNTIME, "could not start the thread of rank %d",
+                         jobs[started].rank);
+            p->transport.ops->abort(p->transport.ctx, jobs[started].rank, err->msg);
+            break;
+        }
+    }
+    for (int r = 0; r < started; r++)
+        pthread_join(threads[r], NULL);
+    free(threads);
+    if (rc < 0)
+        return rc;
+    int cause = atomic_load(first_failure);
+    cause = cause >= 0 ? cause - jobs[0].rank : -1;
+    for (int r = 0; cause < 0 && r < R; r++)
+        if (jobs[r].rc < 0)
+            cause = r;
+    if (cause >= 0) {
+        if (cause_job)
+            *cause_job = &jobs[cause];
+        return tf_fail(err, jobs[cause].rc, "rank %d failed (all ranks stopped): %s",
+                       jobs[cause].rank, jobs[cause].err.msg);
+    }
+    return 0;
+}
+
+int tfx_step_begin(tfx_step_run *sr, tfx_pipeline *p, const tfx_step_input *in,
+                   tf_error *err)
+{
+    memset(sr, 0, sizeof *sr);
+    sr->p = p;
+    sr->in = in;
+    atomic_init(&sr->first_failure, -1);
+    for (int st = 0; st < p->schedule.stages; st++) {
+        memset(&p->stages[st].counts, 0, sizeof p->stages[st].counts);
+        p->stages[st].flops = 0.0;
+    }
+    sr->jobs = calloc((size_t)p->n_local, sizeof *sr->jobs);
+    if (!sr->jobs)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    sr->t0 = tf_now_seconds();
+    return 0;
+}
+
+/* One phase: fn on a fresh thread per local rank. */
+static int run_phase(tfx_step_run *sr, void *(*fn)(void *), tf_error *err)
+{
+    tfx_pipeline *p = sr->p;
+    for (int i = 0; i < p->n_local; i++)
+        sr->jobs[i] = (tfx_rank_job){.p = p, .rank = p->first_local + i, .in = sr->in,
+                                     .t0 = sr->t0, .first_failure = &sr->first_failure};
+    return run_ranks(p, sr->jobs, p->n_local, fn, &sr->first_failure, &sr->cause, err);
+}
+
+int tfx_step_actions(tfx_step_run *sr, tf_error *err)
+{
+    int rc = run_phase(sr, rank_actions_thread, err);
+    sr->t1 = tf_now_seconds();
+    return rc;
+}
+
+int tfx_step_optimizer(tfx_step_run *sr, tfx_step_result *res, tf_error *err)
+{
+    const tfx_pipeline *p = sr->p;
+    int rc = run_phase(sr, rank_optimizer_thread, err);
+    for (int i = 0; rc == 0 && i < p->layout.n_tensors; i++)
+        res->tensors_updated += tensor_updated(p, sr->in->frozen, i);
+    return rc;
+}
+
+void tfx_step_end(tfx_step_run *sr)
+{
+    free(sr->jobs);
+    sr->jobs = NULL;
+}
+
+void tfx_step_totals_local(const tfx_pipeline *p, tfx_step_totals *t)
+{
+    const tf_schedule *s = &p->schedule;
+    memset(t, 0, sizeof *t);
+    if (tfx_pipeline_is_local(p, s->stage_rank[s->stages - 1])) {
+        const tfx_stage *last = &p->stages[s->stages - 1];
+        double loss = 0.0;
+        for (int m = 0; m < s->microbatches; m++)
+            loss += last->act[m].loss_sum;
+        t->loss = loss / ((double)last->tokens * s->microbatches);
+        t->has_loss = 1;
+    }
+    for (int st = 0; st < s->stages; st++) {
+        t->flops += p->stages[st].flops;
+        t->counts.gemms += p->stages[st].counts.gemms;
+        t->counts.reductions += p->stages[st].counts.reductions;
+        t->counts.skipped += p->stages[st].counts.skipped;
+    }
+}
+
+int tfx_step_single(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
+                    tf_error *err)
+{
+    tfx_step_run sr;
+    memset(res, 0, sizeof *res);
+    int rc = tfx_step_begin(&sr, p, in, err);
+    if (rc == 0) {
+        rc = tfx_step_actions(&sr, err);
+        int dropped = p->transport.ops->reset(p->transport.ctx);
+        if (rc == 0 && dropped)
+            rc = tf_fail(err, TF_ERUNTIME,
+                         "pipeline: %d messages were sent but never received", dropped);
+    }
+    if (rc == 0 && in->apply_optimizer)
+        rc = tfx_step_optimizer(&sr, res, err);
+    if (rc == 0) {
+        tfx_step_totals t;
+        tfx_step_totals_local(p, &t);
+        res->loss = t.loss;
+        res->counts = t.counts;
+        res->flops = t.flops;
+        res->pipeline_ms = (sr.t1 - sr.t0) * 1e3;
+        res->step_ms = (tf_now_seconds() - sr.t0) * 1e3;
+    }
+    tfx_step_end(&sr);
+    return rc;
+}

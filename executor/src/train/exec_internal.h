@@ -1,0 +1,72 @@
+/* exec_internal.h - what the two jobs of tf-exec (profile.c, train.c)
+ * share: a run of training steps on a pipeline, and the checks and words
+ * around it (internal to the executor).
+ */
+#ifndef TFX_EXEC_INTERNAL_H
+#define TFX_EXEC_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tf/error.h"
+#include "tf/schedule.h"
+#include "tfx/corpus.h"
+#include "tfx/exec.h"
+#include "tfx/runtime.h"
+
+/* A pipeline with its data and the buffers of one batch. */
+typedef struct tfx_exec_run {
+    const tfx_exec_options *o;
+    tf_schedule sched;         /* set by the caller before tfx_exec_run_open */
+    tfx_pipeline *p;
+    tfx_corpus corpus;
+    FILE *out;                 /* progress and summaries (/dev/null for launched
+                                  processes other than 0) */
+    FILE *null_out;            /* that /dev/null, closed by tfx_exec_run_close */
+    int microbatches;          /* M */
+    int tokens;                /* N per microbatch */
+    int32_t *batch_tokens, *batch_targets; /* M x N */
+} tfx_exec_run;
+
+/* Whether o describes one process of several (a launched run). */
+int tfx_exec_launched(const tfx_exec_options *o);
+
+/* Builds the schedule the options name (without a plan): --schedule,
+ * --ranks, --stages-per-rank, --microbatches or their defaults.  Returns 0
+ * or TF_EINVAL naming the option and its range. */
+int tfx_exec_options_schedule(const tfx_exec_options *o, tf_schedule *out, tf_error *err);
+
+/* Opens everything a job needs for r->sched: checks the launch against it,
+ * picks the output stream, loads the corpus, creates the pipeline and the
+ * batch buffers.  Returns 0 or the first error (naming the option, file or
+ * variable); r is released by tfx_exec_run_close either way. */
+int tfx_exec_run_open(tfx_exec_run *r, const tfx_exec_options *o, tf_error *err);
+
+/* Loads the batch of `step` and runs one step with the freezing mask
+ * `frozen` (NULL: none) and AdamW.  Returns 0 or the pipeline's error. */
+int tfx_exec_run_step(tfx_exec_run *r, long step, const unsigned char *frozen,
+                      tfx_step_result *res, tf_error *err);
+
+/* The mean loss over o->eval_batches batches of held-out data (the same
+ * windows every time), forward only: the weights, gradients and optimizer
+ * are left as they were.  Returns 0 or the pipeline's error. */
+int tfx_exec_run_evaluate(tfx_exec_run *r, double *loss, tf_error *err);
+
+/* Releases r.  After a failure (rc < 0) it first tells the other processes
+ * of a launched run why this one stops (err's message). */
+void tfx_exec_run_close(tfx_exec_run *r, int rc, const tf_error *err);
+
+/* Prints "<what> S: R ranks x V stages per rank, M microbatches x N tokens,
+ * P parameters" for the run, without a line end. */
+void tfx_exec_run_describe(const tfx_exec_run *r, const char *what);
+
+/* Median of v[0..n-1] (sorts v); 0 for n == 0. */
+double tfx_exec_median(double *v, int n);
+
+/* The word for a count: one when n is 1, else many ("1 step", "2 steps"). */
+static inline const char *tfx_plural(long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
+#endif

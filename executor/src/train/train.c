@@ -1,0 +1,530 @@
+/* train.c - tf-exec --plan: training with a plan's freeze ratios (or a
+ * uniform ratio, or none), through warm-up and ramp, with progress, a JSON
+ * log, checkpoints and a summary against the plan (see exec.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "exec_internal.h"
+#include "tf/plan.h"
+#include "tf/util.h"
+#include "tfx/checkpoint.h"
+
+typedef struct trainer {
+    tfx_exec_run run;
+    const tfx_exec_options *o;
+    tf_plan plan;
+    int have_plan;
+    tfx_freeze_selector sel;
+    double *ratio_of;     /* stage x microbatch: the ratio once the ramp is done */
+    int any_freezing;     /* some ratio is above 0 */
+    unsigned char *mask;  /* microbatch x tensor: frozen in this step */
+    long start;           /* steps done before this call (resumed from a checkpoint) */
+    int resumed;          /* the weights came from --checkpoint */
+    double train_ms;      /* wall time of the steps run so far (no evaluations) */
+    double flops;         /* GEMM-equivalent FLOPs of those steps */
+    FILE *log;            /* --log, or NULL */
+    int bar;              /* progress as a bar (else one line per step) */
+    /* Timing samples: steps without freezing, and steps at the full ratios. */
+    double *unfrozen_ms, *unfrozen_step, *frozen_ms, *frozen_step;
+    int n_unfrozen, n_frozen;
+    tfx_train_summary sum;
+} trainer;
+
+/* What one step did, for the progress line and the log. */
+typedef struct step_report {
+    long step;            /* 1-based */
+    double factor;        /* share of the full ratios applied */
+    double ratio;         /* tensors frozen / tensor slots */
+    double tokens_per_s;
+    double forward_ms, backward_ms; /* mean compute time of F and of B / W actions */
+    double val_loss;      /* after the step, or NaN when it was not evaluated */
+    tfx_step_result res;
+} step_report;
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+/* Checks that the plan fits the options and the model; errors name the plan
+ * field, its value and the conflicting option. */
+static int check_plan_fits(const tfx_exec_options *o, const tf_plan *plan, tf_error *err)
+{
+    const tf_schedule *s = &plan->schedule;
+    const char *path = o->plan_path;
+    const char *given = o->schedule ? tf_schedule_canonical_name(o->schedule) : NULL;
+    if (o->schedule && strcmp(given ? given : o->schedule, s->name) != 0)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: schedule = \"%s\", but --schedule %s was given (the plan was made "
+                       "for another schedule)",
+                       path, s->name, o->schedule);
+    if (o->ranks && o->ranks != s->ranks)
+        return tf_fail(err, TF_EINVAL, "%s: ranks = %d, but --ranks %d was given", path,
+                       s->ranks, o->ranks);
+    if (o->stages_per_rank && o->stages_per_rank != s->stages_per_rank)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: stages_per_rank = %d, but --stages-per-rank %d was given", path,
+                       s->stages_per_rank, o->stages_per_rank);
+    if (o->microbatches && o->microbatches != s->microbatches)
+        return tf_fail(err, TF_EINVAL, "%s: microbatches = %d, but --microbatches %d was given",
+                       path, s->microbatches, o->microbatches);
+    int tokens = tfx_model_microbatch_tokens(&o->model);
+    if (plan->microbatch_tokens > 0 && plan->microbatch_tokens != tokens)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: microbatch_tokens = %g, but the model's microbatch has %d tokens "
+                       "(--context %d x --microbatch-size %d)",
+                       path, plan->microbatch_tokens, tokens, o->model.context,
+                       o->model.microbatch_size);
+    if (o->model.layers < s->stages)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: %d stages (ranks %d x stages_per_rank %d), but the model has only "
+                       "--layers %d blocks (one or more per stage needed)",
+                       path, s->stages, s->ranks, s->stages_per_rank, o->model.layers);
+    return 0;
+}
+
+/* The schedule: the plan's (checked against the options), else the one the
+ * options name. */
+static int load_schedule(trainer *tr, tf_error *err)
+{
+    const tfx_exec_options *o = tr->o;
+    if (!o->plan_path)
+        return tfx_exec_options_schedule(o, &tr->run.sched, err);
+    int rc = tf_plan_load(o->plan_path, &tr->plan, err);
+    if (rc < 0)
+        return rc;
+    tr->have_plan = 1;
+    if ((rc = check_plan_fits(o, &tr->plan, err)) < 0)
+        return rc;
+    if (tf_schedule_copy(&tr->plan.schedule, &tr->run.sched) < 0)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    return 0;
+}
+
+/* The freeze selector, with each stage's tensor count. */
+static int open_selector(trainer *tr, tf_error *err)
+{
+    int rc = 0;
+    const tfx_model_layout *l = tfx_pipeline_layout(tr->run.p);
+    int *k = NULL;
+    TFX_CALLOC(k, l->stages);
+    for (int s = 0; s < l->stages; s++)
+        k[s] = l->stage_first_tensor[s + 1] - l->stage_first_tensor[s];
+    rc = tfx_freeze_selector_init(&tr->sel, tr->o->select, tr->o->seed, l->stages, k, err);
+fail:
+    free(k);
+    return rc;
+}
+
+/* The ratio of every B / W action once the ramp is done: the plan's, or a
+ * uniform --freeze-ratio (measurements, baselines). */
+static void full_ratios(trainer *tr)
+{
+    const tf_schedule *s = &tr->run.sched;
+    const int M = s->microbatches;
+    for (int i = 0; i < s->n_actions; i++) {
+        const tf_action *a = tr->have_plan ? &tr->plan.actions[i].action : &s->actions[i];
+        if (a->type != TF_ACT_B && a->type != TF_ACT_W)
+            continue;
+        double r = tr->have_plan ? tr->plan.actions[i].freeze_ratio : tr->o->freeze_ratio;
+        tr->ratio_of[a->stage * M + a->microbatch] = r;
+        tr->any_freezing |= r > 0.0;
+    }
+}
+
+static void checkpoint_meta(const trainer *tr, long step, tfx_checkpoint_meta *meta)
+{
+    const tfx_exec_options *o = tr->o;
+    *meta = (tfx_checkpoint_meta){o->model, tr->run.sched.stages, tr->run.sched.microbatches,
+                                  o->seed, (int)o->select, "", step};
+    snprintf(meta->schedule, sizeof meta->schedule, "%s", tr->run.sched.name);
+}
+
+static int resume(trainer *tr, tf_error *err)
+{
+    if (!tr->o->checkpoint_dir)
+        return 0;
+    tfx_checkpoint_meta meta;
+    int found = 0;
+    checkpoint_meta(tr, 0, &meta);
+    int rc = tfx_checkpoint_load(tr->o->checkpoint_dir, tr->run.p, &tr->sel, &meta, &tr->start,
+                                 &found, err);
+    if (rc == 0 && found)
+        fprintf(tr->run.out, "resuming from %s at step %ld\n", tr->o->checkpoint_dir, tr->start);
+    tr->resumed = found;
+    return rc;
+}
+
+/* --init: the weights of another run's checkpoint, unless this run resumes
+ * its own. */
+static int init_weights(trainer *tr, tf_error *err)
+{
+    const char *dir = tr->o->init_dir;
+    if (!dir || tr->resumed)
+        return 0;
+    int rc = tfx_checkpoint_load_weights(dir, tr->run.p, err);
+    if (rc == 0)
+        fprintf(tr->run.out, "starting from the weights in %s (fresh optimizer)\n", dir);
+    return rc;
+}
+
+/* Keeps the log lines of steps up to `last_step`: a run that stopped after
+ * its last checkpoint logged steps that the resumed run repeats.  The log is
+ * rewritten atomically; a missing log is fine. */
+static int truncate_log(const char *path, long last_step, tf_error *err)
+{
+    char *text;
+    size_t len;
+    if (tf_read_file(path, &text, &len, NULL) != 0)
+        return 0;
+    size_t kept = 0;
+    for (char *line = text; line < text + len;) {
+        char *end = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = end ? (size_t)(end - line) + 1 : (size_t)(text + len - line);
+        const char *field = strstr(line, "\"step\":");
+        long step = field && field < line + n ? strtol(field + 7, NULL, 10) : 0;
+        if (step <= last_step) {
+            memmove(text + kept, line, n);
+            kept += n;
+        }
+        line += n;
+    }
+    int rc = tf_write_file_atomic(path, text, kept, err);
+    free(text);
+    return rc;
+}
+
+/* Launched processes other than 0 write no log. */
+static int open_log(trainer *tr, tf_error *err)
+{
+    const tfx_exec_options *o = tr->o;
+    if (!o->log_path || (tfx_exec_launched(o) && o->launch.rank != 0))
+        return 0;
+    if (tr->start > 0) {
+        int rc = truncate_log(o->log_path, tr->start, err);
+        if (rc < 0)
+            return rc;
+    }
+    tr->log = fopen(o->log_path, tr->start > 0 ? "a" : "w");
+    if (!tr->log)
+        return tf_fail(err, TF_EIO, "--log %s: cannot open for writing", o->log_path);
+    return 0;
+}
+
+static void print_header(const trainer *tr)
+{
+    const tfx_exec_options *o = tr->o;
+    const char *what = !tr->have_plan ? (o->freeze_ratio > 0 && !o->no_freeze
+                                             ? "uniform freeze ratio"
+                                             : "no plan (no freezing)")
+                       : o->no_freeze ? "plan ignored (--no-freeze)"
+                                      : "plan ";
+    tfx_exec_run_describe(&tr->run, "training");
+    fprintf(tr->run.out, ", %s%s\n", what, tr->have_plan && !o->no_freeze ? o->plan_path : "");
+    fprintf(tr->run.out, "data: %s\n", tr->run.corpus.source);
+}
+
+static int trainer_open(trainer *tr, const tfx_exec_options *o, tf_error *err)
+{
+    int rc = 0;
+    tr->o = o;
+    TFX_TRY(tfx_model_config_check(&o->model, err));
+    TFX_TRY(load_schedule(tr, err));
+    TFX_TRY(tfx_exec_run_open(&tr->run, o, err));
+    TFX_TRY(open_selector(tr, err));
+    const int M = tr->run.microbatches, S = tr->run.sched.stages;
+    TFX_CALLOC(tr->mask, (size_t)M * tfx_pipeline_layout(tr->run.p)->n_tensors);
+    TFX_CALLOC(tr->ratio_of, (size_t)S * M);
+    TFX_CALLOC(tr->unfrozen_ms, o->steps + 1);
+    TFX_CALLOC(tr->frozen_ms, o->steps + 1);
+    TFX_CALLOC(tr->unfrozen_step, o->steps + 1);
+    TFX_CALLOC(tr->frozen_step, o->steps + 1);
+    if (tr->have_plan || o->freeze_ratio > 0.0)
+        full_ratios(tr);
+    TFX_TRY(resume(tr, err));
+    TFX_TRY(init_weights(tr, err));
+    TFX_TRY(open_log(tr, err));
+    tr->bar = o->progress < 0 ? isatty(fileno(tr->run.out)) : o->progress;
+    print_header(tr);
+fail:
+    return rc;
+}
+
+/* Returns rc, or TF_EIO when the log could not be written. */
+static int trainer_close(trainer *tr, int rc, tf_error *err)
+{
+    if (tr->log && fclose(tr->log) != 0 && rc == 0)
+        rc = tf_fail(err, TF_EIO, "--log %s: write failed", tr->o->log_path);
+    tfx_exec_run_close(&tr->run, rc, err);
+    free(tr->mask);
+    free(tr->ratio_of);
+    free(tr->unfrozen_ms);
+    free(tr->frozen_ms);
+    free(tr->unfrozen_step);
+    free(tr->frozen_step);
+    tfx_freeze_selector_free(&tr->sel);
+    if (tr->have_plan)
+        tf_plan_free(&tr->plan);
+    return rc;
+}
+
+/* ---- one step -------------------------------------------------------------- */
+
+/* Fraction of the plan's ratios applied at `step` (0-based). */
+static double phase_factor(const tfx_exec_options *o, long step)
+{
+    if (o->no_freeze || step < o->warmup)
+        return 0.0;
+    if (o->ramp <= 0)
+        return 1.0;
+    double f = (double)(step - o->warmup + 1) / o->ramp;
+    return f < 1.0 ? f : 1.0;
+}
+
+/* Fills the mask of `step` at `factor` times the full ratios; returns the
+ * share of tensor slots frozen. */
+static double select_frozen(trainer *tr, long step, double factor)
+{
+    const tfx_model_layout *l = tfx_pipeline_layout(tr->run.p);
+    const int M = tr->run.microbatches;
+    long frozen = 0, slots = 0;
+    for (int st = 0; st < l->stages; st++) {
+        int first = l->stage_first_tensor[st];
+        int K = l->stage_first_tensor[st + 1] - first;
+        for (int m = 0; m < M; m++) {
+            frozen += tfx_freeze_select(&tr->sel, step, st, m, tr->ratio_of[st * M + m] * factor,
+                                        tr->mask + (size_t)m * l->n_tensors + first);
+            slots += K;
+        }
+    }
+    return slots ? (double)frozen / slots : 0.0;
+}
+
+/* Mean compute time of the step's forward and weight-gradient carrying (B
+ * or W) actions: what the LP models as functions of r. */
+static void action_means(const trainer *tr, step_report *rep)
+{
+    const tf_schedule *s = &tr->run.sched;
+    const double *ms = tfx_pipeline_action_ms(tr->run.p);
+    double f_ms = 0.0, b_ms = 0.0;
+    int nf = 0, nb = 0;
+    for (int i = 0; i < s->n_actions; i++) {
+        tf_action_type t = s->actions[i].type;
+        if (t == TF_ACT_F)
+            f_ms += ms[i], nf++;
+        else if (t == TF_ACT_B || t == TF_ACT_W)
+            b_ms += ms[i], nb++;
+    }
+    rep->forward_ms = nf ? f_ms / nf : 0.0;
+    rep->backward_ms = nb ? b_ms / nb : 0.0;
+}
+
+/* Adds the step to the summary and to the timing samples.  The first step
+ * of a process runs on cold caches: it stays out of the timing medians. */
+static void record(trainer *tr, const step_report *rep)
+{
+    tfx_train_summary *sum = &tr->sum;
+    if (sum->steps_run == 0)
+        sum->first_loss = rep->res.loss;
+    sum->final_loss = rep->res.loss;
+    sum->steps_run++;
+    sum->dw_gemms += rep->res.counts.gemms;
+    tr->train_ms += rep->res.step_ms;
+    tr->flops += rep->res.flops;
+    if (sum->steps_run > 1 && rep->factor == 0.0) {
+        tr->unfrozen_ms[tr->n_unfrozen] = rep->res.pipeline_ms;
+        tr->unfrozen_step[tr->n_unfrozen++] = rep->res.step_ms;
+    } else if (sum->steps_run > 1 && rep->factor == 1.0 && tr->any_freezing) {
+        tr->frozen_ms[tr->n_frozen] = rep->res.pipeline_ms;
+        tr->frozen_step[tr->n_frozen++] = rep->res.step_ms;
+    }
+}
+
+static void print_progress(FILE *out, int bar, const step_report *rep, long steps)
+{
+    const double loss = rep->res.loss, batch_ms = rep->res.pipeline_ms;
+    if (bar) {
+        const int width = 30;
+        int filled = (int)((double)rep->step / steps * width);
+        char cells[64];
+        for (int i = 0; i < width; i++)
+            cells[i] = i < filled ? '#' : '.';
+        cells[width] = '\0';
+        fprintf(out, "\r[%s] %ld/%ld loss %.4f  %.1f ms  %.0f tok/s  freeze %.2f ", cells,
+                rep->step, steps, loss, batch_ms, rep->tokens_per_s, rep->ratio);
+        if (!isnan(rep->val_loss))
+            fprintf(out, " val %.4f ", rep->val_loss);
+        if (rep->step == steps)
+            fputc('\n', out);
+    } else {
+        fprintf(out, "step %ld/%ld loss %.4f batch %.1f ms %.0f tokens/s freeze %.3f",
+                rep->step, steps, loss, batch_ms, rep->tokens_per_s, rep->ratio);
+        if (!isnan(rep->val_loss))
+            fprintf(out, " validation %.4f", rep->val_loss);
+        fputc('\n', out);
+    }
+    fflush(out);
+}
+
+static void log_step(const trainer *tr, const step_report *rep)
+{
+    const char *phase = rep->factor == 0.0
+                            ? (tr->o->no_freeze || !tr->any_freezing ? "unfrozen" : "warmup")
+                        : rep->factor < 1.0 ? "ramp"
+                                            : "frozen";
+    fprintf(tr->log,
+            "{\"step\": %ld, \"loss\": %.6f, \"batch_ms\": %.3f, \"step_ms\": %.3f, "
+            "\"train_ms\": %.3f, \"tokens_per_s\": %.1f, \"freeze_ratio\": %.4f, "
+            "\"phase\": \"%s\", \"dw_gemms\": %ld, \"gflop\": %.4f, \"forward_ms\": %.3f, "
+            "\"backward_ms\": %.3f",
+            rep->step, rep->res.loss, rep->res.pipeline_ms, rep->res.step_ms, tr->train_ms,
+            rep->tokens_per_s, rep->ratio, phase, rep->res.counts.gemms, rep->res.flops / 1e9,
+            rep->forward_ms, rep->backward_ms);
+    if (!isnan(rep->val_loss))
+        fprintf(tr->log, ", \"val_loss\": %.6f", rep->val_loss);
+    fputs("}\n", tr->log);
+    fflush(tr->log);
+}
+
+/* Saves every --checkpoint-every steps and after the last one. */
+static int maybe_checkpoint(const trainer *tr, long done, tf_error *err)
+{
+    const tfx_exec_options *o = tr->o;
+    if (!o->checkpoint_dir ||
+        !((o->checkpoint_every > 0 && done % o->checkpoint_every == 0) || done == o->steps))
+        return 0;
+    tfx_checkpoint_meta meta;
+    checkpoint_meta(tr, done, &meta);
+    return tfx_checkpoint_save(o->checkpoint_dir, tr->run.p, &tr->sel, &meta, err);
+}
+
+/* The validation loss after step `done` (1-based), every --eval-every
+ * steps and after the last; NaN in between. */
+static int maybe_evaluate(trainer *tr, long done, double *loss, tf_error *err)
+{
+    const tfx_exec_options *o = tr->o;
+    *loss = NAN;
+    if (!(done == o->steps || (o->eval_every > 0 && done % o->eval_every == 0)))
+        return 0;
+    int rc = tfx_exec_run_evaluate(&tr->run, loss, err);
+    if (rc == 0)
+        tr->sum.val_loss = *loss;
+    return rc;
+}
+
+static int train_step(trainer *tr, long step, tf_error *err)
+{
+    step_report rep = {.step = step + 1, .factor = phase_factor(tr->o, step)};
+    rep.ratio = select_frozen(tr, step, rep.factor);
+    int rc = tfx_exec_run_step(&tr->run, step, tr->mask, &rep.res, err);
+    if (rc < 0)
+        return rc;
+    if (!isfinite(rep.res.loss))
+        return tf_fail(err, TF_ERUNTIME, "step %ld: the loss is %g (diverged)", step + 1,
+                       rep.res.loss);
+    const double batch_tokens = (double)tr->run.microbatches * tr->run.tokens;
+    rep.tokens_per_s = batch_tokens / (rep.res.step_ms / 1e3);
+    action_means(tr, &rep);
+    record(tr, &rep);
+    if ((rc = maybe_evaluate(tr, step + 1, &rep.val_loss, err)) < 0)
+        return rc;
+    print_progress(tr->run.out, tr->bar, &rep, tr->o->steps);
+    if (tr->log)
+        log_step(tr, &rep);
+    return maybe_checkpoint(tr, step + 1, err);
+}
+
+/* ---- summary --------------------------------------------------------------- */
+
+static void summarize(trainer *tr)
+{
+    tfx_train_summary *sum = &tr->sum;
+    const double batch_tokens = (double)tr->run.microbatches * tr->run.tokens;
+    sum->last_step = tr->o->steps > tr->start ? tr->o->steps : tr->start;
+    sum->entropy_floor = tr->run.corpus.entropy_floor;
+    sum->best_bigram = tr->run.corpus.best_bigram;
+    sum->gflops = tr->train_ms > 0 ? tr->flops / (tr->train_ms * 1e6) : 0.0;
+    sum->unfrozen_batch_ms = tfx_exec_median(tr->unfrozen_ms, tr->n_unfrozen);
+    sum->frozen_batch_ms = tfx_exec_median(tr->frozen_ms, tr->n_frozen);
+    double us = tfx_exec_median(tr->unfrozen_step, tr->n_unfrozen);
+    double fs = tfx_exec_median(tr->frozen_step, tr->n_frozen);
+    sum->unfrozen_tokens_per_s = us > 0 ? batch_tokens / (us / 1e3) : 0.0;
+    sum->frozen_tokens_per_s = fs > 0 ? batch_tokens / (fs / 1e3) : 0.0;
+    if (tr->have_plan) {
+        sum->planned_unfrozen_ms = tr->plan.batch_ms_unfrozen;
+        sum->planned_ms = tr->plan.batch_ms_planned;
+    }
+}
+
+/* Measured against planned batch time, and tokens/s with and without
+ * freezing. */
+static void print_timing(const trainer *tr, FILE *out)
+{
+    const tfx_train_summary *sum = &tr->sum;
+    const int nu = tr->n_unfrozen, nf = tr->n_frozen, plan = tr->have_plan;
+    if (nu)
+        fprintf(out, "batch time without freezing: measured %.2f ms (median of %d %s)%s",
+                sum->unfrozen_batch_ms, nu, tfx_plural(nu, "step", "steps"), plan ? "" : "\n");
+    if (nu && plan)
+        fprintf(out, ", planned %.2f ms\n", sum->planned_unfrozen_ms);
+    if (nf && plan)
+        fprintf(out,
+                "batch time with the plan's freezing: measured %.2f ms (median of %d %s), "
+                "planned %.2f ms\n",
+                sum->frozen_batch_ms, nf, tfx_plural(nf, "step", "steps"), sum->planned_ms);
+    else if (nf)
+        fprintf(out, "batch time with freeze ratio %.2f: measured %.2f ms (median of %d %s)\n",
+                tr->o->freeze_ratio, sum->frozen_batch_ms, nf, tfx_plural(nf, "step", "steps"));
+    if (nu)
+        fprintf(out, "tokens/s without freezing: %.0f\n", sum->unfrozen_tokens_per_s);
+    if (nf)
+        fprintf(out, "tokens/s with freezing:    %.0f (%+.1f%%)\n", sum->frozen_tokens_per_s,
+                sum->unfrozen_tokens_per_s > 0
+                    ? 100.0 * (sum->frozen_tokens_per_s / sum->unfrozen_tokens_per_s - 1.0)
+                    : 0.0);
+    if (nu && nf && plan && tr->plan.batch_ms_planned > 0)
+        fprintf(out, "speedup: measured %.3fx, planned %.3fx\n",
+                sum->unfrozen_batch_ms / sum->frozen_batch_ms, tr->plan.speedup);
+}
+
+static void print_summary(const trainer *tr)
+{
+    const tfx_train_summary *sum = &tr->sum;
+    FILE *out = tr->run.out;
+    if (sum->steps_run == 0) {
+        fprintf(out, "nothing to do: the checkpoint is at step %ld of %d\n", tr->start,
+                tr->o->steps);
+        return;
+    }
+    fprintf(out, "final loss %.4f (first %.4f), validation %.4f nats/byte", sum->final_loss,
+            sum->first_loss, sum->val_loss);
+    if (sum->entropy_floor >= 0)
+        fprintf(out, "; entropy floor %.4f, best bigram %.4f", sum->entropy_floor,
+                sum->best_bigram);
+    else
+        fprintf(out, "; best bigram %.4f (the training bytes' own)", sum->best_bigram);
+    fputc('\n', out);
+    print_timing(tr, out);
+    const int ranks = tr->run.sched.ranks;
+    fprintf(out, "compute: %.2f GFLOP/s (GEMM-equivalent, %.2f per rank) over %.1f s of steps\n",
+            sum->gflops, sum->gflops / ranks, tr->train_ms / 1e3);
+}
+
+int tfx_exec_train(const tfx_exec_options *o, tfx_train_summary *summary, tf_error *err)
+{
+    if (o->steps < 0 || o->warmup < 0 || o->ramp < 0)
+        return tf_fail(err, TF_EINVAL, "--steps %d / --warmup %d / --ramp %d: must be >= 0",
+                       o->steps, o->warmup, o->ramp);
+    trainer tr = {0};
+    int rc = trainer_open(&tr, o, err);
+    for (long step = tr.start; rc == 0 && step < o->steps; step++)
+        rc = train_step(&tr, step, err);
+    if (rc == 0) {
+        summarize(&tr);
+        print_summary(&tr);
+        if (summary)
+            *summary = tr.sum;
+    }
+    return trainer_close(&tr, rc, err);
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Per-action medians computed straight from torch.profiler traces, for
+checking tf-import (standard library only; an independent reading of the
+same rules, not a copy of the C code).
+
+    trace_medians.py [--steps FIRST:LAST] TRACE...
+
+prints {"<stage><type><microbatch>": ms, ...} for the compute actions of all
+the traces: for each step (ProfilerStep#N span), an action's time is its
+PP: span; on the CPU side its start moves to the end of the receive
+(gloo:recv, nccl:recv) posted in the matching PP:<stage>RECV_F/B<mb> span
+when that ends inside the action's span.  The median over steps is the
+middle value or the mean of the two middle ones.
+"""
+import gzip
+import json
+import re
+import statistics
+import sys
+
+COMPUTE = re.compile(r"PP:(\d+)([FBIW])(\d+)$")
+RECV = re.compile(r"PP:(\d+)RECV_([FB])(\d+)$")
+
+
+def events(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw)
+    evs = doc if isinstance(doc, list) else doc["traceEvents"]
+    return [e for e in evs if e.get("ph") == "X"]
+
+
+def side(evs):
+    gpu = any(e.get("cat") == "gpu_user_annotation" and e["name"].startswith("PP:") for e in evs)
+    want = "gpu_user_annotation" if gpu else "user_annotation"
+    return gpu, [e for e in evs if e.get("cat", "user_annotation") == want]
+
+
+def steps_of(annotations):
+    steps = {}
+    for e in annotations:
+        m = re.match(r"ProfilerStep#(\d+)$", e["name"])
+        if m:
+            steps[int(m.group(1))] = (e["ts"], e["ts"] + e["dur"])
+    return steps
+
+
+def step_times(evs, annotations, lo, hi, gpu):
+    """{cell: time in ms} for the step spanning [lo, hi]."""
+    inside = [e for e in annotations if lo <= e["ts"] <= hi]
+    times, starts = {}, {}
+    for e in inside:
+        m = COMPUTE.match(e["name"])
+        if m:
+            cell = m.group(1) + m.group(2) + m.group(3)
+            starts[cell] = (e["ts"], e["ts"] + e["dur"])
+    receives = [e for e in evs if re.match(r"[a-z0-9_]+:recv", e["name"])]
+    for e in inside:
+        m = RECV.match(e["name"]) if not gpu else None
+        if not m:
+            continue
+        stage, kind, mb = m.groups()
+        posted = [r for r in receives if e["ts"] <= r["ts"] <= e["ts"] + e["dur"]]
+        if not posted:
+            continue
+        arrived = max(r["ts"] + r["dur"] for r in posted)
+        for t in ("F",) if kind == "F" else ("B", "I"):
+            cell = stage + t + mb
+            if cell in starts and starts[cell][0] < arrived:
+                s, end = starts[cell]
+                starts[cell] = (min(arrived, end), end)
+                break
+    for cell, (s, end) in starts.items():
+        times[cell] = (end - s) / 1000.0
+    return times
+
+
+def main():
+    args = sys.argv[1:]
+    first, last = None, None
+    if args[:1] == ["--steps"]:
+        first, last = map(int, args[1].split(":"))
+        args = args[2:]
+    medians = {}
+    for path in args:
+        evs = events(path)
+        gpu, annotations = side(evs)
+        per_cell = {}
+        for n, (lo, hi) in sorted(steps_of(annotations).items()):
+            if first is not None and not first <= n <= last:
+                continue
+            for cell, t in step_times(evs, annotations, lo, hi, gpu).items():
+                per_cell.setdefault(cell, []).append(t)
+        for cell, values in per_cell.items():
+            medians[cell] = statistics.median(values)
+    json.dump(medians, sys.stdout, indent=1, sort_keys=True)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,304 @@
+"""Tests of tools/python/timelyfreeze_plan (python3 -m unittest; the
+standard library only, except the torch test, which runs where torch 2.4 or
+newer is installed and is skipped elsewhere).
+
+test_same_as_tf_exec compares the module's choices with the executor's own
+selector, driven by tests/python/freeze_choices (built by ctest's build and
+named in TF_FREEZE_CHOICES), on plans tf-plan makes (TF_PLAN)."""
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.environ.get("TF_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(SOURCE, "tools", "python"))
+
+from timelyfreeze_plan import (FreezeSchedule, FreezeSelector, PlanError, Rng,  # noqa: E402
+                               freeze_count, parse_plan, phase_factor)
+from timelyfreeze_plan.__main__ import main as cli_main  # noqa: E402
+
+
+def plan_doc(ranks=2, microbatches=2, ratios=None):
+    ratios = ratios or {}
+    actions = []
+    for s in range(ranks):
+        for m in range(microbatches):
+            actions.append({"rank": s, "stage": s, "microbatch": m, "type": "F",
+                            "freeze_ratio": 0})
+            actions.append({"rank": s, "stage": s, "microbatch": m, "type": "B",
+                            "freeze_ratio": ratios.get((s, m), 0.0)})
+    return {"format": "tf-plan", "ranks": ranks, "stages_per_rank": 1,
+            "microbatches": microbatches, "actions": actions}
+
+
+class RngTest(unittest.TestCase):
+    def test_splitmix64_known_values(self):
+        # The published splitmix64 sequence from state 0.
+        r = Rng(0)
+        self.assertEqual([r.next() for _ in range(3)],
+                         [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F])
+
+    def test_uniform_in_unit_interval(self):
+        r = Rng.for_coords(7, 1, 2, 3)
+        xs = [r.uniform() for _ in range(1000)]
+        self.assertTrue(all(0.0 <= x < 1.0 for x in xs))
+        self.assertAlmostEqual(sum(xs) / len(xs), 0.5, delta=0.05)
+
+    def test_coordinates_give_other_streams(self):
+        a = Rng.for_coords(1, 0xF2EE5E, 3, 4).next()
+        self.assertNotEqual(a, Rng.for_coords(1, 0xF2EE5E, 3, 5).next())
+        self.assertEqual(a, Rng.for_coords(1, 0xF2EE5E, 3, 4).next())
+
+
+class RulesTest(unittest.TestCase):
+    def test_freeze_count_rounds_half_up(self):
+        self.assertEqual(freeze_count(0.25, 6), 2)    # 1.5 -> 2
+        self.assertEqual(freeze_count(0.2, 6), 1)     # 1.2 -> 1
+        self.assertEqual(freeze_count(1.5, 6), 6)     # clamped
+        self.assertEqual(freeze_count(-0.1, 6), 0)
+        self.assertEqual(freeze_count(float("nan"), 6), 0)
+
+    def test_phase_factor(self):
+        self.assertEqual(phase_factor(9, warmup=10, ramp=10), 0.0)
+        self.assertEqual(phase_factor(10, warmup=10, ramp=10), 0.1)
+        self.assertEqual(phase_factor(19, warmup=10, ramp=10), 1.0)
+        self.assertEqual(phase_factor(0, warmup=0, ramp=0), 1.0)
+        self.assertEqual(phase_factor(50, no_freeze=True), 0.0)
+
+    def test_random_freezes_k_and_favours_stage_zero_front(self):
+        sel = FreezeSelector([10, 10], "random", seed=3)
+        first = last = 0
+        for step in range(400):
+            mask = sel.select(step, 0, 1, 0.3)
+            self.assertEqual(sum(mask), 3)
+            first += mask[0]
+            last += mask[-1]
+            self.assertEqual(sum(sel.select(step, 1, 1, 0.3)), 3)
+        self.assertGreater(first, 2 * last)   # weights 1.0 vs 0.1
+        self.assertEqual(sel.select(5, 0, 2, 0.5), FreezeSelector([10, 10], seed=3).select(5, 0, 2, 0.5))
+
+    def test_rotate_takes_tensors_in_turn(self):
+        sel = FreezeSelector([5], "rotate")
+        masks = [sel.select(0, 0, m, 0.4) for m in range(5)]
+        counts = [sum(mask[i] for mask in masks) for i in range(5)]
+        self.assertEqual(counts, [2] * 5)
+        self.assertEqual(masks[0], [True, True, False, False, False])
+        self.assertEqual(masks[1], [False, False, True, True, False])
+
+    def test_schedule_applies_ratios_with_the_phase(self):
+        plan = parse_plan(plan_doc(ratios={(0, 1): 1.0, (1, 0): 0.5}))
+        sched = FreezeSchedule(plan, [4, 4], warmup=2, ramp=2)
+        self.assertFalse(any(any(m) for m in sched.step_choices(1).values()))
+        ch = sched.step_choices(2)       # factor 0.5
+        self.assertEqual(sum(ch[(0, 1)]), 2)
+        self.assertEqual(sum(ch[(1, 0)]), 1)
+        ch = sched.step_choices(3)       # factor 1
+        self.assertEqual(sum(ch[(0, 1)]), 4)
+        self.assertEqual(sum(ch[(1, 0)]), 2)
+        self.assertEqual(sum(ch[(0, 0)]), 0)
+
+
+class PlanTest(unittest.TestCase):
+    def test_reads_backward_ratios(self):
+        plan = parse_plan(plan_doc(ratios={(1, 1): 0.75}))
+        self.assertEqual((plan.stages, plan.microbatches), (2, 2))
+        self.assertEqual(plan.ratio(1, 1), 0.75)
+        self.assertEqual(plan.ratio(0, 0), 0.0)
+
+    def test_refuses_bad_plans(self):
+        for doc, needle in [
+            ({"format": "tf-profile"}, "expected a tf-plan plan"),
+            ({"ranks": 0, "microbatches": 1, "actions": []}, "$.ranks"),
+            ({"ranks": 1, "microbatches": 1}, "$.actions"),
+            (dict(plan_doc(), actions=[{"type": "B", "stage": 5, "microbatch": 0,
+                                        "freeze_ratio": 0}]), "outside"),
+            (dict(plan_doc(), actions=[{"type": "B", "stage": 0, "microbatch": 0,
+                                        "freeze_ratio": 1.5}]), "freeze_ratio"),
+            (dict(plan_doc(), actions=[{"type": "W", "stage": 0, "microbatch": 0}]),
+             "freeze_ratio"),
+        ]:
+            with self.assertRaises(PlanError) as cm:
+                parse_plan(doc, "p.json")
+            self.assertIn(needle, str(cm.exception))
+            self.assertIn("p.json", str(cm.exception))
+
+
+def need(var):
+    value = os.environ.get(var)
+    if not value:
+        raise unittest.SkipTest(f"{var} is not set (run through ctest)")
+    return value
+
+
+class SameAsTfExecTest(unittest.TestCase):
+    """The module's choices equal tf-exec's, bit for bit, for the same plan,
+    seed, method and phases."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.helper = need("TF_FREEZE_CHOICES")
+        plan_bin = need("TF_PLAN")
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.plans = {}
+        # spread gives fractional ratios, so round(r K) and the draws matter.
+        for name, profile in [("1f1b", "1f1b-p4-m8"), ("zb", "interleaved-zb-p4-m8")]:
+            path = os.path.join(cls.tmp.name, name + ".plan.json")
+            subprocess.run([plan_bin, os.path.join(SOURCE, "traces", "examples",
+                                                   profile + ".profile.json"),
+                            "--objective", "spread", "--max-freeze-ratio", "0.6", "-q",
+                            "-o", path], check=True)
+            cls.plans[name] = path
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def compare(self, plan, method, seed, tensors, steps=14, warmup=3, ramp=4):
+        c = subprocess.run([self.helper, plan, method, str(seed), str(steps), str(warmup),
+                            str(ramp), tensors], check=True, capture_output=True, text=True)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = cli_main([plan, "--tensors", tensors, "--method", method, "--seed", str(seed),
+                           "--steps", str(steps), "--warmup", str(warmup), "--ramp", str(ramp)])
+        self.assertEqual(rc, 0)
+        mine, theirs = out.getvalue().splitlines(), c.stdout.splitlines()
+        self.assertGreater(len(theirs), 0)
+        self.assertEqual(mine, theirs)
+        return theirs
+
+    def test_random_1f1b(self):
+        for seed in (1, 42, 2**63 + 5):
+            lines = self.compare(self.plans["1f1b"], "random", seed, "9,7,4,1")
+            self.assertTrue(any("1" in line.split()[3] for line in lines))
+
+    def test_random_split_backward(self):
+        with open(self.plans["zb"]) as f:
+            stages = json.load(f)["ranks"] * 2
+        self.compare(self.plans["zb"], "random", 7, ",".join(["6"] * stages))
+
+    def test_rotate(self):
+        self.compare(self.plans["1f1b"], "rotate", 1, "5,5,3,2")
+
+
+def torch_any():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+@unittest.skipUnless(torch_any(), "needs torch")
+class FreezeHandleTest(unittest.TestCase):
+    """The hook's mechanism with any torch: a stand-in for a pipeline stage
+    whose forward_one_chunk records the graph of one microbatch, and a
+    backward per microbatch afterwards, 1F1B-like (forward of microbatch 1
+    before backward of microbatch 0)."""
+
+    def test_frozen_parameters_skip_their_weight_gradient(self):
+        import torch
+        from timelyfreeze_plan.torch_stage import FreezeHandle
+
+        class Stage:
+            stage_index = 0
+
+            def __init__(self):
+                torch.manual_seed(1)
+                self.submod = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+                self.outputs = {}
+
+            def forward_one_chunk(self, fwd_chunk_id, x):
+                self.outputs[fwd_chunk_id] = self.submod(x).sum()
+
+        stage = Stage()
+        plan = parse_plan(plan_doc(ranks=1, microbatches=2, ratios={(0, 0): 0.5}))
+        sched = FreezeSchedule(plan, [4], "rotate", warmup=0, ramp=0)
+        handle = FreezeHandle(stage, sched, 0)
+        stage.forward_one_chunk = handle.forward_one_chunk
+        x = torch.randn(2, 4)
+        stage.forward_one_chunk(0, x)
+        stage.forward_one_chunk(1, x)
+        self.assertTrue(all(p.requires_grad for p in stage.submod.parameters()))
+        stage.outputs[0].backward()
+        grads = [p.grad for p in stage.submod.parameters()]
+        self.assertEqual(handle.masks[0], [True, True, False, False])
+        self.assertEqual([g is None for g in grads], [True, True, False, False])
+        stage.outputs[1].backward()       # microbatch 1 froze nothing
+        self.assertTrue(all(p.grad is not None for p in stage.submod.parameters()))
+        stage.forward_one_chunk(0, x)     # the next step
+        self.assertEqual(handle.step, 1)
+        self.assertEqual(handle.masks[0], [False, False, True, True])
+        handle.detach()
+        self.assertNotEqual(stage.forward_one_chunk, handle.forward_one_chunk)
+
+
+def torch_pipelining():
+    try:
+        import torch
+        from torch.distributed import pipelining  # noqa: F401
+    except ImportError:
+        return None
+    version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    return torch if version >= (2, 4) else None
+
+
+@unittest.skipUnless(torch_pipelining(), "needs torch 2.4 or newer (torch.distributed.pipelining)")
+class TorchStageTest(unittest.TestCase):
+    """One stage on a one-process gloo group, GPipe over 4 microbatches: each
+    parameter's gradient is the sum over the microbatches that did not
+    freeze it (possibly scaled by 1/4, as newer PyTorch does)."""
+
+    def test_frozen_tensors_get_no_gradient_from_their_microbatch(self):
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+        from timelyfreeze_plan import attach
+
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29631")
+        dist.init_process_group("gloo", rank=0, world_size=1)
+        try:
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(),
+                                        torch.nn.Linear(8, 8))
+            reference = [p.detach().clone() for p in model.parameters()]
+            x, y = torch.randn(16, 8), torch.randn(16, 8)
+            plan = parse_plan(plan_doc(ranks=1, microbatches=4,
+                                       ratios={(0, 0): 0.5, (0, 2): 1.0, (0, 3): 0.25}))
+            sched = FreezeSchedule(plan, [4], "random", seed=5, warmup=0, ramp=0)
+            stage = PipelineStage(model, 0, 1, torch.device("cpu"), input_args=(x[:4],))
+            handle = attach(stage, sched)
+            pipe = ScheduleGPipe(stage, 4, loss_fn=torch.nn.functional.mse_loss)
+            pipe.step(x, target=y)
+            masks = handle.masks
+            expected = [torch.zeros_like(p) for p in reference]
+            for m in range(4):
+                clone = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(),
+                                            torch.nn.Linear(8, 8))
+                with torch.no_grad():
+                    for c, p in zip(clone.parameters(), reference):
+                        c.copy_(p)
+                loss = torch.nn.functional.mse_loss(clone(x[4 * m:4 * m + 4]),
+                                                    y[4 * m:4 * m + 4])
+                grads = torch.autograd.grad(loss, list(clone.parameters()))
+                for i, g in enumerate(grads):
+                    if not masks[m][i]:
+                        expected[i] += g
+            self.assertEqual(sum(masks[2]), 4)
+            for i, p in enumerate(model.parameters()):
+                if all(mask[i] for mask in masks):
+                    self.assertTrue(p.grad is None or torch.all(p.grad == 0))
+                    continue
+                self.assertTrue(torch.allclose(p.grad, expected[i], atol=1e-6) or
+                                torch.allclose(p.grad, expected[i] / 4, atol=1e-6), i)
+        finally:
+            dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,56 @@
+/* import.h - tf-import: a profile for tf-plan from torch.profiler traces of a
+ * PyTorch pipeline run (one trace per rank).
+ *
+ * What each figure of the profile is:
+ *  - the order: each rank's compute actions (`PP:` annotations of PyTorch's
+ *    pipelining runtime) in the order they started in the first step used;
+ *    every other step must run the same actions;
+ *  - an action's time: the median over the steps of its annotation's
+ *    duration, less (CPU side) the wait for its input at its start;
+ *  - frozen times of B and W: the same medians in the --frozen traces (a run
+ *    with every parameter frozen), else the reference's defaults B x 0.5
+ *    and W x 0.01;
+ *  - p2p_ms: the median gap between a sender's end and the start of the
+ *    action on another rank that waited for it, when the traces share a
+ *    clock; else 0.
+ * Every finding worth a user's attention (defaults used, values clamped, a
+ * lag that could not be measured) goes to the note callback.
+ */
+#ifndef TFI_IMPORT_H
+#define TFI_IMPORT_H
+
+#include "tf/error.h"
+#include "tf/profile.h"
+
+/* Receives one line of news (no trailing newline); `warning` is 1 for
+ * something the user should act on, 0 for information. */
+typedef void (*tfi_note_fn)(void *ctx, int warning, const char *message);
+
+typedef struct tfi_options {
+    const char *const *traces;  /* one trace per rank (JSON or gzip JSON) */
+    int n_traces;
+    const char *const *frozen;  /* the same for a fully frozen run; may be NULL */
+    int n_frozen;
+    long first_step, last_step; /* ProfilerStep#first..#last; first < 0: every step */
+    tfi_note_fn note;           /* may be NULL */
+    void *note_ctx;
+} tfi_options;
+
+/* Sets every field to its default: no traces, every step, no notes. */
+void tfi_options_init(tfi_options *o);
+
+/* Parses "FIRST:LAST" (integers, 0 <= FIRST <= LAST) for --steps.  Returns 0
+ * or TF_EINVAL with a message quoting text. */
+int tfi_parse_steps(const char *text, long *first, long *last, tf_error *err);
+
+/* Reads the traces and builds the profile.  Returns 0 with *out owning its
+ * memory (tf_profile_free), or a TF_E* code with a message naming the file
+ * and the value (TF_EIO: a file could not be read; TF_EINVAL: it is not a
+ * usable trace).  On error *out is zeroed. */
+int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err);
+
+/* tfi_import, then checks that the planner reads the result back and
+ * writes it to path atomically: on any error path is left as it was. */
+int tfi_import_to_file(const tfi_options *o, const char *path, tf_error *err);
+
+#endif

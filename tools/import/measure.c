@@ -1,0 +1,136 @@
+/* measure.c - action times and the p2p lag from a run's steps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "observe.h"
+
+static int by_value(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+double tfi_median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, by_value);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* Action a's time in ms in each of the run's steps, into x. */
+static int times_of(const tfi_run *run, const tf_action *a, double *x, tf_error *err)
+{
+    for (int k = 0; k < run->n_steps; k++) {
+        const tfi_step *step = tfi_run_step(run, a->rank, k);
+        const tfi_act *act = tfi_step_find(step, a->type, a->stage, a->microbatch);
+        if (!act) {
+            char cell[32], name[32];
+            return tf_fail(err, TF_EINVAL, "%s%s: action PP:%s is missing from %s: the run "
+                           "must execute the same actions as the traces it is measured with",
+                           run->label, run->traces[a->rank].path, tf_action_format(a, cell),
+                           tfi_step_label(step->id, name));
+        }
+        x[k] = (act->end - act->compute_start) / 1000.0;
+    }
+    return 0;
+}
+
+int tfi_action_medians(const tfi_run *run, const tf_schedule *s, double *ms, tf_error *err)
+{
+    double *x = malloc((size_t)run->n_steps * sizeof *x);
+    if (!x)
+        return tf_fail(err, TF_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < s->n_actions; i++) {
+        rc = times_of(run, &s->actions[i], x, err);
+        if (rc)
+            break;
+        ms[i] = tfi_median(x, run->n_steps);
+        if (ms[i] > TF_MAX_DURATION_MS) {
+            char cell[32];
+            rc = tf_fail(err, TF_EINVAL, "%s%s: action PP:%s takes %g ms (median), more than "
+                         "the planner accepts (%g ms)", run->label,
+                         run->traces[s->actions[i].rank].path,
+                         tf_action_format(&s->actions[i], cell), ms[i], TF_MAX_DURATION_MS);
+        }
+    }
+    free(x);
+    return rc;
+}
+
+/* The action that sends action a its input from another stage: F(s-1) for
+ * F(s), the backward of s+1 for a backward of s; NULL at the pipeline's
+ * ends or when that action is on a's own rank (no transfer). */
+static const tfi_act *sender_of(const tfi_run *run, const tf_schedule *s, const tf_action *a,
+                                int k)
+{
+    int from;
+    if (a->type == TF_ACT_F)
+        from = a->stage - 1;
+    else if (a->type == TF_ACT_B || a->type == TF_ACT_I)
+        from = a->stage + 1;
+    else
+        return NULL;
+    if (from < 0 || from >= s->stages || s->stage_rank[from] == a->rank)
+        return NULL;
+    const tfi_step *step = tfi_run_step(run, s->stage_rank[from], k);
+    if (a->type == TF_ACT_F)
+        return tfi_step_find(step, TF_ACT_F, from, a->microbatch);
+    const tfi_act *b = tfi_step_find(step, TF_ACT_B, from, a->microbatch);
+    return b ? b : tfi_step_find(step, TF_ACT_I, from, a->microbatch);
+}
+
+/* The gap sample of one dependency, or NAN when the receiver was busy
+ * with something else when the sender ended.  off[r]: rank r's clock
+ * offset. */
+static double gap(const tfi_act *sent, const tfi_step *step, int i, const double *off,
+                  int from_rank, int to_rank)
+{
+    double sent_end = sent->end + off[from_rank];
+    double start = step->acts[i].compute_start + off[to_rank];
+    double idle_since = i > 0 ? step->acts[i - 1].end + off[to_rank] : -INFINITY;
+    if (idle_since <= sent_end && sent_end <= start)
+        return start - sent_end;
+    return NAN;
+}
+
+void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *samples)
+{
+    *samples = 0;
+    *lag_ms = -1.0;
+    double base = INFINITY;
+    int shared_clock = 1;
+    for (int r = 0; r < run->ranks; r++) {
+        shared_clock &= run->traces[r].has_clock;
+        base = fmin(base, run->traces[r].base_ns);
+    }
+    if (!shared_clock || run->ranks < 1)
+        return;
+    double *off = calloc((size_t)(unsigned)run->ranks, sizeof *off);
+    double *x = malloc(((size_t)(unsigned)s->n_actions * (unsigned)run->n_steps + 1) * sizeof *x);
+    if (!off || !x) {
+        free(off);
+        free(x);
+        return;
+    }
+    /* Differences of the bases first: two nearby large doubles subtract
+     * exactly, where microseconds since 1970 would keep only 0.25 us. */
+    for (int r = 0; r < run->ranks; r++)
+        off[r] = (run->traces[r].base_ns - base) / 1000.0;
+    for (int k = 0; k < run->n_steps; k++)
+        for (int r = 0; r < run->ranks; r++) {
+            const tfi_step *step = tfi_run_step(run, r, k);
+            for (int i = 0; i < step->n_acts; i++) {
+                tf_action a = step->acts[i].a;
+                a.rank = r;
+                const tfi_act *sent = sender_of(run, s, &a, k);
+                double g = sent ? gap(sent, step, i, off, s->stage_rank[sent->a.stage], r) : NAN;
+                if (!isnan(g))
+                    x[(*samples)++] = g / 1000.0;
+            }
+        }
+    *lag_ms = *samples ? tfi_median(x, *samples) : 0.0;
+    free(off);
+    free(x);
+}

@@ -1,0 +1,85 @@
+"""Reading tf-plan's plan.json: the freeze ratio of every backward action."""
+import json
+import math
+
+
+class PlanError(ValueError):
+    """A plan file that cannot be used; the message names the file, the
+    JSON path and the value."""
+
+
+class Plan:
+    """What a run needs from a plan: its shape and, per (stage, microbatch),
+    the freeze ratio of that microbatch's backward on that stage (the ratio
+    of its B action, or of its W action where the backward is split)."""
+
+    def __init__(self, ranks, stages, microbatches, ratios, schedule=""):
+        self.ranks = ranks
+        self.stages = stages
+        self.microbatches = microbatches
+        self.ratios = ratios        # {(stage, microbatch): ratio in [0, 1]}
+        self.schedule = schedule
+
+    def ratio(self, stage, microbatch):
+        """The planned freeze ratio of (stage, microbatch); 0 when the plan
+        freezes nothing there."""
+        return self.ratios.get((stage, microbatch), 0.0)
+
+
+def _field(obj, key, kind, where, path):
+    value = obj.get(key) if isinstance(obj, dict) else None
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    if kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value)
+    if not ok:
+        raise PlanError(f"{where}: {path}.{key}: expected a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _count(doc, key, where):
+    value = _field(doc, key, int, where, "$")
+    if value < 1:
+        raise PlanError(f"{where}: $.{key}: expected an integer >= 1, got {value}")
+    return value
+
+
+def parse_plan(doc, where="plan.json"):
+    """A Plan from the parsed JSON of a plan.  Raises PlanError naming the
+    field for a document that is not a tf-plan plan."""
+    if not isinstance(doc, dict) or doc.get("format", "tf-plan") != "tf-plan":
+        raise PlanError(f"{where}: $: expected a tf-plan plan (\"format\": \"tf-plan\")")
+    ranks, microbatches = _count(doc, "ranks", where), _count(doc, "microbatches", where)
+    per_rank = doc.get("stages_per_rank", 1)
+    if not isinstance(per_rank, int) or isinstance(per_rank, bool) or per_rank < 1:
+        raise PlanError(f"{where}: $.stages_per_rank: expected an integer >= 1, got {per_rank!r}")
+    actions = doc.get("actions")
+    if not isinstance(actions, list):
+        raise PlanError(f"{where}: $.actions: expected an array, got {actions!r}")
+    stages, ratios = ranks * per_rank, {}
+    for i, a in enumerate(actions):
+        path = f"$.actions[{i}]"
+        kind = _field(a, "type", str, where, path)
+        stage = _field(a, "stage", int, where, path)
+        mb = _field(a, "microbatch", int, where, path)
+        if not 0 <= stage < stages or not 0 <= mb < microbatches:
+            raise PlanError(f"{where}: {path}: stage {stage}, microbatch {mb} is outside "
+                            f"{stages} stages x {microbatches} microbatches")
+        if kind in ("B", "W"):
+            r = float(_field(a, "freeze_ratio", float, where, path))
+            if not 0.0 <= r <= 1.0:
+                raise PlanError(f"{where}: {path}.freeze_ratio: expected a number in [0, 1], "
+                                f"got {r}")
+            ratios[(stage, mb)] = r
+    return Plan(ranks, stages, microbatches, ratios, str(doc.get("schedule", "")))
+
+
+def load_plan(path):
+    """Reads plan.json at path.  Raises OSError when it cannot be read and
+    PlanError when it is not a usable plan."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as e:
+            raise PlanError(f"{path}: not JSON: {e}") from None
+    return parse_plan(doc, path)

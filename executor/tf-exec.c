@@ -48,7 +48,7 @@ static void usage(FILE *f)
           "           M/(M-k): the mean gradient of the others, not a shrunk sum)\n"
           "data:      --data FILE (any bytes) or --source base|shifted (built-in order-2\n"
           "           sources; shifted is base with a quarter of its pairs redrawn)\n"
-          "           5%% held out: --eval-every N (0: after the last step)\n"
+          "           5% held out: --eval-every N (0: after the last step)\n"
           "           --eval-batches K (4)\n"
           "weights:   --init DIR (start from that checkpoint's weights: fine-tuning)\n"
           "           --checkpoint DIR  --checkpoint-every N (10)\n"
@@ -264,11 +264,12 @@ enum {
     OPT_TF32,
     OPT_FREEZE_RESCALE,
     OPT_AUTO_PLAN,
+    OPT_VERSION,
     OPT_VALUE /* + index into value_options */
 };
 
 /* getopt_long's table: the N_FLAGS flags, then every option with a value. */
-enum { N_FLAGS = 5 };
+enum { N_FLAGS = 6 };
 
 static void long_options(struct option *out)
 {
@@ -277,6 +278,7 @@ static void long_options(struct option *out)
     out[2] = (struct option){"tf32", no_argument, NULL, OPT_TF32};
     out[3] = (struct option){"freeze-rescale", no_argument, NULL, OPT_FREEZE_RESCALE};
     out[4] = (struct option){"auto-plan", no_argument, NULL, OPT_AUTO_PLAN};
+    out[5] = (struct option){"version", no_argument, NULL, OPT_VERSION};
     for (int i = 0; i < N_VALUE_OPTIONS; i++)
         out[N_FLAGS + i] = (struct option){value_options[i].name, required_argument, NULL,
                                            OPT_VALUE + i};
@@ -354,7 +356,7 @@ static int finish_options(tfx_exec_options *o, const char *auto_only, tf_error *
 }
 
 /* Parses argv into o (--name VALUE or --name=VALUE).  Returns 0, 1 for
- * --help, or TF_EINVAL naming the option. */
+ * --help, 2 for --version, or TF_EINVAL naming the option. */
 static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
 {
     struct option longopts[N_FLAGS + N_VALUE_OPTIONS + 1];
@@ -368,6 +370,8 @@ static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
         int rc = 0;
         if (c == 'h')
             return 1;
+        if (c == OPT_VERSION)
+            return 2;
         if (c == OPT_NO_FREEZE)
             o->no_freeze = 1;
         else if (c == OPT_TF32)
@@ -400,6 +404,10 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o, &err);
     if (rc == 1) {
         usage(stdout);
+        return 0;
+    }
+    if (rc == 2) {
+        printf("tf-exec %s\n", TF_VERSION);
         return 0;
     }
     if (rc < 0) {

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Set-up in one command on a fresh Debian 12 machine (run as root).
 #
-#   bash tools/bootstrap.sh demo   install packages, build, plan the bundled
-#                                  LLaMA-3.1-8B trace and draw its timeline
+#   bash tools/bootstrap.sh demo   install packages, build, install the programs
+#                                  and libraries under /usr/local (PREFIX=DIR for
+#                                  another place), plan the bundled LLaMA-3.1-8B
+#                                  trace and draw its timeline
 #   bash tools/bootstrap.sh test   install packages, build with AddressSanitizer
-#                                  and UndefinedBehaviorSanitizer, run every test
+#                                  and UndefinedBehaviorSanitizer, run every test;
+#                                  then an optimised build with warnings as errors
+#                                  (some warnings need the optimiser's analysis)
 #
 # Packages are installed only when missing, so a second run needs no network.
 set -euo pipefail
@@ -12,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config python3
           liblpsolve55-dev libcjson-dev libgraphviz-dev libcmocka-dev libopenblas-dev
-          fonts-dejavu-core)
+          zlib1g-dev fonts-dejavu-core)
 
 install_missing() {
   local missing=()
@@ -32,19 +36,23 @@ jobs=$(nproc 2>/dev/null || echo 2)
 case "${1:-}" in
   demo)
     install_missing
+    prefix=${PREFIX:-/usr/local}
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
     cmake --build build -j "$jobs" > /dev/null
+    cmake --install build --prefix "$prefix" > /dev/null
     mkdir -p out
-    ./build/planner/tf-plan traces/llama8b-1f1b-h200.profile.json -o out/llama8b-1f1b.plan.json \
+    "$prefix/bin/tf-plan" traces/llama8b-1f1b-h200.profile.json -o out/llama8b-1f1b.plan.json \
       --timeline out/llama8b-1f1b.svg
     ;;
   test)
     install_missing
-    cmake -S . -B build-sanitize -DTF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
+    cmake -S . -B build-sanitize -DTF_SANITIZE=ON -DTF_WERROR=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
     cmake --build build-sanitize -j "$jobs"
-    cd build-sanitize
-    ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      ctest --output-on-failure -j "$jobs"
+    (cd build-sanitize &&
+      ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --output-on-failure -j "$jobs")
+    cmake -S . -B build-werror -DTF_WERROR=ON -DTF_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release > /dev/null
+    cmake --build build-werror -j "$jobs" > /dev/null
     ;;
   *)
     echo "usage: bash tools/bootstrap.sh demo|test" >&2

@@ -65,6 +65,13 @@ static void draw_progress(void *ctx, int done, int total)
     fflush(stderr);
 }
 
+/* Progress without a terminal (a log, CI): a line now and then, only
+ * once the sweep has run a few seconds. */
+static void note_progress(void *ctx, int done, int total)
+{
+    tf_progress_note(ctx, "%d of %d configurations planned", done, total);
+}
+
 enum { OPT_PLOT = 256, OPT_PROFILES, OPT_OBJECTIVE, OPT_SOLVER };
 
 static const struct option long_options[] = {
@@ -163,7 +170,9 @@ static int write_results(const study_args *a, const tf_study *study,
     return rc;
 }
 
-static void print_summary(const study_args *a, const tf_study_result *result)
+/* The summary on stdout; 0, or TF_EXIT_INPUT when it could not be
+ * written (a full disk must not pass for success). */
+static int print_summary(const study_args *a, const tf_study_result *result)
 {
     tf_study_print_summary(result, stdout);
     if (a->csv)
@@ -172,6 +181,7 @@ static void print_summary(const study_args *a, const tf_study_result *result)
         printf("plot:    %s\n", a->svg);
     if (a->profiles)
         printf("profiles: %s/\n", a->profiles);
+    return tf_cli_finish_stdout(prog);
 }
 
 int main(int argc, char **argv)
@@ -188,12 +198,18 @@ int main(int argc, char **argv)
         tf_cli_report(prog, rc, &err);
         return TF_EXIT_INPUT;
     }
-    if (!a.quiet && isatty(STDERR_FILENO))
+    tf_progress lines;
+    tf_progress_start(&lines, prog);
+    if (!a.quiet && isatty(STDERR_FILENO)) {
         a.options.progress = draw_progress;
+    } else if (!a.quiet) {
+        a.options.progress = note_progress;
+        a.options.progress_ctx = &lines;
+    }
     if ((rc = tf_study_run(&study, &a.options, &result, &err)) == 0 &&
         (status = report_rows(&a, &result)) == 0 &&
         (rc = write_results(&a, &study, &result, &err)) == 0 && !a.quiet)
-        print_summary(&a, &result);
+        status = print_summary(&a, &result);
     if (rc) {
         tf_cli_report(prog, rc, &err);
         status = TF_EXIT_INPUT;

@@ -1,7 +1,7 @@
 /* backend_cpu.c - the CPU backend: host memory, CBLAS GEMMs, the wall
  * clock as the action timer, and the kernels of kernels_cpu.c in its ops
- * table.  It is also the reference every other backend's kernels are
- * tested against (tests/cuda).
+ * table.  Every other backend's kernels are tested against its
+ * (tests/cuda).
  */
 #include "tfx/backend.h"
 

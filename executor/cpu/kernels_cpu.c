@@ -1,6 +1,6 @@
 /* kernels_cpu.c - the CPU backend's kernels: everything but the GEMMs.
  *
- * Each is the reference its CUDA twin in cuda/kernels.cu is tested against
+ * Each is what its CUDA twin in cuda/kernels.cu is tested against
  * (tests/cuda).  Reductions accumulate in double and run in a fixed order,
  * so results are deterministic for a given input: the pipeline tests rely on
  * that to compare schedules with a single rank.

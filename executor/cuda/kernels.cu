@@ -1,6 +1,6 @@
 /* kernels.cu - the CUDA backend's own kernels (everything but the GEMMs).
  *
- * Each kernel mirrors the CPU reference in executor/cpu/backend_cpu.c; the
+ * Each kernel mirrors its CPU twin in executor/cpu/kernels_cpu.c; the
  * differences are the order of floating-point sums (warp / block trees
  * instead of a left-to-right loop) and float instead of double for some
  * partial sums, which docs/cuda.md turns into the tolerances of the

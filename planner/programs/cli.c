@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tf/util.h"
+
 /* Does argv's "--name[=value]" name a long option whose value is val
  * (getopt_long takes unique abbreviations, so a prefix counts)? */
 static int names_long_option(const char *arg, int val, const struct option *longopts)
@@ -131,6 +133,28 @@ int tf_cli_parse_int(const char *text, long min, long max, int *out)
         return -1;
     *out = (int)v;
     return 0;
+}
+
+int tf_cli_distinct(const char *prog, const char *what_a, const char *a, const char *what_b,
+                    const char *b)
+{
+    if (!a || !b || !tf_same_file(a, b))
+        return 0;
+    fprintf(stderr, "%s: %s and %s are the same file, %s\n", prog, what_a, what_b, a);
+    return TF_EXIT_USAGE;
+}
+
+int tf_cli_finish_stdout(const char *prog)
+{
+    /* errno is kept from the failing write; fflush reports it even when
+     * the data had gone out in an earlier, implicit flush. */
+    errno = 0;
+    int failed = fflush(stdout) != 0 || ferror(stdout);
+    if (!failed)
+        return 0;
+    fprintf(stderr, "%s: cannot write the summary to stdout: %s\n", prog,
+            errno ? strerror(errno) : "write error");
+    return TF_EXIT_INPUT;
 }
 
 void tf_cli_report(const char *prog, int rc, const tf_error *err)

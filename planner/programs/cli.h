@@ -79,6 +79,19 @@ int tf_cli_solver(const char *prog, const char *value, tf_solver *out);
 int tf_cli_parse_number(const char *text, double *out);
 int tf_cli_parse_int(const char *text, long min, long max, int *out);
 
+/* Refuses two paths of one command line that name the same file
+ * (tf_same_file: also through ".", "..", links or another spelling), so
+ * that neither is written over the other: prints "PROG: WHAT_A and WHAT_B
+ * are the same file, A" and returns TF_EXIT_USAGE; 0 when they differ or
+ * either is NULL. */
+int tf_cli_distinct(const char *prog, const char *what_a, const char *a, const char *what_b,
+                    const char *b);
+
+/* Flushes stdout and checks that everything printed there was written (a
+ * full disk, a closed pipe): 0, or TF_EXIT_INPUT after "PROG: cannot write
+ * the summary to stdout: REASON". */
+int tf_cli_finish_stdout(const char *prog);
+
 /* Prints "PROG: MESSAGE" for a failed library call: err's message, else
  * the name of code rc.  err may be NULL. */
 void tf_cli_report(const char *prog, int rc, const tf_error *err);

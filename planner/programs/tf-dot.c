@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "tf/plan.h"
 #include "tf/timeline.h"
+#include "tf/util.h"
 
 static const char *const prog = "tf-dot";
 
@@ -25,7 +26,9 @@ static void usage(FILE *f)
             "Draws a freeze plan (plan.json from tf-plan) or a profile's unfrozen schedule\n"
             "(profile.json) as a timeline: one row per rank, one box per action at its\n"
             "start time and as wide as its duration, backward boxes paler the more they\n"
-            "freeze, critical-path actions outlined.\n"
+            "freeze, critical-path actions outlined.  Boxes are labelled F3, or as PyTorch\n"
+            "names actions (2F3) where a rank runs several stages; an overlapped pair's\n"
+            "two boxes are framed together.\n"
             "\n"
             "options:\n"
             "  -o, --output FILE      write here (atomically); the format follows the\n"
@@ -35,6 +38,8 @@ static void usage(FILE *f)
             "  --compare unfrozen     draw the unfrozen timeline above the planned one on a\n"
             "                         shared time axis (a plan: not for a profile)\n"
             "  --dag                  draw the dependency graph instead (small schedules)\n"
+            "  --flows                with -T chrome: a flow event per dependency between\n"
+            "                         ranks, which Perfetto draws as an arrow\n"
             "  --width POINTS         picture width in points (1/72 in; default: wide enough\n"
             "                         for typical actions to hold their labels)\n"
             "  --dpi N                PNG resolution (default 96: pixels = points x 4/3)\n"
@@ -45,13 +50,14 @@ static void usage(FILE *f)
             "exit status: 0 ok, 1 invalid input or output error, 2 usage error\n");
 }
 
-enum { OPT_FORMAT = 256, OPT_COMPARE, OPT_DAG, OPT_WIDTH, OPT_DPI, OPT_TITLE };
+enum { OPT_FORMAT = 256, OPT_COMPARE, OPT_DAG, OPT_WIDTH, OPT_DPI, OPT_TITLE, OPT_FLOWS };
 
 static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"compare", required_argument, NULL, OPT_COMPARE},
     {"dag", no_argument, NULL, OPT_DAG},
+    {"flows", no_argument, NULL, OPT_FLOWS},
     {"width", required_argument, NULL, OPT_WIDTH},
     {"dpi", required_argument, NULL, OPT_DPI},
     {"title", required_argument, NULL, OPT_TITLE},
@@ -100,6 +106,9 @@ static int take_option(int c, const char *value, void *ctx)
     case OPT_DAG:
         a->options.dag = 1;
         return 0;
+    case OPT_FLOWS:
+        a->options.flows = 1;
+        return 0;
     case OPT_WIDTH:
         return take_positive("--width", "expected a positive number of points", value,
                              &a->options.width);
@@ -128,20 +137,50 @@ static int parse_args(int argc, char **argv, dot_args *a)
                 a->output);
         return TF_EXIT_USAGE;
     }
+    /* The picture must not replace the plan it is drawn from. */
+    if (rc == TF_CLI_CONTINUE && a->output && strcmp(a->output, "-") != 0 &&
+        tf_cli_distinct(prog, "the input", a->input, "-o", a->output))
+        return TF_EXIT_USAGE;
+    const char *format = a->format ? a->format
+                       : a->output && strcmp(a->output, "-") != 0
+                           ? tf_timeline_format_for_path(a->output)
+                           : "dot";
+    if (rc == TF_CLI_CONTINUE && a->options.flows && strcmp(format, "chrome") != 0) {
+        fprintf(stderr, "tf-dot: --flows: the arrows are flow events of a Chrome trace; add -T "
+                        "chrome (or write a .json file), not %s\n",
+                format);
+        return TF_EXIT_USAGE;
+    }
     return rc;
+}
+
+/* The format a picture is written in: -T, else the output's extension,
+ * else dot (standard output). */
+static const char *output_format(const dot_args *a)
+{
+    if (a->format)
+        return a->format;
+    return !a->output || !strcmp(a->output, "-") ? "dot" : tf_timeline_format_for_path(a->output);
 }
 
 /* Says on stderr when the picture is too dense to read (a PNG of tens of
  * thousands of actions) and which formats suit that size. */
 static void note_density(const dot_args *a, const tf_plan *plan)
 {
-    const char *format = a->format;
-    if (!format)
-        format = !a->output || !strcmp(a->output, "-") ? "dot"
-                                                        : tf_timeline_format_for_path(a->output);
     char note[512];
-    if (tf_timeline_density_note(plan, &a->options, format, note, sizeof note))
+    if (tf_timeline_density_note(plan, &a->options, output_format(a), note, sizeof note))
         fprintf(stderr, "%s: note: %s\n", prog, note);
+}
+
+/* A picture of TF_TIMELINE_SLOW_BOXES or more takes seconds: say so first. */
+static void say_when_slow(const dot_args *a, const tf_plan *plan)
+{
+    long boxes = (long)plan->schedule.n_actions * (a->options.compare_unfrozen ? 2 : 1);
+    if (boxes < TF_TIMELINE_SLOW_BOXES || !strcmp(output_format(a), "chrome"))
+        return;
+    tf_progress p;
+    tf_progress_start(&p, prog);
+    tf_progress_say(&p, "drawing %ld boxes", boxes);
 }
 
 int main(int argc, char **argv)
@@ -153,6 +192,8 @@ int main(int argc, char **argv)
     tf_error err = {0};
     tf_plan plan;
     int rc = tf_timeline_load(a.input, &plan, &err);
+    if (!rc)
+        say_when_slow(&a, &plan);
     if (!rc)
         rc = tf_timeline_render(&plan, &a.options, a.output, a.format, &err);
     if (rc)

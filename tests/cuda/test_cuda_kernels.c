@@ -1,5 +1,5 @@
-/* test_cuda_kernels.c - every op of the CUDA backend against the CPU
- * backend (the reference) on random inputs.
+/* test_cuda_kernels.c - every op of the CUDA backend against the same op
+ * of the CPU backend, on random inputs.
  *
  * Tolerances (norm-wise relative error, see docs/cuda.md for the reasons):
  *   element-wise ops and copies          1e-6  (a rounding or two, FMA)

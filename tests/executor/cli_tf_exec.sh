@@ -59,6 +59,16 @@ zbv_loop() {
 expect_status 0 "ZBVZeroBubble profile -> plan -> train" zbv_loop
 check "ZBV profile has W times" grep -q '"backward_weight_frozen_ms"' "$work/zbv.json"
 
+# DualPipeV: overlapped pairs through the whole loop, and a plan that carries them.
+dualpipev_loop() {
+    "$TF_EXEC" --schedule DualPipeV --ranks 2 --microbatches 4 "${small[@]}" \
+        --profile-steps 2 --profile-out "$work/dpv.json" &&
+        "$TF_PLAN" "$work/dpv.json" -o "$work/dpv-plan.json" &&
+        "$TF_EXEC" --plan "$work/dpv-plan.json" --steps 3 --warmup 1 --ramp 1 "${small[@]}"
+}
+expect_status 0 "DualPipeV profile -> plan -> train" dualpipev_loop
+check "DualPipeV plan has its pairs" grep -q '"pair":' "$work/dpv-plan.json"
+
 # 2. bad plans and options: clear errors naming the field and value.
 refused wrong_ranks "ranks = 2, but --ranks 3" --plan "$work/plan.json" --ranks 3 "${model[@]}"
 refused other_schedule 'schedule = "1F1B", but --schedule GPipe' \

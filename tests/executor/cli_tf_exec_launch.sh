@@ -367,6 +367,14 @@ bad_launches() {
     refused rank_not_below "RANK=4 is not below WORLD_SIZE=4" RANK=4 WORLD_SIZE=4 -- "${one[@]}"
     refused rank_not_number 'RANK="one"' RANK=one WORLD_SIZE=2 -- "${one[@]}"
     refused size_missing "RANK is set but WORLD_SIZE is not" RANK=0 -- "${one[@]}"
+    refused rank_missing "WORLD_SIZE=2 is set but RANK is not" WORLD_SIZE=2 -- "${one[@]}"
+    # A malformed address file is named as such, not as one that "did not
+    # appear" (process 1 reads process 0's).
+    local bad_rdv
+    bad_rdv=$(mktemp -d "$work/rdv.XXXXXX")
+    echo "not an address" >"$bad_rdv/tfx-sock-badfile-0.addr"
+    refused malformed_address 'tfx-sock-badfile-0.addr holds "not an address"' RANK=1 \
+        WORLD_SIZE=2 TFX_RENDEZVOUS_DIR="$bad_rdv" TFX_RUN_ID=badfile TFX_TIMEOUT=2 -- "${one[@]}"
     refused slurm_bad "SLURM_PROCID=5 is not below SLURM_NTASKS=2" SLURM_PROCID=5 \
         SLURM_NTASKS=2 -- "${one[@]}"
     refused size_vs_ranks "WORLD_SIZE=3: 3 processes cannot run the 4 pipeline ranks of --ranks 4" \

@@ -7,7 +7,7 @@
  * into tf-exec's model, which runs the microbatch in float32 on the CPU
  * backend, once as one stage and once split over a two-rank pipeline.
  *
- * Tolerances.  The reference is exact to float64; what differs is tf-exec's
+ * Tolerances.  The golden file is exact to float64; what differs is tf-exec's
  * float32 arithmetic.  A float32 dot product of length K carries a relative
  * error of order sqrt(K) * 6e-8 with random rounding (K * 6e-8 at worst);
  * the longest here are K = 32 tokens (dW) and 3 x 16 (dX), and a gradient
@@ -143,7 +143,7 @@ static void check_gradient(const golden *g, int t, const float *got)
                  worst, scale);
 }
 
-/* log softmax of one row of reference logits, entry j. */
+/* log softmax of one row of the golden file's logits, entry j. */
 static double ref_log_prob(const float *row, int j)
 {
     double mx = row[0], sum = 0.0;

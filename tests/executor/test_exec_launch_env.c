@@ -87,6 +87,26 @@ static void test_bad_values(void **state)
     assert_contains(err.msg, "WORLD_SIZE is not");
 }
 
+/* Several processes but no rank: an error, not a lone run that exits 0.
+ * A size of 1 without a rank is one process, as without any variable. */
+static void test_size_without_rank(void **state)
+{
+    (void)state;
+    tfx_launch_env e;
+    tf_error err = {0};
+    setenv("WORLD_SIZE", "2", 1);
+    assert_int_equal(tfx_launch_env_read(&e, &err), TF_EINVAL);
+    assert_contains(err.msg, "WORLD_SIZE=2 is set but RANK is not");
+    unsetenv("WORLD_SIZE");
+    setenv("SLURM_NTASKS", "4", 1);
+    assert_int_equal(tfx_launch_env_read(&e, &err), TF_EINVAL);
+    assert_contains(err.msg, "SLURM_NTASKS=4 is set but SLURM_PROCID is not");
+    setenv("SLURM_NTASKS", "1", 1);
+    assert_int_equal(tfx_launch_env_read(&e, &err), 0);
+    assert_int_equal(e.launched, 0);
+    assert_int_equal(e.world_size, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -94,6 +114,7 @@ int main(void)
         cmocka_unit_test_setup(test_torchrun, clear_env),
         cmocka_unit_test_setup(test_openmpi_and_slurm, clear_env),
         cmocka_unit_test_setup(test_bad_values, clear_env),
+        cmocka_unit_test_setup(test_size_without_rank, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,6 +141,11 @@ static void test_schedules_match_single_rank(void **state)
         {"GPipe", 2, 1},           {"1F1B", 2, 1},
         {"1F1B", 4, 1},            {"Interleaved1F1B", 2, 2},
         {"InterleavedZeroBubble", 2, 2}, {"ZBVZeroBubble", 2, 2},
+        /* LoopedBFS runs every stage's backwards from the last microbatch
+         * down; DualPipeV mixes B with I + W on a stage and runs its
+         * overlapped pairs back to back. */
+        {"LoopedBFS", 2, 2},       {"LoopedBFS", 4, 1},
+        {"DualPipeV", 2, 2},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         tf_schedule s;
@@ -167,6 +172,44 @@ static void test_schedules_match_single_rank(void **state)
     tf_schedule_free(&s);
     free(ref.grad);
     free(ref.param_after);
+}
+
+/* DualPipeV's overlapped pairs run as the planner models them, one node:
+ * a pair's backward starts after its forward has ended, and the forward's
+ * activation leaves only when the whole pair is done, so the next stage's
+ * forward of that microbatch on another rank starts after the pair's end. */
+static void test_pairs_run_as_one_node(void **state)
+{
+    (void)state;
+    batch b;
+    make_batch(&b, 3);
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("DualPipeV", 2, 2, M, &s, NULL), 0);
+    tfx_model_config cfg = CFG;
+    tfx_pipeline *p = make_pipeline(&s, &cfg);
+    tfx_step_input in = {.tokens = b.tokens, .targets = b.targets};
+    tfx_step_result res;
+    assert_int_equal(tfx_pipeline_step(p, &in, &res, NULL), 0);
+    const double *ms = tfx_pipeline_action_ms(p), *start = tfx_pipeline_action_start_ms(p);
+    int pairs = 0, checked = 0;
+    for (int i = 0; i + 1 < s.n_actions; i++) {
+        if (s.actions[i].pair != TF_PAIR_FIRST)
+            continue;
+        pairs++;
+        const tf_action *f = &s.actions[i];
+        double pair_end = start[i + 1] + ms[i + 1];
+        assert_true(start[i + 1] >= start[i] + ms[i] - 0.01);
+        int next = tf_schedule_find(&s, TF_ACT_F, f->stage + 1, f->microbatch);
+        if (next < 0 || s.actions[next].rank == f->rank)
+            continue;
+        if (start[next] < pair_end - 0.01)
+            fail_msg("%s starts at %.4f ms, before its input's pair ends at %.4f ms",
+                     "the next stage's forward", start[next], pair_end);
+        checked++;
+    }
+    assert_true(pairs >= 4 && checked >= 2);
+    tfx_pipeline_destroy(p);
+    tf_schedule_free(&s);
 }
 
 /* Freezing: a frozen tensor's gradient is exactly the sum of the gradients
@@ -475,6 +518,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schedules_match_single_rank),
+        cmocka_unit_test(test_pairs_run_as_one_node),
         cmocka_unit_test(test_frozen_gradient_is_unfrozen_microbatches),
         cmocka_unit_test(test_dw_count_matches_plan),
         cmocka_unit_test(test_rank_failure_stops_all_ranks),

@@ -8,6 +8,10 @@
   Kineto's layout (traceEvents, distributedInfo, baseTimeNanoseconds, GPU-
   and CPU-side annotations), with known answers in kineto-expected.json:
   every action's median GPU time, and the lag between ranks (0.25 ms);
+- dualpipev-rank0.json, dualpipev-rank1.json: a synthetic DualPipeV run (2
+  ranks x 2 stages, 4 microbatches) whose overlapped pairs are one
+  `PP:(0F3;3B1)OVERLAP_F_B` span each, with known answers in
+  dualpipev-expected.json: every lone action's and every pair's median;
 - broken variants, one per error tf-import must report;
 - missing-step-rank0.json: the real rank-0 fixture less one action in one
   step.
@@ -95,6 +99,118 @@ def expected():
     return {"actions": cells, "p2p_ms": LAG_MS}
 
 
+# PyTorch's DualPipeV order for 2 ranks, 4 microbatches
+# (tests/planner/golden/schedules/DualPipeV_p2_v2_m4.csv).
+DPV_ORDERS = {
+    0: "0F0 0F1 0F2 3F0 3I0 3W0 3F1 (0F3;3B1)OVERLAP_F_B (3F2;0B0)OVERLAP_F_B 3B2 "
+       "(3F3;0B1)OVERLAP_F_B 3B3 0I2 0W2 0I3 0W3",
+    1: "1F0 2F0 1F1 2F1 1F2 2B0 (2F2;1B0)OVERLAP_F_B (1F3;2B1)OVERLAP_F_B "
+       "(2F3;1B1)OVERLAP_F_B 2B2 1B2 2I3 1I3 2W3 1W3",
+}
+DPV_STAGE_RANK = {0: 0, 1: 1, 2: 1, 3: 0}
+DPV_MS = {"F": 1.0, "B": 2.0, "I": 1.2, "W": 0.8}
+DPV_HIDDEN = 0.5   # what a pair's overlap hides of the sum of its parts, ms
+
+
+def dpv_units(rank):
+    """The rank's order as units: each a list of (stage, type, microbatch)."""
+    units = []
+    for cell in DPV_ORDERS[rank].split():
+        parts = cell[1:cell.index(")")].split(";") if cell.startswith("(") else [cell]
+        units.append([(int(p[:-2]), p[-2], int(p[-1])) for p in parts])
+    return units
+
+
+def dpv_ms(stage, kind, scale):
+    return DPV_MS[kind] * (1 + 0.1 * stage) * scale
+
+
+def dpv_inputs(stage, kind, m, present):
+    """What an action waits for from another action (SPEC section 4); a
+    backward waits for the backward of the next stage, B or I, whichever
+    the order has."""
+    if kind == "F":
+        return [(stage - 1, "F", m)] if stage > 0 else []
+    if kind == "W":
+        return [(stage, "I", m)]
+    deps = [(stage, "F", m)]
+    if stage < 3:
+        deps += [a for a in ((stage + 1, "B", m), (stage + 1, "I", m)) if a in present]
+    return deps
+
+
+def dpv_simulate(scale):
+    """Start and end (ms) of every unit on the shared clock: a unit starts
+    when its rank is free and the inputs of all its actions are in (plus
+    the lag between ranks); a pair lasts the sum of its parts less what
+    the overlap hides, and its outputs leave at its end."""
+    units = {r: dpv_units(r) for r in (0, 1)}
+    present = {a for r in units for unit in units[r] for a in unit}
+    done, spans, pos, free = {}, {}, {0: 0, 1: 0}, {0: 0.0, 1: 0.0}
+    while any(pos[r] < len(units[r]) for r in (0, 1)):
+        moved = False
+        for r in (0, 1):
+            if pos[r] == len(units[r]):
+                continue
+            unit = units[r][pos[r]]
+            deps = {d for a in unit for d in dpv_inputs(*a, present) if d not in unit}
+            if any(d not in done for d in deps):
+                continue
+            ready = max([done[d][1] + (LAG_MS if DPV_STAGE_RANK[d[0]] != r else 0.0)
+                         for d in deps] + [free[r]])
+            dur = sum(dpv_ms(a[0], a[1], scale) for a in unit)
+            if len(unit) == 2:
+                dur -= DPV_HIDDEN * scale
+            for a in unit:
+                done[a] = (ready, ready + dur)
+            spans[tuple(unit)] = (ready, ready + dur)
+            free[r] = ready + dur
+            pos[r] += 1
+            moved = True
+        assert moved, "the DualPipeV order deadlocked in the simulation"
+    return spans
+
+
+def dpv_name(unit):
+    cells = [f"{s}{k}{m}" for s, k, m in unit]
+    return f"({cells[0]};{cells[1]})OVERLAP_F_B" if len(unit) == 2 else cells[0]
+
+
+def dualpipev_rank(rank):
+    base_us_shift = (BASE1_NS - BASE0_NS) / 1000.0 if rank else 0.0
+    events = [{"ph": "M", "name": "process_name", "pid": rank, "args": {"name": "python"}}]
+    for n, t0 in STEPS.items():
+        spans = dpv_simulate(SCALE[n])
+        mine = {u: sp for u, sp in spans.items() if DPV_STAGE_RANK[u[0][0]] == rank}
+        end = max(e for _, e in mine.values())
+        events.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{n}",
+                       "pid": rank, "tid": 1, "ts": (t0 - 1.0) * 1000 - base_us_shift,
+                       "dur": (end + 2.0) * 1000})
+        for unit, (s, e) in mine.items():
+            events.append({"ph": "X", "cat": "gpu_user_annotation", "name": "PP:" + dpv_name(unit),
+                           "pid": rank, "tid": 7, "ts": (t0 + s) * 1000 - base_us_shift,
+                           "dur": (e - s) * 1000})
+    events.sort(key=lambda e: e.get("ts", -1e18))
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
+                                                    "world_size": 2},
+            "baseTimeNanoseconds": BASE1_NS if rank else BASE0_NS,
+            "displayTimeUnit": "ms", "traceEvents": events}
+
+
+def dualpipev_expected():
+    """Each lone action's and each pair's median over the two steps (the mean
+    of two), from the durations the simulation gives them."""
+    actions, pairs = {}, {}
+    for r in (0, 1):
+        for unit in dpv_units(r):
+            times = []
+            for n in STEPS:
+                t = sum(dpv_ms(a[0], a[1], SCALE[n]) for a in unit)
+                times.append(t - (DPV_HIDDEN * SCALE[n] if len(unit) == 2 else 0.0))
+            (pairs if len(unit) == 2 else actions)[dpv_name(unit)] = sum(times) / len(times)
+    return {"actions": actions, "pairs": pairs}
+
+
 def write(out, name, doc):
     with open(os.path.join(out, name), "w") as f:
         json.dump(doc, f)
@@ -106,7 +222,7 @@ def broken_variants(out, rank0, rank1):
     write(out, "no-pp.json", no_pp)
     overlap = copy.deepcopy(rank0)
     overlap["traceEvents"].append({"ph": "X", "cat": "gpu_user_annotation",
-                                   "name": "PP:(0F3;1B0)OVERLAP_F_B", "pid": 0, "tid": 7,
+                                   "name": "PP:(0F3;0W1)OVERLAP_F_B", "pid": 0, "tid": 7,
                                    "ts": 5.0, "dur": 1.0})
     write(out, "overlap.json", overlap)
     unknown = copy.deepcopy(rank0)
@@ -150,6 +266,9 @@ def main():
     write(out, "kineto-rank0.json", rank0)
     write(out, "kineto-rank1.json", rank1)
     write(out, "kineto-expected.json", expected())
+    write(out, "dualpipev-rank0.json", dualpipev_rank(0))
+    write(out, "dualpipev-rank1.json", dualpipev_rank(1))
+    write(out, "dualpipev-expected.json", dualpipev_expected())
     broken_variants(out, rank0, rank1)
     missing_step(fixtures, out)
     with open(os.path.join(fixtures, "pp2-1f1b-rank1.json.gz"), "rb") as f:

@@ -54,6 +54,45 @@ expect_status 0 "no --frozen" "$TF_IMPORT" "$r0" "$r1" -o "$work/defaults.json"
 expect_stderr "no --frozen warns" "warning: no --frozen traces"
 check "defaults: B frozen = 0.5 x B" compare "$work/defaults.json" "$work/want.json" defaults
 
+# DualPipeV: each overlapped pair is one PP:(...)OVERLAP_F_B span, timed whole; the
+# order, with its pairs, is PyTorch's DualPipeV; tf-plan plans it, the pair's two
+# halves adding up to the pair's time.
+expect_status 0 "DualPipeV traces import" "$TF_IMPORT" "$gen/dualpipev-rank0.json" \
+    "$gen/dualpipev-rank1.json" -o "$work/dpv.json"
+expect_stderr "DualPipeV: the order is DualPipeV" "schedule DualPipeV"
+expect_stderr "DualPipeV: pairs said" "6 overlapped pairs (OVERLAP_F_B) timed as one span each"
+expect_stderr "DualPipeV: a stage whose B all pair up" "stage 0 runs every full backward in an overlapped pair"
+check "DualPipeV: lone actions and pairs are the traces' medians" python3 - "$work/dpv.json" \
+    "$gen/dualpipev-expected.json" <<'PY'
+import json, sys
+profile, want = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert profile["schedule"] == "DualPipeV", profile["schedule"]
+cells = {f"{a['stage']}{a['type']}{a['microbatch']}": a["ms"] for a in profile["actions"]}
+assert set(cells) == set(want["actions"]), (sorted(cells), sorted(want["actions"]))
+for cell, ms in cells.items():
+    assert abs(ms - want["actions"][cell]) <= 1e-9, (cell, ms)
+pairs = {p["pair"]: p for p in profile["pairs"]}
+assert set(pairs) == set(want["pairs"]), (sorted(pairs), sorted(want["pairs"]))
+for name, p in pairs.items():
+    assert abs(p["ms"] - want["pairs"][name]) <= 1e-9, (name, p["ms"])
+    assert "frozen_ms" not in p  # no frozen run: the planner's default
+PY
+expect_status 0 "tf-plan plans the imported DualPipeV profile" "$TF_PLAN" "$work/dpv.json" -q \
+    -o "$work/dpv-plan.json"
+check "DualPipeV plan: a pair's halves add up to its measured time" python3 - \
+    "$work/dpv-plan.json" "$gen/dualpipev-expected.json" <<'PY'
+import json, sys
+plan, want = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+acts = plan["actions"]
+seen = 0
+for a, b in zip(acts, acts[1:]):
+    if "pair" in a and a.get("pair") == b.get("pair") and a["type"] == "F":
+        assert abs(a["max_ms"] + b["max_ms"] - want["pairs"][a["pair"]]) <= 1e-9, a["pair"]
+        assert abs(b["start_ms"] - (a["start_ms"] + a["ms"])) <= 1e-9
+        seen += 1
+assert seen == 6, seen
+PY
+
 # --steps: only ProfilerStep#2..#3.
 python3 "$here/trace_medians.py" --steps 2:3 "$r0" "$r1" > "$work/want23.json"
 expect_status 0 "--steps 2:3" "$TF_IMPORT" "$r0" "$r1" --steps 2:3 -q -o "$work/p23.json"
@@ -109,8 +148,8 @@ expect_refused "bad event field" "\"PP:0F1\"): dur: expected a number >= 0, got 
     "$out" -- "$TF_IMPORT" "$g/bad-dur.json" "$g/kineto-rank1.json" -o "$out"
 expect_refused "unknown PP: name" "\"PP:0X1\": not an action name" "$out" -- \
     "$TF_IMPORT" "$g/unknown-name.json" "$g/kineto-rank1.json" -o "$out"
-expect_refused "overlapped pair" "OVERLAP_F_B) are not supported" "$out" -- \
-    "$TF_IMPORT" "$g/overlap.json" "$g/kineto-rank1.json" -o "$out"
+expect_refused "malformed overlapped pair" "\"PP:(0F3;0W1)OVERLAP_F_B\": not an action name" \
+    "$out" -- "$TF_IMPORT" "$g/overlap.json" "$g/kineto-rank1.json" -o "$out"
 expect_refused "--steps outside the traces" "--steps 7:9" "$out" -- \
     "$TF_IMPORT" "$r0" "$r1" --steps 7:9 -o "$out"
 expect_refused "frozen traces of another size" "--frozen: 1 traces given" "$out" -- \

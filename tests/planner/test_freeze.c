@@ -229,6 +229,24 @@ static void matches_path_formulation_on_every_schedule(void **state)
     assert_true(checked >= 60);
 }
 
+/* LoopedBFS (backwards from the last microbatch down) and DualPipeV (its
+ * overlapped pairs one node each) against the path formulation: the paths
+ * run through the DAG with its pairs joined, the LP through the same DAG,
+ * the two formulations nothing else in common. */
+static void matches_path_formulation_on_new_schedules(void **state)
+{
+    int checked = 0;
+    for (int ranks = 1; ranks <= 2; ranks++)
+        for (int mb = 1; mb <= 3; mb++)
+            compare_with_paths("LoopedBFS", ranks, 2, mb, 700 + ranks * 10 + mb, &checked);
+    for (int mb = 2; mb <= 4; mb++)
+        compare_with_paths("DualPipeV", 1, 2, mb, 800 + mb, &checked);
+    compare_with_paths("DualPipeV", 2, 2, 4, 820, &checked);
+    print_message("checked %d LoopedBFS and DualPipeV instances against the path formulation\n",
+                  checked);
+    assert_true(checked >= 24);
+}
+
 /* One rank, GPipe, 2 microbatches: F F B B in a chain.  With cap 0.5 the
  * mean ratio may reach 0.5, so T = 2F + 2B - (B - Bf) and least freezing
  * uses exactly the budget: sum r = 1. */
@@ -395,6 +413,7 @@ int main(void)
         cmocka_unit_test(least_freeze_does_not_freeze_without_gain),
         cmocka_unit_test(degenerate_caps_and_times),
         cmocka_unit_test(matches_path_formulation_on_every_schedule),
+        cmocka_unit_test(matches_path_formulation_on_new_schedules),
         cmocka_unit_test(uniform_deep_pipelines_solve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

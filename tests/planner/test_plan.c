@@ -186,6 +186,29 @@ static void rejects_bad_plans(void **state)
     assert_contains(err.msg, "$.actions[1]");
     assert_contains(err.msg, "freeze_ratio 1 gives ms");
 
+    /* A ratio left out is 0, like a written 0: both are refused when ms is
+     * not max_ms (tf-exec would run unfrozen what tf-dot draws frozen), and
+     * both accepted when it is. */
+    const char *ratios[] = {"", ", \"freeze_ratio\": 0", ", \"freeze_ratio\": 0.5"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(text, sizeof text,
+                 "%s\"actions\": [%s, {\"rank\": 0, \"stage\": 0, \"microbatch\": 0, "
+                 "\"type\": \"B\", \"start_ms\": 1, \"ms\": 3, \"max_ms\": 4, \"min_ms\": 2%s}]}",
+                 head, action, ratios[k]);
+        int rc = tf_plan_parse(text, "p.json", &plan, &err);
+        if (k == 2) {
+            assert_int_equal(rc, 0);
+            assert_true(plan.actions[1].freeze_ratio == 0.5);
+            tf_plan_free(&plan);
+            continue;
+        }
+        assert_int_equal(rc, TF_EINVAL);
+        assert_contains(err.msg, "p.json: $.actions[1]: freeze_ratio 0");
+        assert_contains(err.msg, "= 4, but ms is 3");
+        if (k == 0)
+            assert_contains(err.msg, "(not given, so the default)");
+    }
+
     snprintf(text, sizeof text,
              "%s\"actions\": [%s, {\"rank\": 3, \"stage\": 0, \"microbatch\": 0, \"type\": \"B\","
              " \"start_ms\": 1, \"ms\": 2}]}",
@@ -271,6 +294,188 @@ static void solver_choice_is_recorded(void **state)
     tf_profile_free(&p);
 }
 
+/* Size limits: an endless file is refused at TF_MAX_PLAN_BYTES, a header
+ * whose counts multiply past TF_MAX_ACTIONS and an action list longer than
+ * that are refused before anything is allocated for them. */
+static void plan_size_limits(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    tf_error err = {0};
+    assert_int_equal(tf_plan_load("/dev/zero", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "/dev/zero: larger than the 64 MiB limit");
+    const char *header = "{\"format\": \"tf-plan\", \"version\": 1, \"schedule\": \"1F1B\", "
+                         "\"ranks\": 512, \"stages_per_rank\": 1, \"microbatches\": 65536, "
+                         "\"actions\": []}";
+    assert_int_equal(tf_plan_parse(header, "big.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "big.json: $: ranks x stages_per_rank x microbatches x 2");
+    assert_contains(err.msg, "more than the 131072");
+    /* One rank, one microbatch, and 131,073 (empty) actions. */
+    size_t n = TF_MAX_ACTIONS + 1, size = 200 + 3 * n;
+    char *text = malloc(size);
+    assert_non_null(text);
+    int used = snprintf(text, size, "{\"format\": \"tf-plan\", \"version\": 1, \"schedule\": "
+                                    "\"1F1B\", \"ranks\": 1, \"stages_per_rank\": 1, "
+                                    "\"microbatches\": 1, \"actions\": [");
+    for (size_t i = 0; i < n; i++)
+        used += snprintf(text + used, size - (size_t)used, i ? ",{}" : "{}");
+    snprintf(text + used, size - (size_t)used, "]}");
+    assert_int_equal(tf_plan_parse(text, "long.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "long.json: $.actions: 131073 actions, more than the 131072");
+    free(text);
+}
+
+/* A solver that fails hands over to the other, and the plan, its file
+ * and the summary say so; without the fallback the failure is reported;
+ * the time limit stops a solve with a message that names it. */
+static void solver_failure_falls_back(void **state)
+{
+    (void)state;
+    char path[512];
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_load(source_path("traces/examples/zbv-p4-m8.profile.json", path, sizeof path),
+                        &p, &err))
+        fail_msg("%s", err.msg);
+    tf_plan_options o;
+    tf_plan_options_init(&o);
+    assert_true(o.control.fallback);
+    assert_true(o.control.time_limit_s == 0.0);
+    o.solver = TF_SOLVER_FAST;
+    o.control.max_rounds = 2; /* too few for this profile: the fast solver gives up */
+    tf_plan plan, reference;
+    if (tf_plan_from_profile(&p, &o, &plan, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(plan.solver_name, "lp_solve");
+    assert_string_equal(plan.solver_requested, "fast");
+    assert_contains(plan.solver_fallback, "fast solver: no convergence after 2 rounds");
+    o.solver = TF_SOLVER_LP_SOLVE;
+    if (tf_plan_from_profile(&p, &o, &reference, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(reference.solver_fallback, "");
+    assert_true(plan.batch_ms_planned == reference.batch_ms_planned);
+
+    char *json, summary[4096];
+    assert_int_equal(tf_plan_to_json(&plan, &json, &err), 0);
+    tf_plan loaded;
+    assert_int_equal(tf_plan_parse(json, "fallback.json", &loaded, &err), 0);
+    assert_string_equal(loaded.solver_fallback, plan.solver_fallback);
+    FILE *f = fmemopen(summary, sizeof summary, "w");
+    assert_non_null(f);
+    tf_plan_print_summary(&loaded, f);
+    fclose(f);
+    assert_contains(summary, "fallback      lp_solve solved it after: fast solver: no convergence");
+    tf_plan_free(&loaded);
+    free(json);
+
+    o.solver = TF_SOLVER_FAST;
+    o.control.fallback = 0;
+    assert_int_equal(tf_plan_from_profile(&p, &o, &loaded, &err),
+                     TF_ESOLVER);
+    assert_contains(err.msg, "fast solver: no convergence after 2 rounds");
+    o.control.max_rounds = 0;
+    o.control.fallback = 1;
+    o.control.time_limit_s = 1e-9; /* past before the first round: no time to fall back */
+    assert_int_equal(tf_plan_from_profile(&p, &o, &loaded, &err), TF_ESOLVER);
+    assert_contains(err.msg, "fast solver: stopped at the time limit (1e-09 s)");
+    o.solver = TF_SOLVER_LP_SOLVE;
+    assert_int_equal(tf_plan_from_profile(&p, &o, &loaded, &err), TF_ESOLVER);
+    assert_contains(err.msg, "lp_solve: stopped at the time limit (1e-09 s) while minimising");
+    tf_plan_free(&plan);
+    tf_plan_free(&reference);
+    tf_profile_free(&p);
+}
+
+/* The pair order of test_dag (rank 0: 0F0 (0F1;0B0)OVERLAP_F_B 0B1, rank
+ * 1: 1F0 1B0 1F1 1B1) with F 1 ms, B 2 ms, B frozen 1 ms and a cap of 0.5
+ * per stage.  The pair makes every action one chain:
+ * T = 4 F + the four B = 4 + 4 x 2 - sum r, and each stage's two ratios
+ * may sum to 1, so T* = 12 - 2 = 10 with sum r = 2 (unfrozen 12, all frozen
+ * 8); spread gives every ratio 0.5. */
+static const char *pair_profile =
+    "{\"schedule\": \"paired\", \"ranks\": 2, \"microbatches\": 2, \"max_freeze_ratio\": 0.5,"
+    " \"stages\": [{\"forward_ms\": 1, \"backward_ms\": 2, \"backward_frozen_ms\": 1},"
+    "              {\"forward_ms\": 1, \"backward_ms\": 2, \"backward_frozen_ms\": 1}],"
+    " \"order\": [[\"0F0\", \"(0F1;0B0)OVERLAP_F_B\", \"0B1\"], [\"1F0\", \"1B0\", \"1F1\", \"1B1\"]]}";
+
+static void pair_lp_by_hand(void **state)
+{
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_parse(pair_profile, "pair.json", &p, &err))
+        fail_msg("%s", err.msg);
+    const tf_solver solvers[2] = {TF_SOLVER_LP_SOLVE, TF_SOLVER_FAST};
+    for (int objective = 0; objective < 2; objective++)
+        for (int k = 0; k < 2; k++) {
+            tf_plan_options o;
+            tf_plan_options_init(&o);
+            o.solver = solvers[k];
+            o.objective = (tf_objective)objective;
+            tf_plan plan;
+            if (tf_plan_from_profile(&p, &o, &plan, &err))
+                fail_msg("%s", err.msg);
+            check_invariants(&plan);
+            assert_close(plan.batch_ms_unfrozen, 12.0, 1e-12);
+            assert_close(plan.batch_ms_all_frozen, 8.0, 1e-12);
+            assert_close(plan.batch_ms_planned, 10.0, 1e-9);
+            double sum = 0;
+            for (int i = 0; i < plan.schedule.n_actions; i++) {
+                const tf_plan_action *a = &plan.actions[i];
+                sum += a->freeze_ratio;
+                if (objective == TF_OBJECTIVE_SPREAD && a->action.type == TF_ACT_B)
+                    assert_close(a->freeze_ratio, 0.5, 1e-9);
+            }
+            assert_close(sum, 2.0, 1e-9);
+            /* The pair's halves run back to back. */
+            const tf_plan_action *f = &plan.actions[1], *b = &plan.actions[2];
+            assert_int_equal(f->action.pair, TF_PAIR_FIRST);
+            assert_int_equal(b->action.pair, TF_PAIR_SECOND);
+            assert_close(b->start_ms, f->start_ms + f->ms, 1e-12);
+            tf_plan_free(&plan);
+        }
+    tf_profile_free(&p);
+}
+
+/* A pair survives plan.json: both of its actions carry its name, and a
+ * plan whose "pair" fields do not describe one is refused. */
+static void pair_in_plan_json(void **state)
+{
+    tf_profile p;
+    tf_plan plan, loaded;
+    tf_error err = {0};
+    assert_int_equal(tf_profile_parse(pair_profile, "pair.json", &p, &err), 0);
+    assert_int_equal(tf_plan_from_profile(&p, NULL, &plan, &err), 0);
+    char *json;
+    assert_int_equal(tf_plan_to_json(&plan, &json, &err), 0);
+    char *first = strstr(json, "\"pair\"");
+    assert_non_null(first);
+    assert_non_null(strstr(first + 1, "\"pair\""));
+    assert_contains(json, "\"(0F1;0B0)OVERLAP_F_B\"");
+    if (tf_plan_parse(json, "pair-plan.json", &loaded, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(loaded.schedule.n_actions, 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(loaded.actions[i].action.pair, plan.actions[i].action.pair);
+    assert_close(loaded.batch_ms_planned, plan.batch_ms_planned, 1e-9);
+    tf_plan_free(&loaded);
+
+    /* The second half's name dropped: refused, naming the first. */
+    char *second = strstr(first + 1, "\"pair\"");
+    memcpy(second, "\"xair\"", 6);
+    assert_int_equal(tf_plan_parse(json, "bad.json", &loaded, &err), TF_EINVAL);
+    assert_contains(err.msg, "$.actions[1].pair");
+    assert_contains(err.msg, "both carrying it");
+    memcpy(second, "\"pair\"", 6);
+    /* A name that is not this pair's. */
+    char *name = strstr(json, "(0F1;0B0)");
+    memcpy(name, "(0F0;0B0)", 9);
+    assert_int_equal(tf_plan_parse(json, "bad.json", &loaded, &err), TF_EINVAL);
+    assert_contains(err.msg, "must name this action and the next");
+    free(json);
+    tf_plan_free(&plan);
+    tf_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +486,10 @@ int main(void)
         cmocka_unit_test(cyclic_order_is_an_error),
         cmocka_unit_test(rejects_bad_plans),
         cmocka_unit_test(solver_choice_is_recorded),
+        cmocka_unit_test(plan_size_limits),
+        cmocka_unit_test(solver_failure_falls_back),
+        cmocka_unit_test(pair_lp_by_hand),
+        cmocka_unit_test(pair_in_plan_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,6 +99,124 @@ typedef struct bad_case {
     const char *must_say[3];
 } bad_case;
 
+/* Rank 0 overlaps 0F1 with 0B0 (F 1.5 ms, B 4 ms, B frozen 2 ms). */
+#define PAIR_ORDER                                                                               \
+    " \"order\": [[\"0F0\", \"(0F1;0B0)OVERLAP_F_B\", \"0B1\"],"                                 \
+    "            [\"1F0\", \"1B0\", \"1F1\", \"1B1\"]]"
+#define PAIR_PROFILE(pairs)                                                                      \
+    "{\"schedule\": \"paired\", \"ranks\": 2, \"microbatches\": 2,"                              \
+    " \"stages\": [" GOOD_STAGE ", " GOOD_STAGE "]," PAIR_ORDER pairs "}"
+
+/* Durations of the pair's two actions, max and min, into d[4]. */
+static void pair_durations(const char *text, double d[4])
+{
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_parse(text, "pair.json", &p, &err))
+        fail_msg("%s", err.msg);
+    double max_ms[8], min_ms[8];
+    tf_profile_durations(&p, max_ms, min_ms);
+    int f = tf_schedule_find(&p.schedule, TF_ACT_F, 0, 1);
+    assert_int_equal(p.schedule.actions[f].pair, TF_PAIR_FIRST);
+    d[0] = max_ms[f], d[1] = min_ms[f], d[2] = max_ms[f + 1], d[3] = min_ms[f + 1];
+    tf_profile_free(&p);
+}
+
+/* A pair measured whole (docs/formats.md): the forward keeps its time, or
+ * the pair's frozen time when that is shorter; the backward gets the rest;
+ * unmeasured, freezing saves what it saves on the backward alone. */
+static void pairs_measured_whole(void **state)
+{
+    double d[4];
+    pair_durations(PAIR_PROFILE(""), d);
+    assert_true(d[0] == 1.5 && d[1] == 1.5 && d[2] == 4.0 && d[3] == 2.0);
+    /* 5 ms together (the overlap hid 0.5 ms); frozen by default 5 - 2 = 3. */
+    pair_durations(PAIR_PROFILE(", \"pairs\": [{\"pair\": \"(0F1;0B0)OVERLAP_F_B\", \"ms\": 5}]"),
+                   d);
+    assert_true(d[0] == 1.5 && d[1] == 1.5 && d[2] == 3.5 && d[3] == 1.5);
+    pair_durations(PAIR_PROFILE(", \"pairs\": [{\"pair\": \" (0F1; 0B0)OVERLAP_F_B\", \"ms\": 5,"
+                                " \"frozen_ms\": 4.5}]"),
+                   d);
+    assert_true(d[0] == 1.5 && d[2] == 3.5 && d[3] == 3.0);
+    /* A pair shorter than its forward alone when frozen: the forward gets
+     * the frozen time, the backward's part freezes to nothing. */
+    pair_durations(PAIR_PROFILE(", \"pairs\": [{\"pair\": \"(0F1;0B0)OVERLAP_F_B\", \"ms\": 2,"
+                                " \"frozen_ms\": 1}]"),
+                   d);
+    assert_true(d[0] == 1.0 && d[1] == 1.0 && d[2] == 1.0 && d[3] == 0.0);
+
+    /* Round trip: the order keeps its pair cell, "pairs" its figures. */
+    tf_profile p, q;
+    tf_error err = {0};
+    assert_int_equal(tf_profile_parse(PAIR_PROFILE(", \"pairs\": [{\"pair\": "
+                                                   "\"(0F1;0B0)OVERLAP_F_B\", \"ms\": 5}]"),
+                                      "pair.json", &p, &err),
+                     0);
+    char *json;
+    assert_int_equal(tf_profile_to_json(&p, &json, NULL), 0);
+    assert_contains(json, "\"(0F1;0B0)OVERLAP_F_B\"");
+    if (tf_profile_parse(json, "again", &q, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(q.n_pairs, 1);
+    assert_true(q.pairs[0].ms == 5 && q.pairs[0].frozen_ms < 0);
+    assert_int_equal(q.schedule.actions[2].pair, TF_PAIR_SECOND);
+    free(json);
+    tf_profile_free(&q);
+    tf_profile_free(&p);
+}
+
+/* A profile read for an order given from outside (--schedule-csv): no
+ * schedule name needed, another one ignored, stated shapes checked. */
+static void profile_for_an_order(void **state)
+{
+    const char *r0[] = {"0F0", "(0F1;0B0)OVERLAP_F_B", "0B1"};
+    const char *r1[] = {"1F0", "1B0", "1F1", "1B1"};
+    const char *const *rows[] = {r0, r1};
+    int len[] = {3, 4};
+    tf_schedule order;
+    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 2, "csv", &order, NULL), 0);
+    const char *good[] = {
+        "{\"stages\": [" GOOD_STAGE ", " GOOD_STAGE "], \"p2p_ms\": 0.5}",
+        "{\"schedule\": \"GPipe\", \"ranks\": 2, \"microbatches\": 2,"
+        " \"stages\": [" GOOD_STAGE ", " GOOD_STAGE "], \"p2p_ms\": 0.5,"
+        " \"order\": [[\"0F0\", \"0F1\", \"0B0\", \"0B1\"], [\"1F0\", \"1F1\", \"1B0\", \"1B1\"]],"
+        " \"pairs\": [{\"pair\": \"(0F1;0B0)OVERLAP_F_B\", \"ms\": 5}]}"};
+    for (int k = 0; k < 2; k++) {
+        tf_profile p;
+        tf_error err = {0};
+        if (tf_profile_parse_for(good[k], "timings.json", &order, &p, &err))
+            fail_msg("case %d: %s", k, err.msg);
+        assert_string_equal(p.schedule.name, "custom");
+        assert_int_equal(p.schedule.n_actions, 8);
+        assert_int_equal(p.schedule.actions[1].pair, TF_PAIR_FIRST);
+        assert_true(p.p2p_ms == 0.5);
+        assert_int_equal(p.n_pairs, k);
+        tf_profile_free(&p);
+    }
+    const bad_case bad[] = {
+        {"{\"ranks\": 4, \"stages\": [" GOOD_STAGE ", " GOOD_STAGE "]}",
+         {"$.ranks", "has 2 ranks", "4"}},
+        {"{\"microbatches\": 3, \"stages\": [" GOOD_STAGE ", " GOOD_STAGE "]}",
+         {"$.microbatches", "has 2 microbatches"}},
+        {"{\"stages_per_rank\": 2, \"stages\": [" GOOD_STAGE ", " GOOD_STAGE "]}",
+         {"$.stages_per_rank", "has 1 stages per rank"}},
+        {"{\"stages\": [" GOOD_STAGE "]}", {"$.stages", "2 entries, found 1"}},
+        {"{\"stages\": [" GOOD_STAGE ", " GOOD_STAGE "],"
+         " \"actions\": [{\"stage\": 0, \"microbatch\": 0, \"type\": \"I\", \"ms\": 1}]}",
+         {"$.actions[0]", "does not have"}},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        tf_profile p;
+        tf_error err = {0};
+        if (tf_profile_parse_for(bad[k].text, "timings.json", &order, &p, &err) != TF_EINVAL)
+            fail_msg("case %zu accepted: %s", k, bad[k].text);
+        for (int m = 0; m < 3 && bad[k].must_say[m]; m++)
+            assert_contains(err.msg, bad[k].must_say[m]);
+        assert_int_equal(p.schedule.n_actions, 0);
+    }
+    tf_schedule_free(&order);
+}
+
 #define BASE(extra) "{\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 2" extra "}"
 #define STAGES2 ", \"stages\": [" GOOD_STAGE ", " GOOD_STAGE "]"
 
@@ -155,6 +273,25 @@ static const bad_case bad_cases[] = {
     {"{\"schedule\": \"Interleaved1F1B\", \"ranks\": 2, \"stages_per_rank\": 1, "
      "\"microbatches\": 2" STAGES2 "}",
      {"$.schedule"}},
+    {PAIR_PROFILE(", \"pairs\": [{\"pair\": \"(0F0;1B0)OVERLAP_F_B\", \"ms\": 5}]"),
+     {"$.pairs[0].pair", "names no overlapped pair", "(0F0;1B0)"}},
+    {PAIR_PROFILE(", \"pairs\": [{\"pair\": \"0F1\", \"ms\": 5}]"),
+     {"$.pairs[0].pair", "expected an overlapped pair"}},
+    {PAIR_PROFILE(", \"pairs\": [{\"pair\": \"(0F1;0B0)OVERLAP_F_B\", \"ms\": 5, "
+                  "\"frozen_ms\": 6}]"),
+     {"$.pairs[0].frozen_ms", "must not exceed"}},
+    {PAIR_PROFILE(", \"pairs\": [{\"pair\": \"(0F1;0B0)OVERLAP_F_B\", \"ms\": 5}, "
+                  "{\"pair\": \"(0F1;0B0)OVERLAP_F_B\", \"ms\": 4}]"),
+     {"$.pairs[1]", "repeats the pair of pairs[0]"}},
+    {PAIR_PROFILE(", \"pairs\": [{\"pair\": \"(0F1;0B0)OVERLAP_F_B\"}]"),
+     {"$.pairs[0].ms", "missing"}},
+    {PAIR_PROFILE(", \"pairs\": [7]"), {"$.pairs[0]", "expected an object"}},
+    {"{\"schedule\": \"paired\", \"ranks\": 2, \"microbatches\": 2, \"stages\": ["
+     "{\"forward_ms\": 1, \"backward_input_ms\": 1, \"backward_weight_ms\": 1}, " GOOD_STAGE "],"
+     " \"order\": [[\"0F0\", \"(0F1;0I0)OVERLAP_F_B\", \"0W0\", \"0I1\", \"0W1\"],"
+     "            [\"1F0\", \"1B0\", \"1F1\", \"1B1\"]],"
+     " \"pairs\": [{\"pair\": \"(0F1;0I0)OVERLAP_F_B\", \"ms\": 3, \"frozen_ms\": 2}]}",
+     {"$.pairs[0].frozen_ms", "an I"}},
 };
 
 static void rejects_bad_profiles(void **state)
@@ -204,6 +341,8 @@ int main(void)
         cmocka_unit_test(parses_a_good_profile),
         cmocka_unit_test(split_backward_defaults_and_per_stage_caps),
         cmocka_unit_test(custom_order),
+        cmocka_unit_test(pairs_measured_whole),
+        cmocka_unit_test(profile_for_an_order),
         cmocka_unit_test(rejects_bad_profiles),
         cmocka_unit_test(rejects_deep_nesting),
         cmocka_unit_test(missing_file),

@@ -17,8 +17,10 @@
 #include "tf/error.h"
 #include "tf/schedule.h"
 
-static const char *const builtin_names[] = {"GPipe", "1F1B", "Interleaved1F1B",
-                                            "InterleavedZeroBubble", "ZBVZeroBubble"};
+static const char *const builtin_names[] = {"GPipe",         "1F1B",
+                                            "Interleaved1F1B", "LoopedBFS",
+                                            "InterleavedZeroBubble", "ZBVZeroBubble",
+                                            "DualPipeV"};
 enum { builtin_count = sizeof builtin_names / sizeof builtin_names[0] };
 
 /* The stages_per_rank values each built-in accepts, within what the sweeps try. */
@@ -26,8 +28,10 @@ static int accepts_stages_per_rank(const char *name, int stages_per_rank)
 {
     if (strcmp(name, "GPipe") == 0 || strcmp(name, "1F1B") == 0)
         return stages_per_rank == 1;
-    if (strcmp(name, "ZBVZeroBubble") == 0)
+    if (strcmp(name, "ZBVZeroBubble") == 0 || strcmp(name, "DualPipeV") == 0)
         return stages_per_rank == 2;
+    if (strcmp(name, "LoopedBFS") == 0)
+        return stages_per_rank >= 1;
     return stages_per_rank >= 2;
 }
 
@@ -72,7 +76,7 @@ static void assert_same_schedule(const tf_schedule *want, const tf_schedule *got
     for (int i = 0; i < want->n_actions; i++) {
         const tf_action *a = &want->actions[i], *b = &got->actions[i];
         if (a->type != b->type || a->stage != b->stage || a->microbatch != b->microbatch ||
-            a->rank != b->rank) {
+            a->rank != b->rank || a->pair != b->pair) {
             char ta[32], tb[32];
             fail_msg("%s: action %d (rank %d): got %s, expected %s", what, i, a->rank,
                      tf_action_format(b, tb), tf_action_format(a, ta));
@@ -154,6 +158,45 @@ static void test_goldens_equal_build(void **state)
     for (int k = 0; k < builtin_count; k++)
         if (per_builtin[k] < 8)
             fail_msg("only %d goldens for %s", per_builtin[k], builtin_names[k]);
+}
+
+/* PyTorch's own test artifacts (tests/planner/golden/pytorch-artifacts),
+ * read as PyTorch writes them: DualPipeV's is the built-in order; the
+ * older ZB1P file reads as its newer rewrite. */
+static void test_pytorch_artifacts(void **state)
+{
+    (void)state;
+    char path[4096];
+    tf_schedule csv, built, newer;
+    tf_error err = {0};
+    tf_csv_notes notes;
+    snprintf(path, sizeof path, "%s/tests/planner/golden/pytorch-artifacts/%s", source_dir(),
+             "dualpipev_4rank_10mb.csv");
+    if (tf_schedule_read_csv_noted(path, &csv, &notes, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(notes.old_backwards, 0);
+    assert_int_equal(tf_schedule_build("DualPipeV", 4, 2, 10, &built, &err), 0);
+    assert_same_schedule(&built, &csv, "dualpipev_4rank_10mb.csv");
+    tf_schedule_free(&csv);
+    tf_schedule_free(&built);
+
+    snprintf(path, sizeof path, "%s/tests/planner/golden/pytorch-artifacts/%s", source_dir(),
+             "zb1p_2rank_2stagep_compute.csv");
+    if (tf_schedule_read_csv_noted(path, &csv, &notes, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(notes.old_backwards, 32);
+    assert_string_equal(notes.first_old, "2B0");
+    snprintf(path, sizeof path, "%s/tests/planner/golden/pytorch-artifacts/%s", source_dir(),
+             "zb1p_2rank_2stagep_compute.a8e954a.csv");
+    if (tf_schedule_read_csv_noted(path, &newer, &notes, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(notes.old_backwards, 0);
+    assert_same_schedule(&newer, &csv, "zb1p_2rank_2stagep_compute.csv");
+    assert_int_equal(csv.ranks, 2);
+    assert_int_equal(csv.stages_per_rank, 2);
+    assert_int_equal(csv.microbatches, 8);
+    tf_schedule_free(&csv);
+    tf_schedule_free(&newer);
 }
 
 /* ---- hand-checked orders ------------------------------------------------ */
@@ -240,6 +283,112 @@ static void test_zbv_p1_m1(void **state)
     tf_schedule_free(&s);
 }
 
+/* LoopedBFS: each local stage runs all its forwards in turn, then the
+ * stages in reverse run their backwards from the last microbatch down. */
+static void test_looped_bfs_p2_v2_m2(void **state)
+{
+    (void)state;
+    tf_schedule s;
+    tf_error err = {0};
+    assert_int_equal(tf_schedule_build("LoopedBFS", 2, 2, 2, &s, &err), 0);
+    assert_string_equal(s.name, "LoopedBFS");
+    assert_rank_order(&s, 0, "0F0 0F1 2F0 2F1 2B1 2B0 0B1 0B0");
+    assert_rank_order(&s, 1, "1F0 1F1 3F0 3F1 3B1 3B0 1B1 1B0");
+    assert_int_equal(s.stage_rank[2], 0);
+    tf_schedule_free(&s);
+}
+
+/* DualPipeV on one rank, 2 microbatches, phase by phase: F of both chunks;
+ * the last rank's first steady round unpaired (0F1, 1B0), then the pair
+ * (1F1;0B0); the drain: 1B1 full, the switch to I on an even rank comes
+ * before chunk 0's backward (0I1), and its W closes the order. */
+static void test_dual_pipe_v_p1_m2(void **state)
+{
+    (void)state;
+    tf_schedule s;
+    tf_error err = {0};
+    assert_int_equal(tf_schedule_build("DualPipeV", 1, 2, 2, &s, &err), 0);
+    assert_string_equal(s.name, "DualPipeV");
+    assert_rank_order(&s, 0, "0F0 1F0 0F1 1B0 1F1 0B0 1B1 0I1 0W1");
+    for (int i = 0; i < s.n_actions; i++)
+        assert_int_equal(s.actions[i].pair,
+                         i == 4 ? TF_PAIR_FIRST : i == 5 ? TF_PAIR_SECOND : TF_PAIR_NONE);
+    char cell[TF_CELL_MAX];
+    assert_int_equal(tf_schedule_format_cell(&s, 4, cell), 2);
+    assert_string_equal(cell, "(1F1;0B0)OVERLAP_F_B");
+    assert_int_equal(tf_schedule_format_cell(&s, 3, cell), 1);
+    assert_string_equal(cell, "1B0");
+    assert_true(tf_schedule_has_pairs(&s));
+    tf_schedule_free(&s);
+    assert_int_equal(tf_schedule_build("ZBVZeroBubble", 2, 2, 4, &s, &err), 0);
+    assert_false(tf_schedule_has_pairs(&s));
+    tf_schedule_free(&s);
+}
+
+/* ---- overlapped pairs as cells ------------------------------------------ */
+
+static void test_pair_cells(void **state)
+{
+    (void)state;
+    const char *good[] = {"(0F7;7B3)OVERLAP_F_B", " ( 0F7 ; 7B3 ) OVERLAP_F_B\t",
+                          "(12F0;3I2)OVERLAP_F_B"};
+    const tf_action want[3][2] = {{{TF_ACT_F, 0, 7, -1, TF_PAIR_FIRST},
+                                   {TF_ACT_B, 7, 3, -1, TF_PAIR_SECOND}},
+                                  {{TF_ACT_F, 0, 7, -1, TF_PAIR_FIRST},
+                                   {TF_ACT_B, 7, 3, -1, TF_PAIR_SECOND}},
+                                  {{TF_ACT_F, 12, 0, -1, TF_PAIR_FIRST},
+                                   {TF_ACT_I, 3, 2, -1, TF_PAIR_SECOND}}};
+    for (int k = 0; k < 3; k++) {
+        tf_action a[2];
+        int count = 0;
+        tf_error err = {0};
+        if (tf_cell_parse(good[k], a, &count, &err) != 0)
+            fail_msg("%s: %s", good[k], err.msg);
+        assert_int_equal(count, 2);
+        for (int j = 0; j < 2; j++) {
+            assert_int_equal(a[j].type, want[k][j].type);
+            assert_int_equal(a[j].stage, want[k][j].stage);
+            assert_int_equal(a[j].microbatch, want[k][j].microbatch);
+            assert_int_equal(a[j].rank, -1);
+            assert_int_equal(a[j].pair, want[k][j].pair);
+        }
+        char back[TF_CELL_MAX];
+        if (k != 1)
+            assert_string_equal(tf_pair_format(&a[0], &a[1], back), good[k]);
+    }
+    tf_action a[2];
+    int count = 5;
+    assert_int_equal(tf_cell_parse(" 3W1 ", a, &count, NULL), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(a[0].pair, TF_PAIR_NONE);
+    assert_int_equal(a[0].type, TF_ACT_W);
+
+    const struct {
+        const char *cell, *says;
+    } bad[] = {{"(0F7;7B3)", "expected an overlapped pair"},
+               {"(0F7;7B3)OVERLAP", "expected an overlapped pair"},
+               {"(0F7;7B3)OVERLAP_F_Bx", "expected an overlapped pair"},
+               {"(0F7)OVERLAP_F_B", "expected an overlapped pair"},
+               {"(0F7;7B3;1F0)OVERLAP_F_B", "exactly two actions"},
+               {"(7B3;0F7)OVERLAP_F_B", "a forward then a backward"},
+               {"(0F7;7W3)OVERLAP_F_B", "a forward then a backward"},
+               {"(0F7;0F8)OVERLAP_F_B", "a forward then a backward"},
+               {"(0F7;7X3)OVERLAP_F_B", "\"7X3\" is not an action"},
+               {"(;)OVERLAP_F_B", "empty cell"},
+               {"(", "expected an overlapped pair"},
+               {NULL, "missing cell"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        tf_error err = {0};
+        count = 7;
+        if (tf_cell_parse(bad[k].cell, a, &count, &err) != TF_EINVAL)
+            fail_msg("\"%s\" parsed as a cell", bad[k].cell ? bad[k].cell : "(null)");
+        assert_int_equal(count, 0);
+        if (!strstr(err.msg, bad[k].says))
+            fail_msg("\"%s\": message \"%s\" does not say \"%s\"",
+                     bad[k].cell ? bad[k].cell : "(null)", err.msg, bad[k].says);
+    }
+}
+
 /* ---- finding actions ---------------------------------------------------- */
 
 /* The index finds every action where the search does, and nothing outside
@@ -295,12 +444,20 @@ static void test_names_and_stage_mapping(void **state)
     assert_false(tf_schedule_splits_backward("Interleaved1F1B"));
     assert_true(tf_schedule_splits_backward("InterleavedZeroBubble"));
     assert_true(tf_schedule_splits_backward("ZBVZeroBubble"));
+    assert_false(tf_schedule_splits_backward("LoopedBFS"));
+    assert_true(tf_schedule_splits_backward("DualPipeV"));
+    assert_int_equal(tf_schedule_default_stages_per_rank("LoopedBFS"), 2);
+    assert_int_equal(tf_schedule_default_stages_per_rank("DualPipeV"), 2);
+    assert_non_null(strstr(tf_schedule_builtin_names(), "LoopedBFS"));
+    assert_non_null(strstr(tf_schedule_builtin_names(), "DualPipeV"));
 
     /* V shape for P=4: stages 0..3 on ranks 0..3, stages 4..7 on ranks 3..0. */
     const int v_shape[8] = {0, 1, 2, 3, 3, 2, 1, 0};
     for (int stage = 0; stage < 8; stage++) {
         assert_int_equal(tf_schedule_stage_rank("ZBVZeroBubble", 4, 2, stage), v_shape[stage]);
+        assert_int_equal(tf_schedule_stage_rank("DualPipeV", 4, 2, stage), v_shape[stage]);
         assert_int_equal(tf_schedule_stage_rank("Interleaved1F1B", 4, 2, stage), stage % 4);
+        assert_int_equal(tf_schedule_stage_rank("LoopedBFS", 4, 2, stage), stage % 4);
     }
     assert_int_equal(tf_schedule_stage_rank("1F1B", 4, 1, 4), -1);
 
@@ -316,9 +473,11 @@ static void test_names_and_stage_mapping(void **state)
 static void test_action_parse_format_round_trip(void **state)
 {
     (void)state;
-    const tf_action cases[] = {{TF_ACT_F, 0, 0, -1},   {TF_ACT_B, 1, 2, -1},
-                               {TF_ACT_I, 12, 7, -1},  {TF_ACT_W, 3, 1000, -1},
-                               {TF_ACT_F, 2147483647, 2147483647, -1}};
+    const tf_action cases[] = {{TF_ACT_F, 0, 0, -1, TF_PAIR_NONE},
+                               {TF_ACT_B, 1, 2, -1, TF_PAIR_NONE},
+                               {TF_ACT_I, 12, 7, -1, TF_PAIR_NONE},
+                               {TF_ACT_W, 3, 1000, -1, TF_PAIR_NONE},
+                               {TF_ACT_F, 2147483647, 2147483647, -1, TF_PAIR_NONE}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char text[32];
         tf_action back;
@@ -330,7 +489,7 @@ static void test_action_parse_format_round_trip(void **state)
         assert_int_equal(back.microbatch, cases[k].microbatch);
         assert_int_equal(back.rank, -1);
     }
-    tf_action a = {TF_ACT_W, 12, 7, 0};
+    tf_action a = {TF_ACT_W, 12, 7, 0, TF_PAIR_NONE};
     char text[32];
     assert_string_equal(tf_action_format(&a, text), "12W7");
 
@@ -442,6 +601,30 @@ static void test_from_cells_accepts_valid_order(void **state)
     tf_schedule_free(&s);
 }
 
+/* A pair in an explicit order: two actions, back to back, marked. */
+static void test_from_cells_with_pair(void **state)
+{
+    (void)state;
+    tf_schedule s;
+    tf_error err = {0};
+    if (from_two_rows("0F0 (0F1;0B0)OVERLAP_F_B 0B1", "1F0 1B0 1F1 1B1", 2, &s, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.n_actions, 8);
+    assert_rank_order(&s, 0, "0F0 0F1 0B0 0B1");
+    assert_int_equal(s.actions[1].pair, TF_PAIR_FIRST);
+    assert_int_equal(s.actions[2].pair, TF_PAIR_SECOND);
+    assert_int_equal(s.actions[0].pair + s.actions[3].pair + s.actions[4].pair, 0);
+    tf_schedule_free(&s);
+    /* A pair's halves are checked like any action, and named by the cell. */
+    expect_order_error("0F0 (0F1;0B0)OVERLAP_F_B 0B1 0B0", "1F0 1B0 1F1 1B1", 2, "order[0][3]",
+                       "order[0][1]");
+    expect_order_error("0F0 (0F1;0B0)OVERLAP_F_B", "1F0 1B0 1F1 1B1", 2, "0F1", "no backward");
+    expect_order_error("0F0 (0F1;0W0)OVERLAP_F_B 0B1", "1F0 1B0 1F1 1B1", 2, "order[0][1]",
+                       "a forward then a backward");
+    expect_order_error("0F0 (0F5;0B0)OVERLAP_F_B 0B1", "1F0 1B0 1F1 1B1", 2, "order[0][1]",
+                       "microbatch 5");
+}
+
 static void test_from_cells_rejects(void **state)
 {
     (void)state;
@@ -509,7 +692,7 @@ static void expect_build_error(const char *name, int ranks, int stages_per_rank,
 static void test_build_rejects(void **state)
 {
     (void)state;
-    expect_build_error("LoopedBFS", 2, 1, 4, "\"LoopedBFS\"");
+    expect_build_error("Zigzag", 2, 1, 4, "\"Zigzag\"");
     expect_build_error("", 2, 1, 4, "not a built-in");
     expect_build_error(NULL, 2, 1, 4, "not a built-in");
     expect_build_error("1F1B", 0, 1, 4, "ranks = 0");
@@ -522,14 +705,24 @@ static void test_build_rejects(void **state)
     expect_build_error("InterleavedZeroBubble", 2, 1, 4, "stages_per_rank = 1");
     expect_build_error("ZBVZeroBubble", 2, 3, 4, "stages_per_rank = 3");
     expect_build_error("ZBVZeroBubble", 2, 1, 4, "stages_per_rank = 1");
+    expect_build_error("DualPipeV", 2, 1, 4, "stages_per_rank = 1");
+    expect_build_error("DualPipeV", 2, 3, 6, "stages_per_rank = 3");
+    expect_build_error("LoopedBFS", 2, 0, 4, "stages_per_rank = 0");
+    /* PyTorch's DualPipeV refuses fewer microbatches than stages. */
+    expect_build_error("DualPipeV", 4, 2, 7, "microbatches = 7 is fewer than the 8 stages");
+    expect_build_error("DualPipeV", 1, 2, 1, "microbatches = 1");
     /* PyTorch's requirements on microbatch counts (its GPipe and 1F1B
      * minimum of one microbatch per stage is deliberately not enforced:
      * see test_1f1b_fewer_microbatches_than_ranks). */
     expect_build_error("Interleaved1F1B", 4, 2, 9, "rounds 2");
     expect_build_error("InterleavedZeroBubble", 3, 2, 7, "microbatches = 7");
     /* Far too large to plan. */
-    expect_build_error("1F1B", 1 << 20, 1, 1 << 20, "actions");
-    expect_build_error("Interleaved1F1B", 2, 1 << 30, 4, "actions");
+    expect_build_error("1F1B", 1 << 20, 1, 1 << 20, "at most 512, 64 and 65536");
+    expect_build_error("Interleaved1F1B", 2, 1 << 30, 4, "at most 512, 64 and 65536");
+    /* Counts within their limits whose products are not. */
+    expect_build_error("1F1B", 512, 1, 65536, "= 67108864 actions, more than the 131072");
+    expect_build_error("ZBVZeroBubble", 128, 2, 512, "x 3 = 393216 actions");
+    expect_build_error("Interleaved1F1B", 512, 2, 4, "= 1024 stages, more than the 512");
 
     tf_schedule s;
     assert_int_equal(tf_schedule_build("1F1B", 2, 1, 2, &s, NULL), 0);
@@ -542,10 +735,13 @@ static void test_build_rejects(void **state)
 /* ---- sweeps over every built-in shape ----------------------------------- */
 
 /* Every (type, stage, microbatch) the schedule needs appears exactly once,
- * on the rank hosting its stage; nothing else appears. */
+ * on the rank hosting its stage; nothing else appears.  A schedule that
+ * splits some backwards (DualPipeV) has B or both I and W for each
+ * (stage, microbatch); its pairs are a forward then a B, back to back. */
 static void assert_complete(const tf_schedule *s, const char *name)
 {
     int split = tf_schedule_splits_backward(name);
+    int mixed = strcmp(name, "DualPipeV") == 0;
     size_t cells = (size_t)s->stages * (size_t)s->microbatches * 4;
     int *seen = calloc(cells, sizeof *seen);
     assert_non_null(seen);
@@ -563,21 +759,36 @@ static void assert_complete(const tf_schedule *s, const char *name)
             assert_true(a->stage >= 0 && a->stage < s->stages);
             assert_true(a->microbatch >= 0 && a->microbatch < s->microbatches);
             assert_int_equal(s->stage_rank[a->stage], r);
+            if (a->pair == TF_PAIR_FIRST) {
+                assert_true(mixed && a->type == TF_ACT_F && i + 1 < s->rank_offset[r + 1]);
+                assert_int_equal(s->actions[i + 1].pair, TF_PAIR_SECOND);
+                assert_int_equal(s->actions[i + 1].type, TF_ACT_B);
+            } else if (a->pair == TF_PAIR_SECOND) {
+                assert_int_equal(s->actions[i - 1].pair, TF_PAIR_FIRST);
+            }
             seen[((size_t)a->stage * (size_t)s->microbatches + (size_t)a->microbatch) * 4 +
                  (size_t)a->type]++;
         }
     }
+    int expected_actions = 0;
     for (int stage = 0; stage < s->stages; stage++)
         for (int m = 0; m < s->microbatches; m++) {
             const int *count = &seen[((size_t)stage * (size_t)s->microbatches + (size_t)m) * 4];
             int want_b = split ? 0 : 1, want_iw = split ? 1 : 0;
+            if (mixed) {
+                want_b = count[TF_ACT_B] == 1 ? 1 : 0;
+                want_iw = 1 - want_b;
+            }
             if (count[TF_ACT_F] != 1 || count[TF_ACT_B] != want_b || count[TF_ACT_I] != want_iw ||
                 count[TF_ACT_W] != want_iw)
                 fail_msg("%s P=%d V=%d M=%d: stage %d microbatch %d has F=%d B=%d I=%d W=%d", name,
                          s->ranks, s->stages_per_rank, s->microbatches, stage, m, count[0],
                          count[1], count[2], count[3]);
+            expected_actions += 2 + want_iw;
         }
-    assert_int_equal(s->n_actions, s->stages * s->microbatches * (split ? 3 : 2));
+    assert_int_equal(s->n_actions, expected_actions);
+    if (!mixed)
+        assert_int_equal(s->n_actions, s->stages * s->microbatches * (split ? 3 : 2));
     free(seen);
 }
 
@@ -641,7 +852,9 @@ static void test_write_then_read_gives_same_schedule(void **state)
         int ranks, stages_per_rank, microbatches;
     } shapes[] = {{"GPipe", 3, 1, 5},           {"1F1B", 4, 1, 6},
                   {"Interleaved1F1B", 4, 2, 10}, {"InterleavedZeroBubble", 3, 3, 6},
-                  {"ZBVZeroBubble", 4, 2, 5},    {"1F1B", 1, 1, 1}};
+                  {"ZBVZeroBubble", 4, 2, 5},    {"1F1B", 1, 1, 1},
+                  {"LoopedBFS", 3, 2, 4},        {"DualPipeV", 4, 2, 10},
+                  {"DualPipeV", 1, 2, 3}};
     char path[4096];
     temp_path(path, sizeof path, "roundtrip");
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
@@ -713,6 +926,38 @@ static void test_read_csv_formats_and_errors(void **state)
     expect_in_message(err.msg, ": line 2, cell 2: 1I0 and 1B0 at ");
     expect_in_message(err.msg, ": line 2, cell 4 mix");
 
+    /* PyTorch's older notation: a B with a later W of the same stage and
+     * microbatch (and no I) is I + W; the notes count and name them. */
+    write_text(path, "0F0,0F1,0B0,0W0,0B1,0W1\n1F0,1B0,1F1,1B1\n");
+    tf_csv_notes notes;
+    if (tf_schedule_read_csv_noted(path, &s, &notes, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_rank_order(&s, 0, "0F0 0F1 0I0 0W0 0I1 0W1");
+    assert_rank_order(&s, 1, "1F0 1B0 1F1 1B1");
+    assert_int_equal(notes.old_backwards, 2);
+    assert_string_equal(notes.first_old, "0B0");
+    tf_schedule_free(&s);
+    assert_int_equal(tf_schedule_read_csv(path, &s, &err), 0);
+    assert_rank_order(&s, 0, "0F0 0F1 0I0 0W0 0I1 0W1");
+    tf_schedule_free(&s);
+    /* A W before its B is not that notation, and stays an error. */
+    write_text(path, "0F0,0W0,0B0\n1F0,1B0\n");
+    assert_int_equal(tf_schedule_read_csv_noted(path, &s, &notes, &err), TF_EINVAL);
+    assert_int_equal(notes.old_backwards, 0);
+    expect_in_message(err.msg, "mix a full backward");
+    /* Without the older notation, nothing to note. */
+    write_text(path, "0F0,(0F1;0B0)OVERLAP_F_B,0B1\n1F0,1B0,1F1,1B1\n");
+    if (tf_schedule_read_csv_noted(path, &s, &notes, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(notes.old_backwards, 0);
+    assert_string_equal(notes.first_old, "");
+    assert_int_equal(s.actions[1].pair, TF_PAIR_FIRST);
+    tf_schedule_free(&s);
+    /* A bad pair is named by line and cell. */
+    write_text(path, "0F0,(0F1;0W0)OVERLAP_F_B,0B1\n1F0,1B0,1F1,1B1\n");
+    assert_int_equal(tf_schedule_read_csv(path, &s, &err), TF_EINVAL);
+    expect_in_message(err.msg, "line 1, cell 2");
+
     write_text(path, "\n\n");
     assert_int_equal(tf_schedule_read_csv(path, &s, &err), TF_EINVAL);
     assert_non_null(strstr(err.msg, "no rows"));
@@ -737,17 +982,22 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goldens_equal_build),
+        cmocka_unit_test(test_pytorch_artifacts),
         cmocka_unit_test(test_1f1b_p2_m3),
         cmocka_unit_test(test_1f1b_p3_m4),
         cmocka_unit_test(test_gpipe_p2_m2),
         cmocka_unit_test(test_1f1b_fewer_microbatches_than_ranks),
         cmocka_unit_test(test_interleaved_1f1b_p2_v2_m2),
         cmocka_unit_test(test_zbv_p1_m1),
+        cmocka_unit_test(test_looped_bfs_p2_v2_m2),
+        cmocka_unit_test(test_dual_pipe_v_p1_m2),
+        cmocka_unit_test(test_pair_cells),
         cmocka_unit_test(test_lookup_matches_find),
         cmocka_unit_test(test_names_and_stage_mapping),
         cmocka_unit_test(test_action_parse_format_round_trip),
         cmocka_unit_test(test_action_parse_rejects),
         cmocka_unit_test(test_from_cells_accepts_valid_order),
+        cmocka_unit_test(test_from_cells_with_pair),
         cmocka_unit_test(test_from_cells_rejects),
         cmocka_unit_test(test_build_rejects),
         cmocka_unit_test(test_every_action_exactly_once),

@@ -68,6 +68,75 @@ assert rank1 == ["1F0", "1F1", "1B0", "1B1"], rank1
 assert plan["batch_ms"]["unfrozen"] == 9, plan["batch_ms"]  # by hand: F 1, B 2
 PY
 
+# PyTorch's own CSVs plan as PyTorch writes them (tests/planner/golden/pytorch-artifacts),
+# with a profile that names no schedule: the CSV gives the shape.
+artifacts=$src/tests/planner/golden/pytorch-artifacts
+stage_iw='{"forward_ms": 2, "backward_input_ms": 2, "backward_weight_ms": 2}'
+cat >"$work/zb1p.json" <<JSON
+{"ranks": 2, "microbatches": 8, "stages": [$stage_iw, $stage_iw, $stage_iw, $stage_iw]}
+JSON
+# same_plan A B: the same batch times and actions, pairs included (not the solver's seconds).
+same_plan() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["batch_ms"] == b["batch_ms"], (a["batch_ms"], b["batch_ms"])
+assert a["actions"] == b["actions"]
+PY
+}
+expect_status 0 "ZB1P artifact" "$TF_PLAN" "$work/zb1p.json" \
+    --schedule-csv "$artifacts/zb1p_2rank_2stagep_compute.csv" -q -o "$work/zb1p-plan.json"
+expect_stderr "ZB1P artifact: the older notation is noted" \
+    "32 cells in PyTorch's older notation (B followed by a W of the same stage and microbatch, first 2B0) read as backward-input I"
+check "ZB1P artifact: one note line" [ "$(wc -l <"$work/err")" -eq 1 ]
+expect_status 0 "ZB1P artifact, newer notation" "$TF_PLAN" "$work/zb1p.json" \
+    --schedule-csv "$artifacts/zb1p_2rank_2stagep_compute.a8e954a.csv" -q -o "$work/zb1p-new.json"
+check "ZB1P artifact: no note for the newer notation" [ ! -s "$work/err" ]
+check "ZB1P artifact: both notations give the same plan" same_plan "$work/zb1p-plan.json" \
+    "$work/zb1p-new.json"
+stage_all='{"forward_ms": 2, "backward_ms": 4, "backward_input_ms": 2, "backward_weight_ms": 2}'
+stages8="$stage_all, $stage_all, $stage_all, $stage_all, $stage_all, $stage_all, $stage_all, $stage_all"
+printf '{"stages": [%s]}' "$stages8" >"$work/dpv-timings.json"
+expect_status 0 "DualPipeV artifact, a profile of timings alone" "$TF_PLAN" "$work/dpv-timings.json" \
+    --schedule-csv "$artifacts/dualpipev_4rank_10mb.csv" -q -o "$work/dpv-csv.json"
+check "DualPipeV artifact: pairs in the plan" grep -q '"pair":[[:space:]]*"(0F7;7B3)OVERLAP_F_B"' \
+    "$work/dpv-csv.json"
+# A profile that names another schedule plans the CSV's order all the same.
+printf '{"schedule": "ZBVZeroBubble", "ranks": 4, "microbatches": 10, "stages": [%s]}' "$stages8" \
+    >"$work/dpv-zbv.json"
+expect_status 0 "DualPipeV artifact, a ZBVZeroBubble profile" "$TF_PLAN" "$work/dpv-zbv.json" \
+    --schedule-csv "$artifacts/dualpipev_4rank_10mb.csv" -q -o "$work/dpv-zbv-plan.json"
+check "DualPipeV artifact: the CSV's order, not the profile's" same_plan "$work/dpv-csv.json" \
+    "$work/dpv-zbv-plan.json"
+printf '{"schedule": "DualPipeV", "ranks": 4, "microbatches": 10, "stages": [%s]}' "$stages8" \
+    >"$work/dpv.json"
+# tf-plan's own CSV of DualPipeV is PyTorch's artifact byte for byte, and plans back the same.
+expect_status 0 "--write-csv" "$TF_PLAN" "$work/dpv.json" -q -o "$work/dpv-plan.json" \
+    --write-csv "$work/dpv.csv"
+check "--write-csv: PyTorch's DualPipeV CSV, byte for byte" cmp -s "$work/dpv.csv" \
+    "$artifacts/dualpipev_4rank_10mb.csv"
+expect_status 0 "--write-csv round trip" "$TF_PLAN" "$work/dpv.json" -q -o "$work/dpv-back.json" \
+    --schedule-csv "$work/dpv.csv" --write-csv "$work/dpv-back.csv"
+check "--write-csv round trip: the same CSV" cmp -s "$work/dpv.csv" "$work/dpv-back.csv"
+check "--write-csv round trip: the same plan" same_plan "$work/dpv-plan.json" "$work/dpv-back.json"
+printf '0F0,(0F1;0B0)OVERLAP_F_B,0B1\n1F0,1B0,1F1,1B1\n' >"$work/pair.csv"
+expect_status 0 "--write-csv of a CSV order" "$TF_PLAN" "$work/two.json" -q \
+    --schedule-csv "$work/pair.csv" --write-csv "$work/pair-back.csv"
+check "--write-csv of a CSV order: unchanged" cmp -s "$work/pair.csv" "$work/pair-back.csv"
+# A shape the profile states must be the CSV's.
+printf '{"ranks": 2, "stages": [%s]}' "$stages8" >"$work/dpv-two-ranks.json"
+expect_error "csv ranks" 1 '$.ranks' "$work/dpv-two-ranks.json" \
+    --schedule-csv "$artifacts/dualpipev_4rank_10mb.csv"
+printf '{"stages": [%s, %s]}' "$stage_all" "$stage_all" >"$work/two-stages.json"
+expect_error "csv stages" 1 '$.stages' "$work/two-stages.json" \
+    --schedule-csv "$artifacts/dualpipev_4rank_10mb.csv"
+printf '{"schedule": "DualPipeV", "ranks": 4, "microbatches": 6, "stages": [%s]}' "$stages8" \
+    >"$work/dpv6.json"
+expect_error "DualPipeV needs 2P microbatches" 1 'microbatches = 6 is fewer than the 8 stages' \
+    "$work/dpv6.json"
+printf '0F0,(0F1;0W0)OVERLAP_F_B,0B1\n1F0,1B0,1F1,1B1\n' >"$work/bad-pair.csv"
+expect_error "csv bad pair" 1 'line 1, cell 2' "$work/two.json" --schedule-csv "$work/bad-pair.csv"
+
 # --timeline draws the plan from the same library call as tf-dot.
 expect_status 0 "--timeline svg" "$TF_PLAN" "$trace" -q -o "$work/t.json" --timeline "$work/t.svg"
 check "--timeline svg: an SVG" grep -q '<svg' "$work/t.svg"
@@ -124,6 +193,77 @@ printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward
 expect_error "huge time" 1 '$.stages[0].forward_ms' "$work/huge.json"
 # The plan and its timeline are one unit: an unwritable timeline keeps the plan untouched.
 expect_error "unwritable timeline" 1 'no/such/dir/t.svg' "$work/two.json" --timeline "$work/no/such/dir/t.svg"
+
+# Size limits (docs/robustness.md): an endless or huge input is refused
+# after reading at most its limit, naming the file and the limit; counts
+# that are each within their limits are refused when their product is not.
+# Each must end within 60 s (it takes a second even on a loaded machine;
+# before, /dev/zero was read until memory ran out): expect_quick_error runs
+# expect_error's checks under timeout, which would show as exit 124.
+expect_quick_error() {
+    local name=$1 code=$2 part=$3
+    shift 3
+    printf 'precious' >"$work/plan.json"
+    expect_refused_with "$code" "$name" "$part" "$work/plan.json" -- \
+        timeout 60 "$TF_PLAN" "$@" -o "$work/plan.json"
+}
+expect_quick_error "/dev/zero as profile" 1 '/dev/zero: larger than the 64 MiB limit' \
+    /dev/zero
+expect_quick_error "/dev/zero as schedule CSV" 1 '/dev/zero: larger than the 16 MiB limit' \
+    "$work/two.json" --schedule-csv /dev/zero
+truncate -s 65M "$work/sparse.json"
+expect_quick_error "a 65 MiB profile" 1 'sparse.json: larger than the 64 MiB limit' \
+    "$work/sparse.json"
+printf '{"schedule": "1F1B", "ranks": 512, "microbatches": 65536, "stages": []}' >"$work/many.json"
+expect_quick_error "ranks x microbatches" 1 \
+    '512 x 1 x 65536 x 2 = 67108864 actions, more than the 131072' \
+    "$work/many.json"
+printf '{"schedule": "Interleaved1F1B", "ranks": 512, "stages_per_rank": 2, %s}' \
+    '"microbatches": 1, "stages": []' >"$work/stages.json"
+expect_quick_error "ranks x stages_per_rank" 1 '1024 stages, more than the 512' \
+    "$work/stages.json"
+python3 - "$work/cells.json" <<'PY'
+import json, sys
+order = [[f"{r}F{m}" for m in range(65536)] for r in range(8)]
+stages = [{"forward_ms": 1, "backward_ms": 2}] * 8
+json.dump({"schedule": "custom", "ranks": 8, "microbatches": 8, "stages": stages,
+           "order": order}, open(sys.argv[1], "w"))
+PY
+expect_quick_error "8 x 65536 order cells" 1 'more than 131072 actions' \
+    "$work/cells.json"
+
+# Two outputs, or an output and an input, that are one file under any
+# spelling are refused before anything is read or written (the picture
+# replaced the plan before).
+mkdir -p "$work/sub"
+printf 'precious' >"$work/same.json"
+expect_refused_with 2 "-o and --timeline the same file" "-o and --timeline are the same file" \
+    "$work/same.json" -- "$TF_PLAN" "$trace" -o "$work/same.json" --timeline "$work/same.json"
+expect_refused_with 2 "-o and --timeline, other spellings" "the same file" "$work/same.json" -- \
+    "$TF_PLAN" "$trace" -o "$work/same.json" --timeline "$work/sub/../././same.json"
+ln -s "$work/same.json" "$work/link.json"
+expect_refused_with 2 "-o and --timeline through a link" "the same file" "$work/same.json" -- \
+    "$TF_PLAN" "$trace" -o "$work/link.json" --timeline "$work/same.json"
+rm -f "$work/new.json"
+expect_refused_with 2 "-o and --timeline, a new file" "the same file" -- \
+    "$TF_PLAN" "$trace" -o "$work/new.json" --timeline "$work/sub/../new.json"
+check "-o and --timeline, a new file: nothing written" [ ! -e "$work/new.json" ]
+cp "$work/two.json" "$work/input.json"
+expect_refused_with 2 "-o over the profile" "-o and the profile are the same file" \
+    "$work/input.json" -- "$TF_PLAN" "$work/input.json" -o "$work/./input.json"
+
+# A summary that cannot be written (a full disk) is an error, not a
+# silent success; the plan itself is written (atomically) before it.
+if [ -w /dev/full ]; then
+    run bash -c '"$1" "$2" -o "$3" >/dev/full' _ "$TF_PLAN" "$trace" "$work/full.json"
+    check "summary to /dev/full: exit 1" [ "$rc" -eq 1 ]
+    expect_stderr "summary to /dev/full" "cannot write the summary to stdout"
+fi
+
+# --time-limit bounds the solve: past it, exit 3 naming the limit.
+expect_error "bad --time-limit" 2 'time-limit' "$trace" --time-limit -1
+expect_error "time limit reached" 3 'stopped at the time limit (1e-09 s)' \
+    "$trace" --time-limit 1e-9
 
 # An unwritable output location fails cleanly.
 run "$TF_PLAN" "$work/two.json" -q -o "$work/no/such/dir/plan.json"

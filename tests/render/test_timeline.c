@@ -54,6 +54,16 @@ static const char *profile_zbv =
     "{\"forward_ms\":9,\"backward_ms\":25,\"backward_frozen_ms\":12,\"backward_input_ms\":11,"
     "\"backward_weight_ms\":14,\"backward_weight_frozen_ms\":0.2}]}";
 
+/* DualPipeV, 2 ranks x 2 stages (V shape), 5 microbatches: overlapped
+ * pairs, stages mixing B with I + W, and a p2p lag. */
+static const char *profile_dualpipev =
+    "{\"format\":\"tf-profile\",\"version\":1,\"schedule\":\"DualPipeV\",\"ranks\":2,"
+    "\"microbatches\":5,\"p2p_ms\":0.3,\"max_freeze_ratio\":0.7,\"stages\":["
+    "{\"forward_ms\":6,\"backward_ms\":12,\"backward_input_ms\":6,\"backward_weight_ms\":6},"
+    "{\"forward_ms\":7,\"backward_ms\":13,\"backward_input_ms\":6,\"backward_weight_ms\":7},"
+    "{\"forward_ms\":7,\"backward_ms\":13,\"backward_input_ms\":6,\"backward_weight_ms\":7},"
+    "{\"forward_ms\":8,\"backward_ms\":16,\"backward_input_ms\":7,\"backward_weight_ms\":9}]}";
+
 static void make_plan(const char *profile_json, int solve, tf_plan *plan)
 {
     tf_error err = {0};
@@ -262,21 +272,26 @@ static void check_panel(const char *svg, const tf_plan *plan, const char *prefix
             if (fabs(b.x0 - want_x0) > 1.0 || fabs((b.x1 - b.x0) - want_w) > 1.0)
                 fail_msg("%s: box x %.2f..%.2f, want %.2f..%.2f (start %g ms, %g ms, scale %g)",
                          id, b.x0, b.x1, want_x0, want_x0 + want_w, start[i], ms[i], scale);
-            /* Labelled "F3"; a box too narrow for that shows "3" (its colour
-             * tells the type), one narrower than a digit no text; every box
+            /* Labelled "F3", or as PyTorch names the action ("2F3") where a
+             * rank runs several stages (a box too narrow for that shows
+             * "F3"); a box too narrow for "F3" shows "3" (its colour tells
+             * the type), one narrower than a digit no text; every box
              * names its action in its tooltip. */
             snprintf(label, sizeof label, "%c%d", tf_action_letter(a->type), a->microbatch);
+            int several = s->stages_per_rank > 1;
             double w = b.x1 - b.x0;
-            if (strcmp(b.label, label) != 0 &&
+            if (strcmp(b.label, several ? cell : label) != 0 &&
+                !(several && w < 30 && strcmp(b.label, label) == 0) &&
                 !(w < 24 && atoi(b.label) == a->microbatch && b.label[0] >= '0' &&
                   b.label[0] <= '9') &&
                 !(w < 12 && b.label[0] == '\0'))
                 fail_msg("%s: label \"%s\" in a box %.1f points wide, want \"%s\"", id, b.label, w,
-                         label);
+                         several ? cell : label);
             if (strncmp(b.tooltip, cell, strlen(cell)) != 0 || b.tooltip[strlen(cell)] != ' ')
                 fail_msg("%s: tooltip \"%s\" does not name %s", id, b.tooltip, cell);
-            snprintf(want_class, sizeof want_class, "node action %c%s", tf_action_letter(a->type),
-                     critical[i] ? " critical" : "");
+            snprintf(want_class, sizeof want_class, "node action %c%s%s",
+                     tf_action_letter(a->type), critical[i] ? " critical" : "",
+                     a->pair ? " pair" : "");
             assert_string_equal(b.cls, want_class);
             if (!fill_close(b.fill, expected_fill(plan, i, ratio[i])))
                 fail_msg("%s: fill #%06x, want #%06x for freeze ratio %g", id, b.fill,
@@ -374,7 +389,7 @@ static void test_svg_geometry_width(void **state)
  * point or two wide, vanished under the outlines, and a little wider it
  * showed a lone digit in near-white.  Every box narrower than 4 points gets
  * a marker at least 2 points wide, centred on it and taller than the boxes;
- * a W box shows "W3" or nothing. */
+ * a W box shows "W3" (or "2W3") or nothing. */
 static void check_narrow_boxes(const char *svg, const tf_plan *plan, int *narrow)
 {
     *narrow = 0;
@@ -385,9 +400,9 @@ static void check_narrow_boxes(const char *svg, const tf_plan *plan, int *narrow
         snprintf(marker_id, sizeof marker_id, "p_%s_marker", cell);
         box b = find_box(svg, id), marker = find_box(svg, marker_id);
         assert_true(b.found);
-        if (a->type == TF_ACT_W && b.label[0] && b.label[0] != 'W')
-            fail_msg("%s: label \"%s\" in a box %.1f points wide, want W%d or none", id,
-                     b.label, b.x1 - b.x0, a->microbatch);
+        if (a->type == TF_ACT_W && b.label[0] && !strchr(b.label, 'W'))
+            fail_msg("%s: label \"%s\" in a box %.1f points wide, want %s, W%d or none", id,
+                     b.label, b.x1 - b.x0, cell, a->microbatch);
         if (b.x1 - b.x0 >= 4) {
             if (marker.found)
                 fail_msg("%s: a marker on a box %.1f points wide", id, b.x1 - b.x0);
@@ -641,6 +656,203 @@ static void test_chrome_trace(void **state)
     tf_plan_free(&plan);
 }
 
+/* On ranks with several stages the boxes name the stage as PyTorch names
+ * actions: wide enough, every box reads "2F3", "3I1", "0W2". */
+static void test_labels_name_the_stage(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    make_plan(profile_zbv, 1, &plan);
+    tf_timeline_options opt;
+    tf_timeline_options_init(&opt);
+    opt.width = 164 + ceil(100 * plan.batch_ms_planned);
+    char *svg = render(&plan, &opt, "svg", NULL);
+    for (int i = 0; i < plan.schedule.n_actions; i++) {
+        char cell[32], id[48];
+        tf_action_format(&plan.actions[i].action, cell);
+        snprintf(id, sizeof id, "p_%s", cell);
+        box b = find_box(svg, id);
+        assert_true(b.found);
+        if (b.x1 - b.x0 >= 30 && strcmp(b.label, cell) != 0)
+            fail_msg("%s: label \"%s\" in a box %.1f points wide, want \"%s\"", id, b.label,
+                     b.x1 - b.x0, cell);
+    }
+    check_planned_panel(svg, &plan);
+    free(svg);
+    tf_plan_free(&plan);
+}
+
+/* The frame's corners of node `id` (a polygon without a fill), or found 0. */
+static box find_frame(const char *svg, const char *id)
+{
+    box b = {0};
+    const char *end, *g = node_group(svg, id, &end);
+    char points[512];
+    const char *polygon = g ? strstr(g, "<polygon") : NULL;
+    if (!g || !polygon || polygon >= end || !attr_in(g, end, "class", b.cls, sizeof b.cls) ||
+        !attr_in(polygon, end, "points", points, sizeof points))
+        return b;
+    b.x0 = b.y0 = HUGE_VAL;
+    b.x1 = b.y1 = -HUGE_VAL;
+    for (char *p = points; *p;) {
+        char *next;
+        double x = strtod(p, &next);
+        if (next == p || *next != ',')
+            break;
+        double y = strtod(next + 1, &p);
+        b.x0 = fmin(b.x0, x), b.x1 = fmax(b.x1, x);
+        b.y0 = fmin(b.y0, y), b.y1 = fmax(b.y1, y);
+        while (*p == ' ')
+            p++;
+    }
+    attr_in(g, end, "xlink:title", b.tooltip, sizeof b.tooltip);
+    b.found = 1;
+    return b;
+}
+
+/* DualPipeV's overlapped pairs: two boxes back to back, each its own
+ * action (class "pair"), framed together: the frame spans from the
+ * forward's start to the backward's end and stands a little above and
+ * below the boxes; its tooltip names the pair. */
+static void test_pair_frames(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    make_plan(profile_dualpipev, 1, &plan);
+    char *svg = render(&plan, NULL, "svg", NULL);
+    check_planned_panel(svg, &plan);
+    int pairs = 0;
+    for (int i = 0; i + 1 < plan.schedule.n_actions; i++) {
+        const tf_action *f = &plan.actions[i].action, *bw = &plan.actions[i + 1].action;
+        if (f->pair != TF_PAIR_FIRST)
+            continue;
+        pairs++;
+        char fc[32], bc[32], id[96], name[TF_CELL_MAX];
+        tf_action_format(f, fc);
+        tf_action_format(bw, bc);
+        snprintf(id, sizeof id, "p_%s", fc);
+        box first = find_box(svg, id);
+        snprintf(id, sizeof id, "p_%s", bc);
+        box second = find_box(svg, id);
+        snprintf(id, sizeof id, "p_pair_%s_%s", fc, bc);
+        box frame = find_frame(svg, id);
+        if (!first.found || !second.found || !frame.found)
+            fail_msg("pair %s %s: box or frame %s missing", fc, bc, id);
+        assert_true(fabs(second.x0 - first.x1) <= 1.0); /* back to back */
+        assert_true(fabs(frame.x0 - first.x0) <= 1.0 && fabs(frame.x1 - second.x1) <= 1.0);
+        assert_true(frame.y0 < first.y0 && frame.y1 > first.y1);
+        assert_string_equal(frame.cls, "node pair");
+        assert_non_null(strstr(frame.tooltip, tf_pair_format(f, bw, name)));
+        assert_non_null(strstr(second.tooltip, name));
+    }
+    assert_true(pairs >= 4);
+    assert_int_equal(count(svg, "class=\"node pair\""), pairs);
+    assert_int_equal(count(svg, " pair\""), 3 * pairs); /* the frame and its two boxes */
+    free(svg);
+    tf_plan_free(&plan);
+}
+
+/* The Chrome trace names the events as the boxes are labelled, names each
+ * rank's thread by its stages, and with flows gives one arrow per
+ * dependency between ranks, starting inside the sender's slice and ending
+ * inside the receiver's. */
+static void test_chrome_names_threads_and_flows(void **state)
+{
+    (void)state;
+    const char *profiles[] = {profile_1f1b, profile_dualpipev};
+    for (int k = 0; k < 2; k++) {
+        tf_plan plan;
+        make_plan(profiles[k], 1, &plan);
+        const tf_schedule *s = &plan.schedule;
+        tf_timeline_options opt;
+        tf_timeline_options_init(&opt);
+        opt.flows = 1;
+        char *json = render(&plan, &opt, "chrome", NULL);
+        cJSON *root = cJSON_Parse(json);
+        const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "traceEvents"), *ev;
+        tf_dag dag;
+        assert_int_equal(tf_dag_build(s, plan.p2p_ms, &dag, NULL), 0);
+        int cross = 0;
+        for (int u = 0; u < dag.n; u++)
+            for (int e = dag.succ_offset[u]; e < dag.succ_offset[u + 1]; e++)
+                cross += s->actions[u].rank != s->actions[dag.succ[e]].rank;
+        int threads = 0, starts = 0, ends = 0;
+        long id_sum = 0;
+        cJSON_ArrayForEach(ev, events)
+        {
+            const char *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph")->valuestring;
+            const char *name = cJSON_GetObjectItemCaseSensitive(ev, "name")->valuestring;
+            const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+            int pid = cJSON_GetObjectItemCaseSensitive(ev, "pid")->valueint;
+            if (!strcmp(ph, "M") && !strcmp(name, "thread_name")) {
+                const char *thread = cJSON_GetObjectItemCaseSensitive(args, "name")->valuestring;
+                if (k == 0) {
+                    char want[32];
+                    snprintf(want, sizeof want, "stage %d", pid);
+                    assert_string_equal(thread, want);
+                } else {
+                    char want[32];
+                    snprintf(want, sizeof want, "stages %d, %d", pid, 2 * s->ranks - 1 - pid);
+                    assert_string_equal(thread, want);
+                }
+                threads++;
+            } else if (!strcmp(ph, "X")) {
+                tf_action a;
+                assert_int_equal(
+                    tf_action_parse(cJSON_GetObjectItemCaseSensitive(args, "action")->valuestring,
+                                    &a, NULL),
+                    0);
+                char want[32];
+                if (k == 0)
+                    snprintf(want, sizeof want, "%c%d", tf_action_letter(a.type), a.microbatch);
+                else
+                    tf_action_format(&a, want);
+                assert_string_equal(name, want);
+            } else if (!strcmp(ph, "s") || !strcmp(ph, "f")) {
+                /* "0F1 -> 1F1": the end's own action holds its timestamp. */
+                char from[32], to[32];
+                assert_int_equal(sscanf(name, "%31s -> %31s", from, to), 2);
+                tf_action a;
+                assert_int_equal(tf_action_parse(ph[0] == 's' ? from : to, &a, NULL), 0);
+                int i = tf_schedule_find(s, a.type, a.stage, a.microbatch);
+                double ts = cJSON_GetObjectItemCaseSensitive(ev, "ts")->valuedouble / 1000.0;
+                const tf_plan_action *pa = &plan.actions[i];
+                assert_true(ts >= pa->start_ms - 1e-9 && ts <= pa->start_ms + pa->ms + 1e-9);
+                assert_int_equal(pid, pa->action.rank);
+                assert_string_equal(cJSON_GetObjectItemCaseSensitive(ev, "bp")->valuestring, "e");
+                long id = (long)cJSON_GetObjectItemCaseSensitive(ev, "id")->valuedouble;
+                id_sum += ph[0] == 's' ? id : -id;
+                if (ph[0] == 's')
+                    starts++;
+                else
+                    ends++;
+            }
+        }
+        assert_int_equal(threads, s->ranks);
+        assert_true(cross > 0);
+        assert_int_equal(starts, cross);
+        assert_int_equal(ends, cross);
+        assert_int_equal(id_sum, 0);
+        tf_dag_free(&dag);
+        cJSON_Delete(root);
+        free(json);
+        /* Without the option no flow; flows need the trace format. */
+        opt.flows = 0;
+        json = render(&plan, &opt, "chrome", NULL);
+        assert_null(strstr(json, "\"ph\":\"s\""));
+        free(json);
+        opt.flows = 1;
+        char *data = NULL;
+        size_t len = 0;
+        tf_error err = {0};
+        assert_int_equal(tf_timeline_render_data(&plan, &opt, "svg", &data, &len, &err),
+                         TF_EINVAL);
+        assert_non_null(strstr(err.msg, "--flows"));
+        assert_null(data);
+        tf_plan_free(&plan);
+    }
+}
+
 /* --dag: one node per action, one edge per DAG edge, styled per rule. */
 static void test_dag_view(void **state)
 {
@@ -854,6 +1066,9 @@ int main(void)
         cmocka_unit_test(test_binary_formats),
         cmocka_unit_test(test_png_dpi),
         cmocka_unit_test(test_chrome_trace),
+        cmocka_unit_test(test_labels_name_the_stage),
+        cmocka_unit_test(test_pair_frames),
+        cmocka_unit_test(test_chrome_names_threads_and_flows),
         cmocka_unit_test(test_dag_view),
         cmocka_unit_test(test_inconsistent_plans),
         cmocka_unit_test(test_bad_options),

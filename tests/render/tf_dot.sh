@@ -44,6 +44,36 @@ dot 0 "$plan" -o "$work/trace.json"
 check "trace.json has no traceEvents" grep -q '"traceEvents"' "$work/trace.json"
 check "trace.json: want 16 complete events" \
     [ "$(grep -o '"ph":"X"' "$work/trace.json" | wc -l)" -eq 16 ]
+# --flows: the dependencies between ranks as flow events (arrows in Perfetto); the
+# ranks' threads are named; only for the Chrome trace.
+dot 0 "$plan" -T chrome --flows -o "$work/flows.json"
+check "--flows: flow events" python3 - "$work/flows.json" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+starts = [e for e in events if e["ph"] == "s"]
+ends = [e for e in events if e["ph"] == "f"]
+assert len(starts) == len(ends) > 0, (len(starts), len(ends))
+assert sorted(e["id"] for e in starts) == sorted(e["id"] for e in ends)
+threads = [e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
+assert threads == ["stage 0", "stage 1"], threads
+PY
+dot 2 "$plan" --flows -o "$work/flows.svg"
+expect_stderr "--flows on an SVG: refused, naming the Chrome trace" "-T chrome"
+# DualPipeV: labelled as PyTorch names actions, the pairs framed.
+cat >"$work/dualpipev.json" <<'JSON'
+{ "schedule": "DualPipeV", "ranks": 2, "microbatches": 4,
+  "stages": [ {"forward_ms": 5, "backward_ms": 10, "backward_input_ms": 5, "backward_weight_ms": 5},
+              {"forward_ms": 5, "backward_ms": 10, "backward_input_ms": 5, "backward_weight_ms": 5},
+              {"forward_ms": 5, "backward_ms": 10, "backward_input_ms": 5, "backward_weight_ms": 5},
+              {"forward_ms": 5, "backward_ms": 10, "backward_input_ms": 5, "backward_weight_ms": 5} ] }
+JSON
+dot 0 "$work/dualpipev.json" -o "$work/dualpipev.svg"
+check "DualPipeV: pairs framed" grep -q 'id="p_pair_0F3_3B1" class="node pair"' "$work/dualpipev.svg"
+check "DualPipeV: boxes named as PyTorch names actions" grep -q '>3F0</text>' "$work/dualpipev.svg"
+dot 0 "$work/dualpipev.json" -T chrome -o "$work/dualpipev-trace.json"
+check "DualPipeV trace: events named 3F0" grep -q '"name":"3F0"' "$work/dualpipev-trace.json"
+check "DualPipeV trace: pairs named in args" \
+    grep -q '"pair":"(0F3;3B1)OVERLAP_F_B"' "$work/dualpipev-trace.json"
 dot 0 "$plan" -T svg -o "$work/named.out"
 check "-T svg did not write SVG" grep -q '</svg>' "$work/named.out"
 dot 0 "$plan" -Tpng -o "$work/named2.out"
@@ -155,5 +185,13 @@ fi
 cp "$work/t.svg" "$work/keep.svg"
 expect_refused_with 1 "overlap" 'inconsistent plan' "$work/keep.svg" -- \
     "$TF_DOT" "$work/overlap.json" -o "$work/keep.svg"
+
+# The picture never replaces the plan it is drawn from, however the two
+# paths are spelled; an endless input is refused at the size limit.
+cp "$plan" "$work/self.json"
+expect_refused_with 2 "input as output" 'the input and -o are the same file' \
+    "$work/self.json" -- "$TF_DOT" "$work/self.json" -o "$work/./self.json" -T svg
+expect_refused_with 1 "/dev/zero as input" '/dev/zero: larger than the 64 MiB limit' -- \
+    timeout 60 "$TF_DOT" /dev/zero -o "$work/zero.svg"
 
 finish "tf-dot CLI"

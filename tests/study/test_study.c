@@ -428,6 +428,55 @@ static void test_rows_match_planner(void **state)
     tf_study_free(&s);
 }
 
+/* LoopedBFS (any stages per rank) and DualPipeV (2 per rank, overlapped
+ * pairs, M >= 2P) as sweep schedules: every row against the planner on a
+ * hand-written profile; DualPipeV's refusal of 4 microbatches on 8 stages
+ * is a skip with PyTorch's reason. */
+static void test_looped_bfs_and_dual_pipe_v(void **state)
+{
+    (void)state;
+    tf_study s;
+    parse_ok("{ \"model\": { \"layers\": 8, \"layer_forward_ms\": 1.5,"
+             "    \"layer_backward_ms\": 3.5, \"layer_backward_frozen_ms\": 1.75,"
+             "    \"layer_backward_input_ms\": 1.6, \"layer_backward_weight_ms\": 1.9,"
+             "    \"layer_backward_weight_frozen_ms\": 0.05, \"microbatch_tokens\": 4096 },"
+             "  \"sweep\": { \"schedule\": [\"loopedbfs\", \"DualPipeV\"], \"ranks\": [2, 4],"
+             "    \"stages_per_rank\": [1, 2], \"microbatches\": [4, 8],"
+             "    \"max_freeze_ratio\": 0.7, \"p2p_ms\": 0.1 } }",
+             &s);
+    assert_string_equal(s.schedule[0], "LoopedBFS");
+    tf_study_result r;
+    assert_int_equal(tf_study_run(&s, NULL, &r, NULL), 0);
+    assert_int_equal(r.n_rows, 8 + 4);
+    assert_int_equal(r.failed, 0);
+    assert_int_equal(r.skipped, 1);
+    int looped_spr[3] = {0, 0, 0};
+    for (int i = 0; i < r.n_rows; i++) {
+        const tf_study_row *w = &r.rows[i];
+        const tf_study_config *c = &w->config;
+        if (w->status == TF_STUDY_SKIPPED) {
+            assert_string_equal(c->schedule, "DualPipeV");
+            assert_true(c->ranks == 4 && c->microbatches == 4);
+            assert_non_null(strstr(w->reason, "microbatches = 4 is fewer than the 8 stages"));
+            continue;
+        }
+        if (!strcmp(c->schedule, "LoopedBFS"))
+            looped_spr[c->stages_per_rank]++;
+        else
+            assert_int_equal(c->stages_per_rank, 2);
+        tf_plan plan;
+        plan_hand_profile(c, &plan);
+        assert_true(rel_diff(w->batch_ms_unfrozen, plan.batch_ms_unfrozen) < 1e-9);
+        assert_true(rel_diff(w->batch_ms_all_frozen, plan.batch_ms_all_frozen) < 1e-9);
+        assert_true(rel_diff(w->batch_ms_planned, plan.batch_ms_planned) < 1e-7);
+        assert_true(w->speedup > 1.0);
+        tf_plan_free(&plan);
+    }
+    assert_true(looped_spr[1] == 4 && looped_spr[2] == 4);
+    tf_study_result_free(&r);
+    tf_study_free(&s);
+}
+
 /* GPipe, 2 ranks, 2 microbatches, one layer per stage, F = 1, B = 2
  * (frozen 1).  Unfrozen: forwards end at 3, B0 and B1 of stage 1 run 3-7,
  * stage 0's backwards 5-9: batch 9, busy 2 x 6 of 2 x 9, bubble 1/3.  All
@@ -649,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_rows_match_planner),
         cmocka_unit_test(test_hand_computed_bubble),
         cmocka_unit_test(test_skips),
+        cmocka_unit_test(test_looped_bfs_and_dual_pipe_v),
         cmocka_unit_test(test_threads_give_same_rows),
         cmocka_unit_test(test_profile_source),
         cmocka_unit_test(test_csv_and_svg),

@@ -159,6 +159,41 @@ bad_study "not JSON" '{"model": ' 'not valid JSON'
 bad_study "nothing can run" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 8, \"microbatches\": 8}}" \
     'skipped 1F1B ranks=8' 'no configuration of the sweep can run'
 
+repeats='"p2p_ms": [1, 2, 3, 2, 1]'
+bad_study "the first repeat in list order" \
+    "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 4, $repeats}}" \
+    '$.sweep.p2p_ms[3]: repeats the value of p2p_ms[1], got 2'
+
+# --- sizes: caps apply before any work, in bounded time -------------------
+# (Pairwise repeat checks took 17 s for 2e5 entries and over a minute for
+# 1e6, before the configuration cap was even looked at.)
+quick_bad_study() { # NAME FILE EXPECTED-TEXT
+    rm -f "$work/bad.csv"
+    expect_refused_with 1 "$1" "$3" -- timeout 60 "$TF_STUDY" "$2" -q -o "$work/bad.csv"
+    check "$1: CSV written anyway" [ ! -e "$work/bad.csv" ]
+}
+quick_bad_study "/dev/zero as study" /dev/zero '/dev/zero: larger than the 16 MiB limit'
+python3 - "$work/million.json" "$work/repeat.json" <<'PY'
+import json, sys
+model = {"layers": 4, "layer_forward_ms": 1, "layer_backward_ms": 2, "microbatch_tokens": 8}
+def study(p2p):
+    return {"model": model, "sweep": {"schedule": "1F1B", "ranks": 2, "microbatches": 4,
+                                      "p2p_ms": p2p}}
+json.dump(study([i * 1e-3 for i in range(1000000)]), open(sys.argv[1], "w"))
+json.dump(study([i * 1e-3 for i in range(99999)] + [0.0]), open(sys.argv[2], "w"))
+PY
+quick_bad_study "a million-entry list" "$work/million.json" \
+    '$.sweep: 1000000 configurations, at most 100000 are allowed'
+quick_bad_study "a repeat at the end of 1e5 values" "$work/repeat.json" \
+    '$.sweep.p2p_ms[99999]: repeats the value of p2p_ms[0]'
+
+# A summary that cannot be written (a full disk) is an error.
+if [ -w /dev/full ]; then
+    run bash -c '"$1" "$2" -j 2 >/dev/full' _ "$TF_STUDY" "$work/good.json"
+    check "summary to /dev/full: exit 1" [ "$rc" -eq 1 ]
+    expect_stderr "summary to /dev/full" "cannot write the summary to stdout"
+fi
+
 # A failed run never replaces good output.
 cp "$work/r.csv" "$work/keep.csv"
 printf '{"model": 1}\n' >"$work/bad.json"

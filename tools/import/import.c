@@ -63,27 +63,45 @@ int tfi_parse_steps(const char *text, long *first, long *last, tf_error *err)
     return 0;
 }
 
-/* The median of `from` over the actions of one stage and type; 0 if none. */
+/* The median of `from` over the actions of one stage and type that run
+ * alone (a pair's time is the pair's, not its halves'); 0 if none. */
 static double stage_median(const tf_schedule *s, const double *from, int stage,
                            tf_action_type type, double *scratch)
 {
     int n = 0;
     for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].stage == stage && s->actions[i].type == type)
+        if (s->actions[i].stage == stage && s->actions[i].type == type &&
+            s->actions[i].pair == TF_PAIR_NONE)
             scratch[n++] = from[i];
     return n ? tfi_median(scratch, n) : 0.0;
 }
 
+/* A stage whose every B runs in a pair (DualPipeV's first stage, say) has
+ * no B of its own to time: its I + W stand in for it, as a full backward
+ * is those two, so that the planner can tell what freezing saves in the
+ * pairs.  Returns 1 when it did so. */
+static int backward_from_split(tf_stage_times *st)
+{
+    if (st->backward_ms > 0 || st->backward_input_ms + st->backward_weight_ms <= 0)
+        return 0;
+    st->backward_ms = st->backward_input_ms + st->backward_weight_ms;
+    st->backward_frozen_ms = st->backward_input_ms + st->backward_weight_frozen_ms;
+    return 1;
+}
+
 /* Stage timings (the medians of the stage's action times, per type) and
- * one override per action carrying its own measured times. */
-static int fill_times(tf_profile *p, const double *ms, const double *frozen, tf_error *err)
+ * one override per action carrying its own measured times; a pair's one
+ * span becomes a measured pair (its frozen time only when measured). */
+static int fill_times(const tfi_options *o, tf_profile *p, const double *ms,
+                      const double *frozen, tf_error *err)
 {
     const tf_schedule *s = &p->schedule;
     double *x = malloc(((size_t)s->n_actions + 1) * sizeof *x);
     p->stages = calloc((size_t)s->stages, sizeof *p->stages);
-    p->overrides = calloc((size_t)s->n_actions, sizeof *p->overrides);
+    p->overrides = calloc((size_t)s->n_actions + 1, sizeof *p->overrides);
+    p->pairs = calloc((size_t)s->n_actions / 2 + 1, sizeof *p->pairs);
     p->max_freeze_ratio = calloc((size_t)s->stages, sizeof *p->max_freeze_ratio);
-    if (!x || !p->stages || !p->overrides || !p->max_freeze_ratio) {
+    if (!x || !p->stages || !p->overrides || !p->pairs || !p->max_freeze_ratio) {
         free(x);
         return tf_fail(err, TF_ENOMEM, "out of memory");
     }
@@ -96,20 +114,41 @@ static int fill_times(tf_profile *p, const double *ms, const double *frozen, tf_
         st->backward_weight_ms = stage_median(s, ms, k, TF_ACT_W, x);
         st->backward_weight_frozen_ms = stage_median(s, frozen, k, TF_ACT_W, x);
         p->max_freeze_ratio[k] = TFI_DEFAULT_CAP;
+        if (tf_schedule_has_pairs(s) && backward_from_split(st))
+            note(o, 0, "stage %d runs every full backward in an overlapped pair: its "
+                 "backward_ms is its I + W (%.4g ms)", k, st->backward_ms);
     }
     for (int i = 0; i < s->n_actions; i++) {
         const tf_action *a = &s->actions[i];
+        if (a->pair == TF_PAIR_FIRST && i + 1 < s->n_actions) {
+            p->pairs[p->n_pairs++] = (tf_pair_time){*a, s->actions[i + 1], ms[i],
+                                                    o->n_frozen > 0 ? frozen[i] : -1.0};
+            i++;
+            continue;
+        }
         int freezable = a->type == TF_ACT_B || a->type == TF_ACT_W;
-        p->overrides[i] = (tf_action_time){a->type, a->stage, a->microbatch, ms[i],
-                                           freezable ? frozen[i] : -1.0};
+        p->overrides[p->n_overrides++] = (tf_action_time){a->type, a->stage, a->microbatch,
+                                                          ms[i], freezable ? frozen[i] : -1.0};
     }
-    p->n_overrides = s->n_actions;
     free(x);
     return 0;
 }
 
-/* Frozen times of B and W from the frozen run, capped at the unfrozen
- * time (noise can invert them); F and I do not change when frozen. */
+/* Does action i of s get shorter when frozen: a B or a W, or (for its
+ * one span) a pair whose backward is a B? */
+static int freezes(const tf_schedule *s, int i)
+{
+    const tf_action *a = &s->actions[i];
+    if (a->pair != TF_PAIR_NONE) {
+        int first = a->pair == TF_PAIR_FIRST ? i : i - 1;
+        return first + 1 < s->n_actions && s->actions[first + 1].type == TF_ACT_B;
+    }
+    return a->type == TF_ACT_B || a->type == TF_ACT_W;
+}
+
+/* Frozen times of B and W (and of pairs) from the frozen run, capped at
+ * the unfrozen time (noise can invert them); F and I do not change when
+ * frozen. */
 static int measured_frozen(const tfi_options *o, const tf_schedule *s, const double *ms,
                            double *frozen, tf_error *err)
 {
@@ -126,7 +165,7 @@ static int measured_frozen(const tfi_options *o, const tf_schedule *s, const dou
         return rc;
     int capped = 0;
     for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].type != TF_ACT_B && s->actions[i].type != TF_ACT_W)
+        if (!freezes(s, i))
             frozen[i] = ms[i];
         else if (frozen[i] > ms[i]) {
             frozen[i] = ms[i];
@@ -217,8 +256,11 @@ int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err)
         rc = frozen_times(o, s, ms, frozen, err);
     if (rc == 0) {
         out->p2p_ms = lag_of(o, &run, s);
-        rc = fill_times(out, ms, frozen, err);
+        rc = fill_times(o, out, ms, frozen, err);
     }
+    if (rc == 0 && out->n_pairs > 0)
+        note(o, 0, "%d overlapped pairs (OVERLAP_F_B) timed as one span each; tf-plan splits "
+             "each over its forward and backward (docs/formats.md)", out->n_pairs);
     free(ms);
     free(frozen);
     tfi_run_free(&run);

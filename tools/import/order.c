@@ -14,7 +14,7 @@ static void note(const tfi_options *o, int warning, const char *message)
 static int same_action(const tf_action *a, const tf_action *b)
 {
     return a->type == b->type && a->stage == b->stage && a->microbatch == b->microbatch &&
-           a->rank == b->rank;
+           a->rank == b->rank && a->pair == b->pair;
 }
 
 /* Fails naming the first action of `has` that step `lacks` does not hold. */
@@ -52,7 +52,8 @@ static int check_steps_alike(const tfi_run *run, int r, int *same_order, tf_erro
     return 0;
 }
 
-/* Each rank's first-step actions as order cells ("0F3"), in rows[r][i]. */
+/* Each rank's first-step actions as order cells ("0F3", or a pair's
+ * "(0F7;7B3)OVERLAP_F_B"), in rows[r][i]. */
 static int make_cells(const tfi_run *run, char ***rows, int *row_len, int *microbatches,
                       tf_error *err)
 {
@@ -61,14 +62,22 @@ static int make_cells(const tfi_run *run, char ***rows, int *row_len, int *micro
         rows[r] = calloc((size_t)s->n_acts + 1, sizeof *rows[r]);
         if (!rows[r])
             return tf_fail(err, TF_ENOMEM, "out of memory");
+        int cells = 0;
         for (int i = 0; i < s->n_acts; i++) {
-            char cell[32];
-            if (!(rows[r][i] = strdup(tf_action_format(&s->acts[i].a, cell))))
+            const tf_action *a = &s->acts[i].a;
+            char cell[TF_CELL_MAX];
+            int from = i;
+            if (a->pair == TF_PAIR_FIRST && i + 1 < s->n_acts)
+                tf_pair_format(a, &s->acts[++i].a, cell);
+            else
+                tf_action_format(a, cell);
+            if (!(rows[r][cells++] = strdup(cell)))
                 return tf_fail(err, TF_ENOMEM, "out of memory");
-            if (s->acts[i].a.microbatch + 1 > *microbatches)
-                *microbatches = s->acts[i].a.microbatch + 1;
+            for (int k = from; k <= i; k++)
+                if (s->acts[k].a.microbatch + 1 > *microbatches)
+                    *microbatches = s->acts[k].a.microbatch + 1;
         }
-        row_len[r] = s->n_acts;
+        row_len[r] = cells;
     }
     return 0;
 }

@@ -78,12 +78,10 @@ static int load_traces(const char *const *paths, int n, tfi_run *run, tf_error *
         rc = tfi_trace_load(paths[i], &loaded[i], err);
     if (rc == 0)
         rc = assign_ranks(loaded, n, run->label, rank_of, &run->ranks_from_info, err);
-    if (rc == 0) {
-        for (int i = 0; i < n; i++)
-            run->traces[rank_of[i]] = loaded[i];
-        memset(loaded, 0, (size_t)n * sizeof *loaded);
-    }
-    for (int i = 0; loaded && i < n; i++)
+    /* On success the traces move to run, which frees them. */
+    for (int i = 0; rc == 0 && i < n; i++)
+        run->traces[rank_of[i]] = loaded[i];
+    for (int i = 0; rc != 0 && loaded && i < n; i++)
         tfi_trace_free(&loaded[i]);
     free(loaded);
     free(rank_of);

@@ -19,6 +19,7 @@ typedef enum {
 typedef struct pp_name {
     pp_kind kind;
     tf_action a;
+    tf_action b;           /* PP_OVERLAP: the pair's backward (a its forward) */
 } pp_name;
 
 /* Reads 1-6 digits at *p into *value (<= TFI_MAX_INDEX); advances *p. */
@@ -46,13 +47,21 @@ static int parse_pp(const char *name, pp_name *out)
         {"I", PP_COMPUTE}, {"W", PP_COMPUTE}};
     const char *p = name + 3;
     size_t n = strlen(p);
-    const char *overlap = ")OVERLAP_F_B";
-    if (p[0] == '(' && n > strlen(overlap) && strcmp(p + n - strlen(overlap), overlap) == 0) {
+    memset(out, 0, sizeof *out);
+    out->a.rank = out->b.rank = -1;
+    if (p[0] == '(') {
+        tf_action pair[2];
+        int count;
+        if (tf_cell_parse(p, pair, &count, NULL) || count != 2 ||
+            pair[0].stage > TFI_MAX_INDEX || pair[0].microbatch > TFI_MAX_INDEX ||
+            pair[1].stage > TFI_MAX_INDEX || pair[1].microbatch > TFI_MAX_INDEX)
+            return -1;
         out->kind = PP_OVERLAP;
+        out->a = pair[0];
+        out->b = pair[1];
         return 0;
     }
-    memset(out, 0, sizeof *out);
-    out->a.rank = -1;
+    (void)n;
     if (read_index(&p, &out->a.stage))
         return -1;
     for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
@@ -75,6 +84,8 @@ static int parse_pp(const char *name, pp_name *out)
 static int stage_named(const pp_name *pp)
 {
     int next = pp->kind == PP_SEND_F || pp->kind == PP_RECV_B;
+    if (pp->kind == PP_OVERLAP && pp->b.stage > pp->a.stage)
+        return pp->b.stage;
     return pp->a.stage + next;
 }
 
@@ -165,20 +176,38 @@ static int scan_names(const tfi_trace *t, tfi_rank_run *r, int *computes, tf_err
             continue;
         if (parse_pp(s->name, &pp))
             return fail_name(t, s, "not an action name of PyTorch's pipelining runtime "
-                             "(expected PP:<stage><F|B|I|W><microbatch>, e.g. PP:0F3)", err);
-        if (pp.kind == PP_OVERLAP)
-            return fail_name(t, s, "overlapped F/B pairs (DualPipeV's OVERLAP_F_B) are not "
-                             "supported yet: the planner has no node for a pair", err);
+                             "(expected PP:<stage><F|B|I|W><microbatch>, e.g. PP:0F3, or a pair "
+                             "PP:(0F7;7B3)OVERLAP_F_B)", err);
         if (stage_named(&pp) > r->max_stage_named)
             r->max_stage_named = stage_named(&pp);
-        if (pp.kind != PP_COMPUTE)
+        if (pp.kind != PP_COMPUTE && pp.kind != PP_OVERLAP)
             continue;
         int k = step_at(r, s->start);
         if (k < 0)
             r->outside++;
         else
-            r->steps[k].n_acts++, (*computes)++;
+            r->steps[k].n_acts += pp.kind == PP_OVERLAP ? 2 : 1, (*computes)++;
     }
+    return 0;
+}
+
+/* Appends action a of span s (one of a pair's two, or alone) to step st;
+ * rejects a repeat. */
+static int add_act(const tfi_trace *t, const tfi_span *s, tfi_step *st, const tf_action *a,
+                   tf_error *err)
+{
+    const tfi_act *seen = tfi_step_find(st, a->type, a->stage, a->microbatch);
+    if (seen && st->id < 0)
+        return fail_name(t, s, "the action appears twice, and the trace has no "
+                         "ProfilerStep#N spans to tell steps apart (profile with a "
+                         "torch.profiler schedule, or pass one step's trace)", err);
+    if (seen) {
+        char why[128], cell[32];
+        snprintf(why, sizeof why, "the action %s appears twice in ProfilerStep#%ld",
+                 tf_action_format(a, cell), st->id);
+        return fail_name(t, s, why, err);
+    }
+    st->acts[st->n_acts++] = (tfi_act){*a, s->start, s->end, s->start, s->name};
     return 0;
 }
 
@@ -195,20 +224,14 @@ static int fill_actions(const tfi_trace *t, tfi_rank_run *r, tf_error *err)
         const tfi_span *s = &t->spans[i];
         pp_name pp;
         int k = pp_on_side(s, r->gpu) ? step_at(r, s->start) : -1;
-        if (k < 0 || parse_pp(s->name, &pp) || pp.kind != PP_COMPUTE)
+        if (k < 0 || parse_pp(s->name, &pp) || (pp.kind != PP_COMPUTE && pp.kind != PP_OVERLAP))
             continue;
         tfi_step *st = &r->steps[k];
-        const tfi_act *seen = tfi_step_find(st, pp.a.type, pp.a.stage, pp.a.microbatch);
-        if (seen && st->id < 0)
-            return fail_name(t, s, "the action appears twice, and the trace has no "
-                             "ProfilerStep#N spans to tell steps apart (profile with a "
-                             "torch.profiler schedule, or pass one step's trace)", err);
-        if (seen) {
-            char why[128];
-            snprintf(why, sizeof why, "the action appears twice in ProfilerStep#%ld", st->id);
-            return fail_name(t, s, why, err);
-        }
-        st->acts[st->n_acts++] = (tfi_act){pp.a, s->start, s->end, s->start, s->name};
+        int rc = add_act(t, s, st, &pp.a, err);
+        if (rc == 0 && pp.kind == PP_OVERLAP)
+            rc = add_act(t, s, st, &pp.b, err);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -245,6 +268,15 @@ static void trim_waits(const tfi_trace *t, tfi_rank_run *r)
         a->compute_start = when < a->end ? when : a->end;
         r->wait_trimmed++;
     }
+    /* A pair computes once the inputs of both halves are in. */
+    for (int k = 0; k < r->n_steps; k++)
+        for (int i = 0; i + 1 < r->steps[k].n_acts; i++) {
+            tfi_act *first = &r->steps[k].acts[i], *second = first + 1;
+            if (first->a.pair != TF_PAIR_FIRST)
+                continue;
+            double start = fmax(first->compute_start, second->compute_start);
+            first->compute_start = second->compute_start = start;
+        }
 }
 
 int tfi_rank_run_build(const tfi_trace *t, tfi_rank_run *out, tf_error *err)

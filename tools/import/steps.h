@@ -17,6 +17,11 @@
  * when the receive posted in the matching RECV span (`PP:sRECV_Fm` for
  * sFm, `PP:sRECV_Bm` for sBm and sIm) ended, if that is inside the span.
  * GPU-side spans hold only kernels and are taken whole.
+ *
+ * An overlapped pair `PP:(0F7;7B3)OVERLAP_F_B` is one span for two
+ * actions: each step holds both, with the pair's span and a.pair set
+ * (TF_PAIR_FIRST, TF_PAIR_SECOND), one after the other.  The pair starts
+ * computing once the inputs of both have arrived, as the planner models it.
  */
 #ifndef TFI_STEPS_H
 #define TFI_STEPS_H
@@ -28,7 +33,7 @@
 #define TFI_MAX_INDEX 65535
 
 typedef struct tfi_act {
-    tf_action a;           /* type, stage, microbatch; rank -1 */
+    tf_action a;           /* type, stage, microbatch, pair role; rank -1 */
     double start, end;     /* the annotation's span, microseconds */
     double compute_start;  /* start once its input had arrived (= start if none) */
     const char *name;      /* the annotation's name (points into the trace) */
@@ -55,8 +60,8 @@ typedef struct tfi_rank_run {
  * has any `PP:` one, else the CPU-side ones; steps are the ProfilerStep#N
  * spans of the same side (else of the CPU side); a trace without any is one
  * step of id -1.  Fails with TF_EINVAL, naming the file and the event, for
- * a trace without `PP:` events, an unrecognised `PP:` name, an overlapped
- * pair, or an action that appears twice in one step.  On success *out
+ * a trace without `PP:` events, an unrecognised `PP:` name (a malformed
+ * pair among them), or an action that appears twice in one step.  On success *out
  * points into t (keep t alive) and owns its arrays (tfi_rank_run_free). */
 int tfi_rank_run_build(const tfi_trace *t, tfi_rank_run *out, tf_error *err);
 

@@ -25,6 +25,12 @@
  * far beyond real models and real sweeps. */
 #define TF_STUDY_MAX_LAYERS 1024
 #define TF_STUDY_MAX_CONFIGS 100000
+/* The largest study file read: a sweep list of TF_STUDY_MAX_CONFIGS values
+ * and per-layer lists for TF_STUDY_MAX_LAYERS layers take about 2 MB. */
+#define TF_STUDY_MAX_BYTES ((size_t)16 << 20)
+/* Each configuration's solve stops after this long (tf_freeze_control):
+ * ten times the slowest solve within the planner's size limits. */
+#define TF_STUDY_TIME_LIMIT_S 600.0
 
 typedef struct tf_study {
     char source[512];             /* file name used in messages */
@@ -60,7 +66,8 @@ typedef struct tf_study {
  * TF_EIO (the profile cannot be read) or TF_ENOMEM. */
 int tf_study_parse(const char *json, const char *where, tf_study *out, tf_error *err);
 
-/* Reads path and parses it as tf_study_parse does. */
+/* Reads path (at most TF_STUDY_MAX_BYTES) and parses it as tf_study_parse
+ * does. */
 int tf_study_load(const char *path, tf_study *out, tf_error *err);
 
 void tf_study_free(tf_study *s);
@@ -76,14 +83,15 @@ typedef struct tf_study_config {
 } tf_study_config;
 
 /* Default stages per rank of a built-in schedule: 1 for GPipe and 1F1B,
- * 2 for the interleaved and V schedules. */
+ * 2 for the interleaved, looped and V schedules. */
 int tf_study_default_stages_per_rank(const char *schedule);
 
 /* Expands the sweep into *configs (malloc'd, caller frees) in the order
  * schedule, ranks, stages_per_rank, microbatches, max_freeze_ratio, p2p_ms
  * (the last varies fastest).  stages_per_rank values apply to schedules that
- * accept several (Interleaved1F1B, InterleavedZeroBubble); GPipe and 1F1B
- * always use 1 and ZBVZeroBubble 2.  Returns 0 or TF_ENOMEM. */
+ * accept several (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble); GPipe
+ * and 1F1B always use 1, ZBVZeroBubble and DualPipeV 2.  Returns 0 or
+ * TF_ENOMEM. */
 int tf_study_configs(const tf_study *s, tf_study_config **configs, int *n, tf_error *err);
 
 /* Splits the layers into `stages` contiguous stages: first_layer[k] is the
@@ -144,8 +152,10 @@ typedef struct tf_study_run_options {
     int threads;                  /* <= 0: one per online CPU */
     tf_objective objective;
     tf_solver solver;             /* freeze-LP solver per configuration (default auto) */
-    /* Called after each configuration, from a worker thread but never from
-     * two threads at once (the run holds a lock), with done of total. */
+    /* Called after each configuration, and about once a second while
+     * configurations run (so a long solve still shows progress), never
+     * from two threads at once (the run holds a lock), with done of
+     * total. */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
 } tf_study_run_options;

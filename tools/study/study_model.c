@@ -18,7 +18,7 @@ int tf_study_default_stages_per_rank(const char *schedule)
 /* Does the schedule accept more than one stages_per_rank value? */
 static int varies_stages_per_rank(const char *schedule)
 {
-    return strcmp(schedule, "Interleaved1F1B") == 0 ||
+    return strcmp(schedule, "Interleaved1F1B") == 0 || strcmp(schedule, "LoopedBFS") == 0 ||
            strcmp(schedule, "InterleavedZeroBubble") == 0;
 }
 
@@ -285,6 +285,7 @@ void tf_study_solve_with(const tf_study *s, const tf_study_config *c, tf_objecti
     tf_plan_options_init(&options);
     options.objective = objective;
     options.solver = solver;
+    options.control.time_limit_s = TF_STUDY_TIME_LIMIT_S;
     tf_plan plan;
     rc = tf_plan_from_profile(&profile, &options, &plan, &err);
     tf_profile_free(&profile);

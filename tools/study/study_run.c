@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tf/schedule.h"
@@ -43,6 +44,7 @@ typedef struct run_state {
     int next;
     int done;
     pthread_mutex_t lock;
+    pthread_cond_t changed; /* signalled when done grows */
 } run_state;
 
 static void *worker(void *arg)
@@ -61,8 +63,25 @@ static void *worker(void *arg)
         st->done++;
         if (st->options->progress)
             st->options->progress(st->options->progress_ctx, st->done, st->n);
+        pthread_cond_signal(&st->changed);
         pthread_mutex_unlock(&st->lock);
     }
+}
+
+/* While the workers run: the progress callback once a second too, so that
+ * one configuration solving for minutes still shows the run is alive. */
+static void heartbeat(run_state *st)
+{
+    pthread_mutex_lock(&st->lock);
+    while (st->done < st->n) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&st->changed, &st->lock, &until);
+        if (st->options->progress && st->done < st->n)
+            st->options->progress(st->options->progress_ctx, st->done, st->n);
+    }
+    pthread_mutex_unlock(&st->lock);
 }
 
 /* Work estimate of a configuration: its action count. */
@@ -146,6 +165,7 @@ int tf_study_run(const tf_study *s, const tf_study_run_options *o, tf_study_resu
     run_state st = {.study = s, .options = o, .configs = configs, .order = order,
                     .rows = out->rows, .n = n};
     pthread_mutex_init(&st.lock, NULL);
+    pthread_cond_init(&st.changed, NULL);
     warm_up_lp_solve();
     pthread_t *ids = calloc((size_t)threads, sizeof *ids);
     int started_threads = 0;
@@ -156,8 +176,11 @@ int tf_study_run(const tf_study *s, const tf_study_run_options *o, tf_study_resu
     /* With no thread at all, solve here rather than fail: same results. */
     if (started_threads == 0)
         worker(&st);
+    else
+        heartbeat(&st);
     for (int t = 0; t < started_threads; t++)
         pthread_join(ids[t], NULL);
+    pthread_cond_destroy(&st.changed);
     pthread_mutex_destroy(&st.lock);
     free(ids);
     free(order);

@@ -40,6 +40,20 @@ static int env_int(const char *name, int lo, int hi, int *out, tf_error *err)
     return 0;
 }
 
+/* A size above 1 without a rank means several processes were started, but
+ * this one cannot tell which it is: running alone would train a pipeline
+ * the others also train, and exit 0.  A size of 1 is harmless. */
+static int size_without_rank(const launcher_vars *l, tf_error *err)
+{
+    int size = 0;
+    tf_error ignored;
+    if (env_int(l->size, 1, INT_MAX, &size, &ignored) != 0 || size == 1)
+        return 0;
+    return tf_fail(err, TF_EINVAL, "environment %s=%d is set but %s is not: which process is "
+                   "this? (set %s, or unset %s to run one process)",
+                   l->size, size, l->rank, l->rank, l->size);
+}
+
 int tfx_launch_env_read(tfx_launch_env *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -51,6 +65,8 @@ int tfx_launch_env_read(tfx_launch_env *out, tf_error *err)
         int rc = env_int(l->rank, 0, INT_MAX - 1, &rank, err);
         if (rc < 0)
             return rc;
+        if (rc == 1 && size_without_rank(l, err) < 0)
+            return TF_EINVAL;
         if (rc == 1)
             continue; /* this launcher did not start us */
         rc = env_int(l->size, 1, INT_MAX, &size, err);

@@ -52,70 +52,129 @@ static int compute_end(tfx_rank_job *job, double *ms, tf_error *err)
     return rc;
 }
 
-/* Runs one action of rank job->rank; returns 0 or an error in job->err. */
-static int run_action(tfx_rank_job *job, int index)
+/* Receives what action `index` waits for from another stage: F the
+ * activation of the stage before, B and I the gradient of the stage after;
+ * W nothing.  Returns 0 or an error in job->err. */
+static int receive_input(tfx_rank_job *job, int index)
 {
     tfx_pipeline *p = job->p;
     const tf_schedule *s = &p->schedule;
     const tf_action *a = &s->actions[index];
     tfx_stage *st = &p->stages[a->stage];
     const tfx_transport tr = p->transport;
-    const int M = s->microbatches, N = st->tokens, m = a->microbatch;
     const size_t bytes = tfx_stage_boundary_bytes(st);
+    const int m = a->microbatch;
+    if (a->type == TF_ACT_F && a->stage > 0)
+        return tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
+                            message_tag(p, MSG_ACTIVATION, a->stage, m), tfx_stage_input(st, m),
+                            bytes, &job->err);
+    if ((a->type == TF_ACT_B || a->type == TF_ACT_I) && a->stage < s->stages - 1)
+        return tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
+                            message_tag(p, MSG_GRADIENT, a->stage, m), tfx_stage_grad_in(st, m),
+                            bytes, &job->err);
+    return 0;
+}
+
+/* Sends what action `index` produced for another stage: F's activation
+ * forward, B's and I's input gradient back.  Returns 0 or an error. */
+static int send_output(tfx_rank_job *job, int index)
+{
+    tfx_pipeline *p = job->p;
+    const tf_schedule *s = &p->schedule;
+    const tf_action *a = &s->actions[index];
+    tfx_stage *st = &p->stages[a->stage];
+    const tfx_transport tr = p->transport;
+    const size_t bytes = tfx_stage_boundary_bytes(st);
+    const int m = a->microbatch;
+    if (a->type == TF_ACT_F && a->stage < s->stages - 1)
+        return tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
+                            message_tag(p, MSG_ACTIVATION, a->stage + 1, m),
+                            tfx_stage_output(st, m), bytes, &job->err);
+    if ((a->type == TF_ACT_B || a->type == TF_ACT_I) && a->stage > 0)
+        return tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
+                            message_tag(p, MSG_GRADIENT, a->stage - 1, m),
+                            tfx_stage_grad_out(st, m), bytes, &job->err);
+    return 0;
+}
+
+/* The compute of action `index`, timed (the times of the last training
+ * step are kept; t_enter is when the rank turned to the action, before
+ * waiting for its input).  Returns 0 or an error in job->err. */
+static int compute(tfx_rank_job *job, int index, double t_enter)
+{
+    tfx_pipeline *p = job->p;
+    const tf_schedule *s = &p->schedule;
+    const tf_action *a = &s->actions[index];
+    tfx_stage *st = &p->stages[a->stage];
+    const int M = s->microbatches, N = st->tokens, m = a->microbatch;
     const int first = a->stage == 0, last = a->stage == s->stages - 1;
     tf_error *err = &job->err;
     int rc = 0;
-    const double t_enter = tf_now_seconds();
     double t_begin = t_enter, ms = 0.0;
 
     const unsigned char *frozen = NULL;
     if (job->in->frozen)
         frozen = job->in->frozen + (size_t)m * p->layout.n_tensors + st->first_tensor;
 
+    TFX_TRY(compute_begin(job, &t_begin, err));
     switch (a->type) {
     case TF_ACT_F:
-        if (!first)
-            TFX_TRY(tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
-                                 message_tag(p, MSG_ACTIVATION, a->stage, m),
-                                 tfx_stage_input(st, m), bytes, err));
-        TFX_TRY(compute_begin(job, &t_begin, err));
         TFX_TRY(tfx_stage_forward(st, m, first ? job->in->tokens + (size_t)m * N : NULL,
                                   last ? job->in->targets + (size_t)m * N : NULL,
                                   1.0f / ((float)N * M), err));
-        TFX_TRY(compute_end(job, &ms, err));
-        if (!last)
-            TFX_TRY(tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
-                                 message_tag(p, MSG_ACTIVATION, a->stage + 1, m),
-                                 tfx_stage_output(st, m), bytes, err));
         break;
     case TF_ACT_B:
     case TF_ACT_I:
-        if (!last)
-            TFX_TRY(tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
-                                 message_tag(p, MSG_GRADIENT, a->stage, m),
-                                 tfx_stage_grad_in(st, m), bytes, err));
-        TFX_TRY(compute_begin(job, &t_begin, err));
         TFX_TRY(tfx_stage_backward_input(st, m, err));
         if (a->type == TF_ACT_B)
             TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
-        TFX_TRY(compute_end(job, &ms, err));
-        if (!first)
-            TFX_TRY(tr.ops->send(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
-                                 message_tag(p, MSG_GRADIENT, a->stage - 1, m),
-                                 tfx_stage_grad_out(st, m), bytes, err));
         break;
-    case TF_ACT_W:
-        TFX_TRY(compute_begin(job, &t_begin, err));
-        TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
-        TFX_TRY(compute_end(job, &ms, err));
-        break;
+    case TF_ACT_W: TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err)); break;
     }
+    TFX_TRY(compute_end(job, &ms, err));
     if (!job->in->forward_only) { /* the times are those of the last training step */
         p->action_ms[index] = ms;
         p->action_start_ms[index] = (t_begin - job->t0) * 1e3;
         p->action_enter_ms[index] = (t_enter - job->t0) * 1e3;
     }
 fail:
+    return rc;
+}
+
+/* Runs one action of rank job->rank: its input in, its compute, its output
+ * out.  Returns 0 or an error in job->err. */
+static int run_action(tfx_rank_job *job, int index)
+{
+    const double t_enter = tf_now_seconds();
+    int rc = receive_input(job, index);
+    if (rc == 0)
+        rc = compute(job, index, t_enter);
+    if (rc == 0)
+        rc = send_output(job, index);
+    return rc;
+}
+
+/* Runs an overlapped pair (its forward at `index`, its backward next) as
+ * the planner models it, one node: the inputs of both in, then the two
+ * computes back to back, then the outputs of both out.  This is also what
+ * PyTorch's runtime does with OVERLAP_F_B when no custom function overlaps
+ * them: its lowering posts both receives before the pair and both sends
+ * after it.  Returns 0 or an error in job->err. */
+static int run_pair(tfx_rank_job *job, int index)
+{
+    const double t_enter = tf_now_seconds();
+    int rc = receive_input(job, index);
+    if (rc == 0)
+        rc = receive_input(job, index + 1);
+    if (rc == 0)
+        rc = compute(job, index, t_enter);
+    /* The backward's input is in by now: it waited on nothing of its own. */
+    if (rc == 0)
+        rc = compute(job, index + 1, tf_now_seconds());
+    if (rc == 0)
+        rc = send_output(job, index);
+    if (rc == 0)
+        rc = send_output(job, index + 1);
     return rc;
 }
 
@@ -161,13 +220,20 @@ static void *rank_actions_thread(void *arg)
             tfx_stage_zero_grads(&p->stages[st]);
     for (int i = s->rank_offset[job->rank]; i < s->rank_offset[job->rank + 1]; i++) {
         /* The forward actions alone, in the schedule's order, cannot
-         * deadlock: they are a part of an order that does not. */
+         * deadlock: they are a part of an order that does not (a pair's
+         * forward then runs alone, its receive no longer waiting on its
+         * backward's). */
+        int pair = !forward_only && s->actions[i].pair == TF_PAIR_FIRST &&
+                   i + 1 < s->rank_offset[job->rank + 1];
         if (forward_only && s->actions[i].type != TF_ACT_F)
             continue;
         if (job->rank == p->opts.fail_rank &&
             i - s->rank_offset[job->rank] == p->opts.fail_action) {
             job->rc = tf_fail(&job->err, TF_ERUNTIME, "injected failure before action %s",
                               tf_action_format(&s->actions[i], name));
+        } else if (pair) {
+            job->rc = run_pair(job, i);
+            i++;
         } else {
             job->rc = run_action(job, i);
         }

@@ -144,8 +144,12 @@ static int publish(setup *s, const char *host, int port, tf_error *err)
 }
 
 /* Reads process q's address if its file is there and not older than this
- * process (minus a minute of slack for clocks).  Returns 1 when read. */
-static int read_addr(const setup *s, int q, char *host, size_t host_size, int *port)
+ * process (minus a minute of slack for clocks).  Returns 1 when read, 0
+ * when there is no such file yet, -1 when it holds something other than
+ * "HOST PORT" (described in why: files are written whole by a rename, so
+ * it is not one being written). */
+static int read_addr(const setup *s, int q, char *host, size_t host_size, int *port,
+                     char *why, size_t why_size)
 {
     char path[4096];
     struct stat st;
@@ -156,11 +160,17 @@ static int read_addr(const setup *s, int q, char *host, size_t host_size, int *p
     if (!f)
         return 0;
     char line[512] = "";
-    int ok = fgets(line, sizeof line, f) != NULL;
+    if (!fgets(line, sizeof line, f))
+        line[0] = '\0';
     fclose(f);
-    char fmt[32];
-    snprintf(fmt, sizeof fmt, "%%%zus %%d", host_size - 1);
-    return ok && sscanf(line, fmt, host, port) == 2 && *port > 0 && *port < 65536;
+    char fmt[32], end = '\0';
+    snprintf(fmt, sizeof fmt, "%%%zus %%d %%c", host_size - 1);
+    if (sscanf(line, fmt, host, port, &end) == 2 && *port > 0 && *port < 65536)
+        return 1;
+    line[strcspn(line, "\n")] = '\0';
+    snprintf(why, why_size, "its address file %s holds \"%.60s\", not \"HOST PORT\"", path,
+             line);
+    return -1;
 }
 
 static void make_hello(const setup *s, int to_process, hello *h)
@@ -286,10 +296,12 @@ static int check_hello(const setup *s, const hello *h, int expect_process, char 
 static int connect_lower(setup *s, int q, tf_error *err)
 {
     tfx_socket *t = s->t;
-    char host[256] = "", last[300] = "its address file did not appear";
+    char host[256] = "", last[600] = "its address file did not appear";
     int port = 0;
     while (tf_now_seconds() < s->deadline) {
-        if (!read_addr(s, q, host, sizeof host, &port)) {
+        /* A malformed file may be replaced by the right one (a rerun in the
+         * same folder), so it is remembered, not final. */
+        if (read_addr(s, q, host, sizeof host, &port, last, sizeof last) != 1) {
             nap_ms(20);
             continue;
         }

@@ -7,6 +7,20 @@
  *  4. F(m,s) -> F(m,s+1);
  *  5. B or I of (m,s) -> B or I of (m,s-1).
  * An edge between actions on different ranks carries a lag (p2p time).
+ *
+ * Rule 2 runs m+1 -> m instead for a stage whose forwards run in microbatch
+ * order and whose backwards of one type all run from the last microbatch
+ * down (PyTorch's LoopedBFS): the edge follows the order the rank runs
+ * them in, as it does everywhere else.
+ *
+ * An overlapped pair (schedule.h) is one node of the graph in all but
+ * storage: its two actions stay two nodes, joined back to back by their
+ * rank-order edge, and every other edge into the second enters the first
+ * instead, every other edge out of the first leaves the second.  So the
+ * pair starts once the inputs of both have arrived, its outputs leave when
+ * both are done, and it lasts the sum of its parts: the longest path and
+ * the freeze LP are those of one node of that duration, while each part
+ * keeps its own duration (and the backward its freeze ratio).
  */
 #ifndef TF_DAG_H
 #define TF_DAG_H
@@ -20,7 +34,8 @@ enum {
     TF_EDGE_MICROBATCH = 1 << 1,
     TF_EDGE_BACKWARD_AFTER_FORWARD = 1 << 2,
     TF_EDGE_FORWARD_NEXT_STAGE = 1 << 3,
-    TF_EDGE_BACKWARD_PREV_STAGE = 1 << 4
+    TF_EDGE_BACKWARD_PREV_STAGE = 1 << 4,
+    TF_EDGE_PAIR = 1 << 5 /* joins a pair, or was moved to its start or end */
 };
 
 typedef struct tf_dag {
@@ -35,8 +50,10 @@ typedef struct tf_dag {
 } tf_dag;
 
 /* Builds the DAG of schedule s with lag p2p_ms on cross-rank edges.
- * Returns 0, TF_ENOMEM, or TF_ECYCLE with a message naming the actions on
- * one cycle ("0F1 -> 1F1 -> ... -> 0F1"): such an order deadlocks.
+ * Returns 0, TF_ENOMEM, TF_EINVAL (a pair whose two actions are not
+ * consecutive on one rank, forward first), or TF_ECYCLE with a message
+ * naming the actions on one cycle ("0F1 -> 1F1 -> ... -> 0F1"): such an
+ * order deadlocks.
  * On success *out owns its arrays (tf_dag_free). */
 int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err);
 

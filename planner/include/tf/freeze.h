@@ -17,6 +17,7 @@
 #include "tf/dag.h"
 #include "tf/error.h"
 #include "tf/schedule.h"
+#include "tf/util.h"
 
 typedef enum { TF_OBJECTIVE_LEAST_FREEZE = 0, TF_OBJECTIVE_SPREAD = 1 } tf_objective;
 
@@ -35,6 +36,8 @@ typedef struct tf_freeze_result {
     double seconds;      /* wall time spent building and solving */
     char status[32];     /* "optimal" or lp_solve's status name */
     char solver[32];     /* which solver produced it: "lp_solve" or "fast" */
+    char fallback[512];  /* "" or why the solver chosen first failed, when the
+                          * other one then produced it (tf_freeze_solve_ctl) */
 } tf_freeze_result;
 
 /* Is action i freezable: type B or W with min_ms[i] < max_ms[i]. */
@@ -92,9 +95,42 @@ int tf_solver_parse(const char *name, tf_solver *solver);
 tf_solver tf_solver_for_size(int n_actions);
 
 /* Solves with the chosen solver (auto: tf_solver_for_size); same contract as
- * tf_freeze_solve.  out->solver names the solver that produced the plan. */
+ * tf_freeze_solve.  out->solver names the solver that produced the plan.
+ * tf_freeze_solve_ctl with the default control (fallback, no time limit,
+ * silent). */
 int tf_freeze_solve_with(tf_solver solver, const tf_schedule *s, const tf_dag *g,
                          const double *max_ms, const double *min_ms, const double *cap,
                          tf_objective objective, tf_freeze_result *out, tf_error *err);
+
+/* What bounds a solve beyond the solvers' own iteration limits, and who
+ * hears of its progress. */
+typedef struct tf_freeze_control {
+    double time_limit_s;    /* > 0: give up after this long (wall clock), TF_ESOLVER
+                             * saying so; 0: no time limit */
+    int fallback;           /* 1: if the solver chosen fails (TF_ESOLVER) before the
+                             * time limit, the other one solves within what is left,
+                             * and out->fallback says why; 0: report the failure */
+    tf_progress *progress;  /* progress lines from long solves; NULL: none */
+    int max_rounds;         /* the fast solver's rounds of column generation; 0:
+                             * TF_FAST_MAX_ROUNDS (fewer: to test the fallback) */
+} tf_freeze_control;
+
+/* Defaults: no time limit, fallback on, no progress. */
+void tf_freeze_control_init(tf_freeze_control *c);
+
+/* tf_freeze_solve_with under control ctl (NULL: the defaults).  Every path
+ * is bounded: lp_solve by its iteration guard and the fast solver by
+ * TF_FAST_MAX_ROUNDS rounds of column generation, and both by the time
+ * limit.  Returns 0 with out->solver the solver that produced the plan and
+ * out->fallback "" or the first solver's failure; or the failure (both
+ * failures named when the fallback failed too). */
+int tf_freeze_solve_ctl(const tf_freeze_control *ctl, tf_solver solver, const tf_schedule *s,
+                        const tf_dag *g, const double *max_ms, const double *min_ms,
+                        const double *cap, tf_objective objective, tf_freeze_result *out,
+                        tf_error *err);
+
+/* Rounds of column generation (pricings) the fast solver may take in one
+ * solve, all stages together; the benchmark profiles take 15-1,500. */
+#define TF_FAST_MAX_ROUNDS 20000
 
 #endif

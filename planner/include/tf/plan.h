@@ -10,6 +10,10 @@
 #include "tf/profile.h"
 #include "tf/schedule.h"
 
+/* The largest plan.json read: tf-plan writes about 280 bytes per action,
+ * 37 MB for TF_MAX_ACTIONS. */
+#define TF_MAX_PLAN_BYTES ((size_t)64 << 20)
+
 typedef struct tf_plan_action {
     tf_action action;     /* type, stage, microbatch, rank */
     double start_ms;      /* planned start */
@@ -38,6 +42,8 @@ typedef struct tf_plan {
     char solver_requested[32];    /* the --solver asked for: "auto", "lp_solve" or "fast";
                                    * "" when unknown (plans written before it existed) */
     char solver_status[32];
+    char solver_fallback[512];    /* "" or why the solver tried first failed, when the
+                                   * other one produced the plan (tf_freeze_solve_ctl) */
     int solver_variables, solver_constraints;
     double solver_seconds;
     tf_plan_action *actions;      /* schedule.n_actions, same order as schedule.actions */
@@ -47,9 +53,11 @@ typedef struct tf_plan_options {
     tf_objective objective;
     double max_freeze_ratio;      /* < 0: use the profile's caps */
     tf_solver solver;             /* TF_SOLVER_AUTO: tf_solver_for_size picks */
+    tf_freeze_control control;    /* time limit, fallback to the other solver, progress */
 } tf_plan_options;
 
-/* Defaults: least-freeze, caps from the profile, solver auto. */
+/* Defaults: least-freeze, caps from the profile, solver auto, and
+ * tf_freeze_control_init's control (no time limit, fallback, silent). */
 void tf_plan_options_init(tf_plan_options *o);
 
 /* The planner: builds the DAG of p->schedule, computes the unfrozen and
@@ -74,6 +82,7 @@ int tf_plan_save(const tf_plan *plan, const char *path, tf_error *err);
  * present once and consistent with the schedule shape, times finite and
  * non-negative, min <= ms <= max, ratios in [0,1].  Errors name the path. */
 int tf_plan_parse(const char *json, const char *where, tf_plan *out, tf_error *err);
+/* Reads path (at most TF_MAX_PLAN_BYTES) and parses it. */
 int tf_plan_load(const char *path, tf_plan *out, tf_error *err);
 
 /* Prints the human-readable summary tf-plan shows. */

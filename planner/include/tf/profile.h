@@ -17,6 +17,11 @@
  * Larger finite values are input errors that name the field. */
 #define TF_MAX_DURATION_MS 1e7
 
+/* The largest profile.json read: a profile of TF_MAX_ACTIONS actions with
+ * every action measured ("actions") and an explicit "order" is about 21 MB
+ * as tf-exec writes it. */
+#define TF_MAX_PROFILE_BYTES ((size_t)64 << 20)
+
 typedef struct tf_stage_times {
     double forward_ms;
     double backward_ms;                /* full B */
@@ -34,6 +39,15 @@ typedef struct tf_action_time {
     double frozen_ms;   /* measured frozen duration, < 0 if not given */
 } tf_action_time;
 
+/* The measured duration of an overlapped pair (schedule.h) as a whole, as
+ * a profiler sees it: one span for both actions. */
+typedef struct tf_pair_time {
+    tf_action forward, backward; /* the pair's actions (rank -1) */
+    double ms;                   /* the pair, unfrozen */
+    double frozen_ms;            /* the pair with the backward's weights frozen; < 0 if
+                                    not given */
+} tf_pair_time;
+
 typedef struct tf_profile {
     tf_schedule schedule;      /* built-in or from `order` */
     double microbatch_tokens;  /* 0 if not given */
@@ -42,6 +56,8 @@ typedef struct tf_profile {
     tf_stage_times *stages;    /* schedule.stages entries */
     tf_action_time *overrides; /* measured per-action durations */
     int n_overrides;
+    tf_pair_time *pairs;       /* measured pair durations ("pairs") */
+    int n_pairs;
 } tf_profile;
 
 /* Parses and validates profile JSON text.  `where` names the source in
@@ -50,8 +66,23 @@ typedef struct tf_profile {
  * (tf_profile_free); on error *out is zeroed and err names the field. */
 int tf_profile_parse(const char *json, const char *where, tf_profile *out, tf_error *err);
 
-/* Reads path and parses it as tf_profile_parse does. */
+/* Reads path and parses it as tf_profile_parse does; a file over
+ * TF_MAX_PROFILE_BYTES is refused unread (tf_read_file_limit). */
 int tf_profile_load(const char *path, tf_profile *out, tf_error *err);
+
+/* Parses a profile for an order given from outside (tf-plan
+ * --schedule-csv): *out gets a copy of `order` as its schedule, and the
+ * profile its timings, caps, lag, tokens and measured actions and pairs,
+ * which must fit that order ("stages" one entry per stage of it).  The
+ * profile's "schedule" and "order" are not used; "ranks",
+ * "stages_per_rank" and "microbatches" may be left out, and where given
+ * must agree with the order (an error names the field otherwise). */
+int tf_profile_parse_for(const char *json, const char *where, const tf_schedule *order,
+                         tf_profile *out, tf_error *err);
+
+/* Reads path and parses it as tf_profile_parse_for does. */
+int tf_profile_load_for(const char *path, const tf_schedule *order, tf_profile *out,
+                        tf_error *err);
 
 /* Serialises a profile as JSON (malloc'd string, caller frees). */
 int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err);
@@ -60,13 +91,18 @@ int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err);
 int tf_profile_save(const tf_profile *p, const char *path, tf_error *err);
 
 /* Fills max_ms[i] and min_ms[i] for every action i of p->schedule: the full
- * and fully frozen durations (equal for F and I).  Overrides win. */
+ * and fully frozen durations (equal for F and I).  Overrides win.  A pair
+ * measured whole (p->pairs) is split between its actions: the forward keeps
+ * its own time, or the pair's frozen time where that is shorter; the
+ * backward gets the rest, so the two add up to the pair's time unfrozen
+ * and to its frozen time frozen.  Without a measured frozen time, freezing
+ * saves in the pair what it saves on the backward alone. */
 void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms);
 
-/* Replaces p's schedule with s (taking ownership of s's arrays on success),
- * e.g. an order from --schedule-csv.  Fails with TF_EINVAL, leaving p and s
- * untouched, unless s has the profile's stage count and microbatch count
- * and every measured override names an action of s. */
+/* Replaces p's schedule with s (taking ownership of s's arrays on success).
+ * Fails with TF_EINVAL, leaving p and s untouched, unless s has the
+ * profile's stage count and microbatch count, every measured override names
+ * an action of s and every measured pair a pair of s. */
 int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err);
 
 /* Frees everything p owns and zeroes it. */

@@ -11,7 +11,11 @@
  * boxes never overlap.  SVG elements carry ids and classes:
  *   box of action "0F3" (stage 0, F, microbatch 3):  id="p_0F3" in the planned
  *   panel, id="u_0F3" in the unfrozen panel of --compare; class "action F"
- *   plus " critical" on a critical path;
+ *   plus " critical" on a critical path and " pair" for half of an
+ *   overlapped pair; labelled "F3", or "0F3" (PyTorch's name) on schedules
+ *   with several stages per rank, shorter when the box is narrow;
+ *   the frame around an overlapped pair's two boxes: id="p_pair_0F7_7B3",
+ *   class "pair";
  *   axis tick k (label = time in ms): id="tick_k", class "tick".
  * Fill: the type's colour (F #4e79a7, B #e15759, I #f28e2b, W #59a14f),
  * darkened by 22% x (local stage index) / (stages_per_rank - 1) on ranks
@@ -29,6 +33,10 @@
  * ~2 s at 1,024 actions and minutes at 4,096. */
 enum { TF_TIMELINE_DAG_MAX_ACTIONS = 1024 };
 
+/* Pictures (not Chrome traces) of this many boxes and more take seconds:
+ * Graphviz draws about 40,000 boxes a second on a 2-core machine, so the
+ * programs say what they are doing before they start. */
+enum { TF_TIMELINE_SLOW_BOXES = 65536 };
 /* Rows with fewer points of time axis per action than this (on the busiest
  * rank) are dense: boxes are drawn without labels, outlines or markers,
  * since an outline would cover each box (SVG classes and tooltips still
@@ -45,6 +53,8 @@ typedef struct tf_timeline_options {
     double dpi;           /* resolution of PNG output (default 96): pixels = points x dpi / 72 */
     const char *title;    /* NULL: an automatic title (schedule, shape); the second line
                              always states batch times, speedup and mean freeze ratio */
+    int flows;            /* chrome only: a flow event ("s"/"f") per dependency between
+                             ranks, drawn as arrows by Perfetto and chrome://tracing */
 } tf_timeline_options;
 
 /* Defaults: planned timeline only, automatic width, 96 dpi, automatic title. */
@@ -71,7 +81,8 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err);
  * action starts before a dependency ends plus p2p lag, ratios in [0, 1]);
  * otherwise TF_EINVAL naming the actions.  Returns 0, TF_EINVAL (bad plan,
  * format or option, --dag on more than TF_TIMELINE_DAG_MAX_ACTIONS,
- * compare_unfrozen on a profile's unfrozen plan, solver "none"), TF_ECYCLE
+ * compare_unfrozen on a profile's unfrozen plan, solver "none", flows with
+ * a format other than chrome), TF_ECYCLE
  * or TF_ENOMEM; *data is NULL on error.  Not thread-safe (Graphviz is not):
  * the process keeps one Graphviz context, freed at exit. */
 int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,

@@ -113,9 +113,44 @@ static int report_cycle(const tf_schedule *s, const edge *edges, int n_edges,
                    text);
 }
 
+/* Does (type, stage) run its microbatches in s's order from the last down,
+ * at least two of them? */
+static int runs_descending(const tf_schedule *s, const int *index, tf_action_type type,
+                           int stage)
+{
+    int pairs = 0;
+    for (int m = 0; m + 1 < s->microbatches; m++) {
+        int a = lookup(s, index, type, stage, m), b = lookup(s, index, type, stage, m + 1);
+        if (a < 0 || b < 0)
+            continue;
+        if (b > a)
+            return 0;
+        pairs++;
+    }
+    return pairs > 0;
+}
+
+/* reversed[type * stages + stage] = 1 where rule 2 runs m+1 -> m: a
+ * backward type of a stage whose forwards do not run descending, while
+ * those backwards do (LoopedBFS).  An order that runs the forwards of a
+ * stage backwards too is left to rule 2 as the reference has it. */
+static void mark_reversed(const tf_schedule *s, const int *index, unsigned char *reversed)
+{
+    memset(reversed, 0, (size_t)4 * (size_t)s->stages);
+    for (int st = 0; st < s->stages; st++) {
+        if (runs_descending(s, index, TF_ACT_F, st))
+            continue;
+        for (int t = TF_ACT_B; t <= TF_ACT_W; t++)
+            reversed[(size_t)t * s->stages + st] = (unsigned char)runs_descending(
+                s, index, (tf_action_type)t, st);
+    }
+}
+
 /* The edges the five rules give (SPEC section 4), duplicates included;
- * index finds actions by key.  Returns the count. */
-static int collect_edges(const tf_schedule *s, const int *index, edge *edges)
+ * index finds actions by key, reversed (mark_reversed) says where rule 2
+ * runs downwards.  Returns the count. */
+static int collect_edges(const tf_schedule *s, const int *index, const unsigned char *reversed,
+                         edge *edges)
 {
     int n_edges = 0;
     for (int r = 0; r < s->ranks; r++)
@@ -124,7 +159,11 @@ static int collect_edges(const tf_schedule *s, const int *index, edge *edges)
     for (int i = 0; i < s->n_actions; i++) {
         const tf_action *a = &s->actions[i];
         int m = a->microbatch, st = a->stage;
-        push_edge(edges, &n_edges, i, lookup(s, index, a->type, st, m + 1), TF_EDGE_MICROBATCH);
+        int next = lookup(s, index, a->type, st, m + 1);
+        if (reversed[(size_t)a->type * s->stages + st])
+            push_edge(edges, &n_edges, next, i, TF_EDGE_MICROBATCH);
+        else
+            push_edge(edges, &n_edges, i, next, TF_EDGE_MICROBATCH);
         switch (a->type) {
         case TF_ACT_F:
             push_edge(edges, &n_edges, i, backward_of(s, index, st, m),
@@ -147,6 +186,49 @@ static int collect_edges(const tf_schedule *s, const int *index, edge *edges)
         }
     }
     return n_edges;
+}
+
+/* Every pair of s is its two actions back to back on one rank, forward
+ * first: the rest of the planner relies on it. */
+static int check_pairs(const tf_schedule *s, tf_error *err)
+{
+    for (int i = 0; i < s->n_actions; i++) {
+        const tf_action *a = &s->actions[i];
+        int ok = 1;
+        if (a->pair == TF_PAIR_FIRST)
+            ok = i + 1 < s->n_actions && s->actions[i + 1].pair == TF_PAIR_SECOND &&
+                 s->actions[i + 1].rank == a->rank && a->type == TF_ACT_F;
+        else if (a->pair == TF_PAIR_SECOND)
+            ok = i > 0 && s->actions[i - 1].pair == TF_PAIR_FIRST && a->type != TF_ACT_F;
+        else
+            ok = a->pair == TF_PAIR_NONE;
+        if (!ok) {
+            char cell[32];
+            return tf_fail(err, TF_EINVAL,
+                           "%s (rank %d) is marked as half of an overlapped pair, but the pair "
+                           "is not a forward and a backward one after the other on one rank",
+                           tf_action_format(a, cell), a->rank);
+        }
+    }
+    return 0;
+}
+
+/* Makes each overlapped pair one node (dag.h): an edge into the second
+ * action enters the first, an edge out of the first leaves the second. */
+static void join_pairs(const tf_schedule *s, edge *edges, int n_edges)
+{
+    for (int e = 0; e < n_edges; e++) {
+        edge *x = &edges[e];
+        int from = x->from, to = x->to;
+        if (s->actions[to].pair == TF_PAIR_SECOND && from != to - 1)
+            to--;
+        if (s->actions[from].pair == TF_PAIR_FIRST && x->to != from + 1)
+            from++;
+        if (from != x->from || to != x->to || s->actions[from].pair == TF_PAIR_FIRST)
+            x->rule |= TF_EDGE_PAIR;
+        x->from = from;
+        x->to = to;
+    }
 }
 
 /* Sorts the edges and merges duplicates (one pair can come from several
@@ -223,8 +305,11 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
     size_t max_edges = (size_t)n * 5 + 1;
     edge *edges = malloc(max_edges * sizeof *edges);
     int *indegree = calloc((size_t)n + 1, sizeof *indegree);
-    int rc = 0;
-    if (!index || !edges || !indegree) {
+    unsigned char *reversed = malloc((size_t)4 * s->stages + 1);
+    int rc = check_pairs(s, err);
+    if (rc)
+        goto done;
+    if (!index || !edges || !indegree || !reversed) {
         rc = tf_fail(err, TF_ENOMEM, "out of memory building the DAG of %d actions", n);
         goto done;
     }
@@ -234,7 +319,10 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
         const tf_action *a = &s->actions[i];
         index[key_of(s, a->type, a->stage, a->microbatch)] = i;
     }
-    int n_edges = merge_edges(edges, collect_edges(s, index, edges));
+    mark_reversed(s, index, reversed);
+    int n_edges = collect_edges(s, index, reversed, edges);
+    join_pairs(s, edges, n_edges);
+    n_edges = merge_edges(edges, n_edges);
     if (fill_csr(s, edges, n_edges, p2p_ms, out, indegree))
         rc = tf_fail(err, TF_ENOMEM, "out of memory building the DAG of %d actions", n);
     else if (order_topologically(out, indegree) < n)
@@ -243,6 +331,7 @@ done:
     free(index);
     free(edges);
     free(indegree);
+    free(reversed);
     if (rc)
         tf_dag_free(out);
     return rc;

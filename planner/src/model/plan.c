@@ -101,6 +101,9 @@ void tf_plan_print_summary(const tf_plan *plan, FILE *f)
         fprintf(f, "%d %s, %d %s", v, tf_plural(v, "variable", "variables"), c,
                 tf_plural(c, "constraint", "constraints"));
     fprintf(f, ", %.3f s\n", plan->solver_seconds);
+    if (plan->solver_fallback[0])
+        fprintf(f, "fallback      %s solved it after: %s\n", plan->solver_name,
+                plan->solver_fallback);
 }
 
 void tf_plan_free(tf_plan *plan)

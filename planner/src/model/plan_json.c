@@ -17,6 +17,20 @@ static cJSON *number_array(const double *values, int n)
     return array;
 }
 
+/* "pair": PyTorch's name of the overlapped pair action i belongs to, the
+ * same on both of its actions (formats.md). */
+static void add_pair_name(cJSON *o, const tf_plan *plan, int i)
+{
+    const tf_schedule *s = &plan->schedule;
+    int first = s->actions[i].pair == TF_PAIR_FIRST ? i
+              : s->actions[i].pair == TF_PAIR_SECOND ? i - 1 : -1;
+    if (first < 0 || first + 1 >= s->n_actions)
+        return;
+    char name[TF_CELL_MAX];
+    cJSON_AddStringToObject(o, "pair", tf_pair_format(&plan->actions[first].action,
+                                                      &plan->actions[first + 1].action, name));
+}
+
 int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
 {
     const tf_schedule *s = &plan->schedule;
@@ -57,6 +71,8 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
     if (plan->solver_requested[0])
         cJSON_AddStringToObject(solver, "requested", plan->solver_requested);
     cJSON_AddStringToObject(solver, "status", plan->solver_status);
+    if (plan->solver_fallback[0])
+        cJSON_AddStringToObject(solver, "fallback", plan->solver_fallback);
     cJSON_AddNumberToObject(solver, "variables", plan->solver_variables);
     cJSON_AddNumberToObject(solver, "constraints", plan->solver_constraints);
     tfj_add_number(solver, "seconds", plan->solver_seconds);
@@ -75,6 +91,7 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
         tfj_add_number(o, "min_ms", a->min_ms);
         tfj_add_number(o, "freeze_ratio", a->freeze_ratio);
         cJSON_AddBoolToObject(o, "critical", a->critical);
+        add_pair_name(o, plan, i);
         cJSON_AddItemToArray(actions, o);
     }
     /* One action per line keeps big plans greppable and diffable. */
@@ -132,14 +149,18 @@ static int parse_plan_action(const tfj_ctx *at, const cJSON *o, int ranks, int s
                        at->where, at->path, a->min_ms, a->ms, a->max_ms);
     }
     /* The ratio is what tf-exec freezes and ms what the timeline draws:
-     * they must describe the same plan (files keep 12 digits). */
+     * they must describe the same plan (files keep 12 digits).  A ratio
+     * left out is its default, 0, and checked like a written 0, so that
+     * leaving it out cannot make tf-exec run unfrozen what tf-dot draws
+     * frozen. */
     double expected_ms = a->max_ms - a->freeze_ratio * (a->max_ms - a->min_ms);
-    if (cJSON_GetObjectItemCaseSensitive(o, "freeze_ratio") &&
-        fabs(a->ms - expected_ms) > 1e-6 * fmax(1.0, a->max_ms)) {
+    if (fabs(a->ms - expected_ms) > 1e-6 * fmax(1.0, a->max_ms)) {
+        int given = tfj_has(o, "freeze_ratio");
         return tf_fail(err, TF_EINVAL,
-                       "%s: %s: freeze_ratio %g gives ms = max_ms - ratio x (max_ms - min_ms) = "
-                       "%g, but ms is %g",
-                       at->where, at->path, a->freeze_ratio, expected_ms, a->ms);
+                       "%s: %s: freeze_ratio %g%s gives ms = max_ms - ratio x (max_ms - min_ms) "
+                       "= %g, but ms is %g",
+                       at->where, at->path, a->freeze_ratio,
+                       given ? "" : " (not given, so the default)", expected_ms, a->ms);
     }
     return 0;
 }
@@ -167,10 +188,11 @@ static int parse_plan_header(const tfj_ctx *ctx, const cJSON *root, plan_shape *
     }
     if ((rc = tfj_int(ctx, root, "version", 1, 1, 1, 1, &version, err)) ||
         (rc = tfj_string(ctx, root, "schedule", 1, NULL, &shape->name, err)) ||
-        (rc = tfj_int(ctx, root, "ranks", 1, 0, 1, 4096, &shape->ranks, err)) ||
-        (rc = tfj_int(ctx, root, "stages_per_rank", 1, 1, 1, 64, &shape->stages_per_rank,
-                      err)) ||
-        (rc = tfj_int(ctx, root, "microbatches", 1, 0, 1, 65536, &shape->microbatches, err)) ||
+        (rc = tfj_int(ctx, root, "ranks", 1, 0, 1, TF_MAX_RANKS, &shape->ranks, err)) ||
+        (rc = tfj_int(ctx, root, "stages_per_rank", 1, 1, 1, TF_MAX_STAGES_PER_RANK,
+                      &shape->stages_per_rank, err)) ||
+        (rc = tfj_int(ctx, root, "microbatches", 1, 0, 1, TF_MAX_MICROBATCHES,
+                      &shape->microbatches, err)) ||
         (rc = tfj_number(ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL,
                          &plan->microbatch_tokens, err)) ||
         (rc = tfj_number(ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &plan->p2p_ms, err)) ||
@@ -181,15 +203,22 @@ static int parse_plan_header(const tfj_ctx *ctx, const cJSON *root, plan_shape *
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "objective"),
                         "expected \"least-freeze\" or \"spread\"", err);
     }
+    if (tf_schedule_check_size(shape->ranks, shape->stages_per_rank, shape->microbatches, 2,
+                               err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err ? err->msg : "");
+        return tf_fail(err, TF_EINVAL, "%s: $: %s", ctx->where, why);
+    }
     return 0;
 }
 
 /* The cells of the plan's order, rank by rank, for tf_schedule_from_cells. */
 typedef struct plan_cells {
-    char *text;             /* 32 bytes per action */
-    const char **cell;      /* per action, into text */
+    char *text;             /* 32 bytes per action; a pair's cell takes its two actions' */
+    const char **cell;      /* per cell, into text */
     const char ***rows;     /* per rank, into cell */
-    int *row_len;           /* per rank */
+    int *row_len;           /* per rank: cells */
+    const char **pair;      /* per action: its "pair" field, or NULL */
 } plan_cells;
 
 static void plan_cells_free(plan_cells *c)
@@ -198,6 +227,62 @@ static void plan_cells_free(plan_cells *c)
     free(c->cell);
     free(c->rows);
     free(c->row_len);
+    free(c->pair);
+}
+
+/* The cell of actions[k] (and actions[k + 1] when k begins a pair) into c;
+ * returns how many actions it covers, or -1 after a message: a "pair"
+ * field must name the action and its neighbour, on one rank, forward
+ * first, both carrying it. */
+static int plan_cell(const tfj_ctx *ctx, const tf_plan *plan, int n, int k, plan_cells *c,
+                     int cells, tf_error *err)
+{
+    const tf_action *a = &plan->actions[k].action;
+    char *text = c->text + (size_t)k * 32;
+    c->cell[cells] = text;
+    if (!c->pair[k]) {
+        tf_action_format(a, text);
+        return 1;
+    }
+    tf_action parts[2];
+    int count = 0;
+    const tf_action *b = k + 1 < n ? &plan->actions[k + 1].action : NULL;
+    int ok = tf_cell_parse(c->pair[k], parts, &count, NULL) == 0 && count == 2 && b &&
+             c->pair[k + 1] && strcmp(c->pair[k], c->pair[k + 1]) == 0 &&
+             b->rank == a->rank;
+    for (int j = 0; ok && j < 2; j++) {
+        const tf_action *x = j ? b : a;
+        ok = parts[j].type == x->type && parts[j].stage == x->stage &&
+             parts[j].microbatch == x->microbatch;
+    }
+    if (!ok) {
+        tf_fail(err, TF_EINVAL,
+                "%s: $.actions[%d].pair: \"%.100s\" must name this action and the next one, on "
+                "one rank, forward first, both carrying it",
+                ctx->where, k, c->pair[k]);
+        return -1;
+    }
+    /* Two actions' slots hold the longest pair name (57 bytes). */
+    tf_pair_format(a, b, text);
+    return 2;
+}
+
+/* The plan's order as cells, pairs joined into one cell each. */
+static int plan_order_cells(const tfj_ctx *ctx, const plan_shape *shape, const tf_plan *plan,
+                            int n, plan_cells *c, tf_error *err)
+{
+    int cells = 0;
+    for (int k = 0; k < n;) {
+        int covered = plan_cell(ctx, plan, n, k, c, cells, err);
+        if (covered < 0)
+            return TF_EINVAL;
+        c->row_len[plan->actions[k].action.rank]++;
+        cells++;
+        k += covered;
+    }
+    for (int r = 0, first = 0; r < shape->ranks; first += c->row_len[r], r++)
+        c->rows[r] = c->cell + first;
+    return 0;
 }
 
 /* Reads every entry of "actions" into plan->actions (n of them) and its
@@ -224,13 +309,17 @@ static int parse_plan_action_list(const tfj_ctx *ctx, const cJSON *actions,
                            "after rank %d",
                            ctx->where, at.path, a->action.rank, previous_rank);
         previous_rank = a->action.rank;
-        c->cell[i] = tf_action_format(&a->action, c->text + (size_t)i * 32);
-        c->row_len[a->action.rank]++;
+        const cJSON *pair = cJSON_GetObjectItemCaseSensitive(o, "pair");
+        if (pair && !cJSON_IsString(pair)) {
+            tfj_ctx field;
+            tfj_child(&at, "pair", &field);
+            return tfj_fail(&field, pair, "expected a pair's name like \"(0F7;7B3)OVERLAP_F_B\"",
+                            err);
+        }
+        c->pair[i] = pair ? pair->valuestring : NULL;
         i++;
     }
-    for (int r = 0, first = 0; r < shape->ranks; first += c->row_len[r], r++)
-        c->rows[r] = c->cell + first;
-    return 0;
+    return plan_order_cells(ctx, shape, plan, i, c, err);
 }
 
 /* "actions": every action, then the schedule they form (an order that
@@ -244,14 +333,18 @@ static int parse_plan_actions(const tfj_ctx *ctx, const cJSON *root, const plan_
     if (rc)
         return rc;
     int n = cJSON_GetArraySize(actions);
+    if (n > TF_MAX_ACTIONS)
+        return tf_fail(err, TF_EINVAL, "%s: $.actions: %d actions, more than the %d the planner "
+                       "accepts", ctx->where, n, TF_MAX_ACTIONS);
     plan->actions = calloc((size_t)n + 1, sizeof *plan->actions);
     plan->max_freeze_ratio = calloc((size_t)stages + 1, sizeof *plan->max_freeze_ratio);
     plan->freeze_ratio_stage = calloc((size_t)stages + 1, sizeof *plan->freeze_ratio_stage);
     plan_cells c = {malloc(((size_t)n + 1) * 32), calloc((size_t)n + 1, sizeof *c.cell),
                     calloc((size_t)shape->ranks, sizeof *c.rows),
-                    calloc((size_t)shape->ranks, sizeof *c.row_len)};
+                    calloc((size_t)shape->ranks, sizeof *c.row_len),
+                    calloc((size_t)n + 1, sizeof *c.pair)};
     if (!plan->actions || !plan->max_freeze_ratio || !plan->freeze_ratio_stage || !c.text ||
-        !c.cell || !c.rows || !c.row_len) {
+        !c.cell || !c.rows || !c.row_len || !c.pair) {
         plan_cells_free(&c);
         return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
     }
@@ -301,13 +394,14 @@ static int parse_plan_solver(const tfj_ctx *ctx, const cJSON *root, tf_plan *pla
     const cJSON *solver = cJSON_GetObjectItemCaseSensitive(root, "solver");
     tfj_ctx at;
     tfj_child(ctx, "solver", &at);
-    const char *name = "unknown", *version = "", *status = "", *requested = "";
+    const char *name = "unknown", *version = "", *status = "", *requested = "", *fallback = "";
     int rc;
     if (cJSON_IsObject(solver) &&
         ((rc = tfj_string(&at, solver, "name", 0, "unknown", &name, err)) ||
          (rc = tfj_string(&at, solver, "version", 0, "", &version, err)) ||
          (rc = tfj_string(&at, solver, "requested", 0, "", &requested, err)) ||
          (rc = tfj_string(&at, solver, "status", 0, "", &status, err)) ||
+         (rc = tfj_string(&at, solver, "fallback", 0, "", &fallback, err)) ||
          (rc = tfj_number(&at, solver, "seconds", 0, 0, 0, HUGE_VAL, &plan->solver_seconds,
                           err))))
         return rc;
@@ -315,6 +409,7 @@ static int parse_plan_solver(const tfj_ctx *ctx, const cJSON *root, tf_plan *pla
     snprintf(plan->solver_version, sizeof plan->solver_version, "%s", version);
     snprintf(plan->solver_requested, sizeof plan->solver_requested, "%s", requested);
     snprintf(plan->solver_status, sizeof plan->solver_status, "%s", status);
+    snprintf(plan->solver_fallback, sizeof plan->solver_fallback, "%s", fallback);
     if (cJSON_IsObject(solver)) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(solver, "variables");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(solver, "constraints");
@@ -403,7 +498,7 @@ int tf_plan_load(const char *path, tf_plan *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     char *text;
-    int rc = tf_read_file(path, &text, NULL, err);
+    int rc = tf_read_file_limit(path, TF_MAX_PLAN_BYTES, &text, NULL, err);
     if (rc)
         return rc;
     rc = tf_plan_parse(text, path, out, err);

@@ -9,12 +9,6 @@
 #include "json_util.h"
 #include "tf/util.h"
 
-/* Largest pipeline the planner accepts; far beyond real runs, small enough
- * that counts multiply without overflow. */
-#define TF_MAX_RANKS 4096
-#define TF_MAX_STAGES_PER_RANK 64
-#define TF_MAX_MICROBATCHES 65536
-#define TF_MAX_ACTIONS 4000000
 #define TF_DEFAULT_CAP 0.9
 /* Reference defaults when a frozen time was not measured. */
 #define TF_DEFAULT_B_FROZEN 0.5
@@ -269,11 +263,14 @@ static int parse_schedule(const tfj_ctx *ctx, const cJSON *root, tf_profile *p, 
         (rc = tfj_int(ctx, root, "microbatches", 1, 0, 1, TF_MAX_MICROBATCHES, &microbatches,
                       err)))
         return rc;
-    if ((double)ranks * spr * microbatches * 3 > TF_MAX_ACTIONS)
-        return tf_fail(err, TF_EINVAL,
-                       "%s: $: %d ranks x %d stages per rank x %d microbatches is more than the "
-                       "%d actions the planner accepts",
-                       ctx->where, ranks, spr, microbatches, TF_MAX_ACTIONS);
+    /* An explicit order has at least F and B per (stage, microbatch); its
+     * cells are counted against the limit too. */
+    int per_pair = !order && tf_schedule_splits_backward(name) ? 3 : 2;
+    if (tf_schedule_check_size(ranks, spr, microbatches, per_pair, err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err ? err->msg : "");
+        return tf_fail(err, TF_EINVAL, "%s: $: %s", ctx->where, why);
+    }
     if ((rc = tfj_number(ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL, &p->microbatch_tokens,
                          err)) ||
         (rc = tfj_number(ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &p->p2p_ms, err)))
@@ -295,6 +292,43 @@ static int parse_schedule(const tfj_ctx *ctx, const cJSON *root, tf_profile *p, 
                        "%s: %s: uses %d stages, but ranks x stages_per_rank = %d x %d = %d",
                        ctx->where, at.path, p->schedule.stages, ranks, spr, ranks * spr);
     }
+    return 0;
+}
+
+/* One shape field of a profile read for a given order: absent, or equal
+ * to the order's value. */
+static int agree_with_order(const tfj_ctx *ctx, const cJSON *root, const char *field, int value,
+                            int max, const char *what, tf_error *err)
+{
+    int stated;
+    int rc = tfj_int(ctx, root, field, 0, value, 1, max, &stated, err);
+    if (rc || stated == value)
+        return rc;
+    tfj_ctx at;
+    tfj_child(ctx, field, &at);
+    char message[160];
+    snprintf(message, sizeof message, "the order given (--schedule-csv) has %d %s", value, what);
+    return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, field), message, err);
+}
+
+/* The schedule of a profile read for an order given from outside: the
+ * order's own, whatever the profile names; shape fields it states must
+ * agree.  Also the lag and tokens that parse_schedule reads. */
+static int adopt_order(const tfj_ctx *ctx, const cJSON *root, const tf_schedule *order,
+                       tf_profile *p, tf_error *err)
+{
+    int rc;
+    if ((rc = agree_with_order(ctx, root, "ranks", order->ranks, TF_MAX_RANKS, "ranks", err)) ||
+        (rc = agree_with_order(ctx, root, "stages_per_rank", order->stages_per_rank,
+                               TF_MAX_STAGES_PER_RANK, "stages per rank", err)) ||
+        (rc = agree_with_order(ctx, root, "microbatches", order->microbatches,
+                               TF_MAX_MICROBATCHES, "microbatches", err)) ||
+        (rc = tfj_number(ctx, root, "microbatch_tokens", 0, 0, 0, HUGE_VAL, &p->microbatch_tokens,
+                         err)) ||
+        (rc = tfj_number(ctx, root, "p2p_ms", 0, 0, 0, TF_MAX_DURATION_MS, &p->p2p_ms, err)))
+        return rc;
+    if (tf_schedule_copy(order, &p->schedule))
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
     return 0;
 }
 
@@ -375,7 +409,91 @@ static int parse_overrides(const tfj_ctx *ctx, const cJSON *root, tf_profile *p,
     return rc ? rc : check_overrides_unique(ctx, p, err);
 }
 
-static int parse_profile(const cJSON *root, const char *where, tf_profile *p, tf_error *err)
+/* Where pair t is in s: the index of its forward, which must begin a pair
+ * with t's backward; -1 otherwise. */
+static int find_pair(const tf_schedule *s, const int *index, const tf_pair_time *t)
+{
+    int i = tf_schedule_lookup(s, index, TF_ACT_F, t->forward.stage, t->forward.microbatch);
+    if (i < 0 || i + 1 >= s->n_actions || s->actions[i].pair != TF_PAIR_FIRST)
+        return -1;
+    const tf_action *b = &s->actions[i + 1];
+    return b->type == t->backward.type && b->stage == t->backward.stage &&
+                   b->microbatch == t->backward.microbatch
+               ? i
+               : -1;
+}
+
+/* One entry of "pairs": {"pair": "(0F7;7B3)OVERLAP_F_B", "ms", "frozen_ms"}. */
+static int parse_pair_time(const tfj_ctx *ctx, const cJSON *o, const tf_schedule *s,
+                           const int *index, tf_pair_time *t, tf_error *err)
+{
+    if (!cJSON_IsObject(o))
+        return tfj_fail(ctx, o, "expected an object {\"pair\": \"(0F7;7B3)OVERLAP_F_B\", ms}",
+                        err);
+    const char *name;
+    int rc, count;
+    if ((rc = tfj_string(ctx, o, "pair", 1, NULL, &name, err)) ||
+        (rc = tfj_number(ctx, o, "ms", 1, 0, 0, TF_MAX_DURATION_MS, &t->ms, err)) ||
+        (rc = tfj_number(ctx, o, "frozen_ms", 0, -1, 0, TF_MAX_DURATION_MS, &t->frozen_ms, err)))
+        return rc;
+    tfj_ctx at;
+    tfj_child(ctx, "pair", &at);
+    tf_action a[2];
+    if (tf_cell_parse(name, a, &count, NULL) != 0 || count != 2)
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "pair"),
+                        "expected an overlapped pair like \"(0F7;7B3)OVERLAP_F_B\"", err);
+    t->forward = a[0];
+    t->backward = a[1];
+    if (find_pair(s, index, t) < 0)
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "pair"),
+                        "names no overlapped pair of the schedule", err);
+    tfj_child(ctx, "frozen_ms", &at);
+    if (t->frozen_ms > t->ms)
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "frozen_ms"),
+                        "frozen time must not exceed ms", err);
+    if (t->frozen_ms >= 0 && t->frozen_ms != t->ms && t->backward.type != TF_ACT_B)
+        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(o, "frozen_ms"),
+                        "the pair's backward is an I, which has no weights to freeze", err);
+    return 0;
+}
+
+/* "pairs": measured durations of overlapped pairs, each named once. */
+static int parse_pairs(const tfj_ctx *ctx, const cJSON *root, tf_profile *p, tf_error *err)
+{
+    const cJSON *pairs;
+    int rc = tfj_array(ctx, root, "pairs", 0, &pairs, err);
+    if (rc || !pairs)
+        return rc;
+    tfj_ctx pairs_at;
+    tfj_child(ctx, "pairs", &pairs_at);
+    p->pairs = calloc((size_t)cJSON_GetArraySize(pairs) + 1, sizeof *p->pairs);
+    if (!p->pairs)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
+    int *index = tf_schedule_index(&p->schedule); /* NULL: search instead */
+    const cJSON *o;
+    cJSON_ArrayForEach(o, pairs)
+    {
+        tfj_ctx at;
+        tf_pair_time *t = &p->pairs[p->n_pairs];
+        tfj_index(&pairs_at, p->n_pairs, &at);
+        if ((rc = parse_pair_time(&at, o, &p->schedule, index, t, err)))
+            break;
+        for (int k = 0; k < p->n_pairs && !rc; k++)
+            if (find_pair(&p->schedule, index, &p->pairs[k]) ==
+                find_pair(&p->schedule, index, t))
+                rc = tf_fail(err, TF_EINVAL, "%s: %s: repeats the pair of pairs[%d]",
+                             ctx->where, at.path, k);
+        if (rc)
+            break;
+        p->n_pairs++;
+    }
+    free(index);
+    return rc;
+}
+
+/* A profile, of its own schedule (order NULL) or of a given order. */
+static int parse_profile_of(const cJSON *root, const char *where, const tf_schedule *order,
+                            tf_profile *p, tf_error *err)
 {
     tfj_ctx ctx = {.where = where, .path = "$"};
     if (!cJSON_IsObject(root))
@@ -391,36 +509,61 @@ static int parse_profile(const cJSON *root, const char *where, tf_profile *p, tf
                         "expected \"tf-profile\"", err);
     }
     if ((rc = tfj_int(&ctx, root, "version", 0, 1, 1, 1, &version, err)) ||
-        (rc = parse_schedule(&ctx, root, p, err)) ||
-        (rc = parse_stage_times(&ctx, root, p, err)))
+        (rc = order ? adopt_order(&ctx, root, order, p, err) : parse_schedule(&ctx, root, p, err)) ||
+        (rc = parse_stage_times(&ctx, root, p, err)) ||
+        (rc = parse_overrides(&ctx, root, p, err)))
         return rc;
-    return parse_overrides(&ctx, root, p, err);
+    return parse_pairs(&ctx, root, p, err);
 }
 
-int tf_profile_parse(const char *json, const char *where, tf_profile *out, tf_error *err)
+int tf_profile_parse_for(const char *json, const char *where, const tf_schedule *order,
+                         tf_profile *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     cJSON *root;
     int rc = tfj_parse(json, where, &root, err);
     if (rc)
         return rc;
-    rc = parse_profile(root, where, out, err);
+    rc = parse_profile_of(root, where, order, out, err);
     cJSON_Delete(root);
     if (rc)
         tf_profile_free(out);
     return rc;
 }
 
-int tf_profile_load(const char *path, tf_profile *out, tf_error *err)
+int tf_profile_parse(const char *json, const char *where, tf_profile *out, tf_error *err)
+{
+    return tf_profile_parse_for(json, where, NULL, out, err);
+}
+
+int tf_profile_load_for(const char *path, const tf_schedule *order, tf_profile *out,
+                        tf_error *err)
 {
     memset(out, 0, sizeof *out);
     char *text;
-    int rc = tf_read_file(path, &text, NULL, err);
+    int rc = tf_read_file_limit(path, TF_MAX_PROFILE_BYTES, &text, NULL, err);
     if (rc)
         return rc;
-    rc = tf_profile_parse(text, path, out, err);
+    rc = tf_profile_parse_for(text, path, order, out, err);
     free(text);
     return rc;
+}
+
+int tf_profile_load(const char *path, tf_profile *out, tf_error *err)
+{
+    return tf_profile_load_for(path, NULL, out, err);
+}
+
+/* A pair's measured time t over its two actions, max_ms[0..1] and
+ * min_ms[0..1] holding their own times (profile.h says how). */
+static void split_pair_time(const tf_pair_time *t, double *max_ms, double *min_ms)
+{
+    double saving = max_ms[1] - min_ms[1];
+    double frozen = t->frozen_ms >= 0 ? t->frozen_ms : fmax(0.0, t->ms - saving);
+    double forward = fmin(max_ms[0], frozen);
+    max_ms[0] = min_ms[0] = forward;
+    max_ms[1] = t->ms - forward;
+    min_ms[1] = frozen - forward;
 }
 
 void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms)
@@ -442,7 +585,7 @@ void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms)
             break;
         }
     }
-    if (p->n_overrides == 0)
+    if (p->n_overrides == 0 && p->n_pairs == 0)
         return;
     /* Overrides apply in O(n) through an index; without memory for it each
      * is searched for. */
@@ -459,6 +602,11 @@ void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms)
             min_ms[i] = o->frozen_ms;
         else
             min_ms[i] = fmin(min_ms[i], o->ms); /* the stage's frozen time, capped */
+    }
+    for (int k = 0; k < p->n_pairs; k++) {
+        int i = find_pair(s, index, &p->pairs[k]);
+        if (i >= 0)
+            split_pair_time(&p->pairs[k], max_ms + i, min_ms + i);
     }
     free(index);
 }
@@ -477,10 +625,20 @@ int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err)
         if (tf_schedule_lookup(s, index, o->type, o->stage, o->microbatch) < 0) {
             free(index);
             char buf[32];
-            tf_action a = {o->type, o->stage, o->microbatch, -1};
+            tf_action a = {o->type, o->stage, o->microbatch, -1, TF_PAIR_NONE};
             return tf_fail(err, TF_EINVAL,
                            "schedule %s has no action %s, but the profile measured it",
                            s->name, tf_action_format(&a, buf));
+        }
+    }
+    for (int k = 0; k < p->n_pairs; k++) {
+        if (find_pair(s, index, &p->pairs[k]) < 0) {
+            free(index);
+            char buf[TF_CELL_MAX];
+            return tf_fail(err, TF_EINVAL,
+                           "schedule %s has no overlapped pair %s, but the profile measured it",
+                           s->name, tf_pair_format(&p->pairs[k].forward, &p->pairs[k].backward,
+                                                   buf));
         }
     }
     free(index);
@@ -519,10 +677,28 @@ static int matches_builtin(const tf_schedule *s)
     for (int i = 0; same && i < s->n_actions; i++) {
         const tf_action *a = &builtin.actions[i], *b = &s->actions[i];
         same = a->type == b->type && a->stage == b->stage && a->microbatch == b->microbatch &&
-               a->rank == b->rank;
+               a->rank == b->rank && a->pair == b->pair;
     }
     tf_schedule_free(&builtin);
     return same;
+}
+
+/* "pairs": the measured pair durations, when there are any. */
+static void add_pairs(cJSON *root, const tf_profile *p)
+{
+    if (p->n_pairs == 0)
+        return;
+    cJSON *pairs = cJSON_AddArrayToObject(root, "pairs");
+    for (int k = 0; k < p->n_pairs; k++) {
+        const tf_pair_time *t = &p->pairs[k];
+        char name[TF_CELL_MAX];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "pair", tf_pair_format(&t->forward, &t->backward, name));
+        tfj_add_number(o, "ms", t->ms);
+        if (t->frozen_ms >= 0)
+            tfj_add_number(o, "frozen_ms", t->frozen_ms);
+        cJSON_AddItemToArray(pairs, o);
+    }
 }
 
 int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
@@ -578,13 +754,15 @@ int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
             cJSON_AddItemToArray(actions, o);
         }
     }
+    add_pairs(root, p);
     if (!matches_builtin(s)) {
         cJSON *order = cJSON_AddArrayToObject(root, "order");
         for (int r = 0; r < s->ranks; r++) {
             cJSON *row = cJSON_CreateArray();
-            for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++) {
-                char buf[32];
-                cJSON_AddItemToArray(row, cJSON_CreateString(tf_action_format(&s->actions[i], buf)));
+            for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1];) {
+                char buf[TF_CELL_MAX];
+                i += tf_schedule_format_cell(s, i, buf);
+                cJSON_AddItemToArray(row, cJSON_CreateString(buf));
             }
             cJSON_AddItemToArray(order, row);
         }
@@ -613,5 +791,6 @@ void tf_profile_free(tf_profile *p)
     free(p->max_freeze_ratio);
     free(p->stages);
     free(p->overrides);
+    free(p->pairs);
     memset(p, 0, sizeof *p);
 }

@@ -16,15 +16,18 @@ typedef enum {
     BUILTIN_GPIPE,
     BUILTIN_1F1B,
     BUILTIN_INTERLEAVED_1F1B,
+    BUILTIN_LOOPED_BFS,
     BUILTIN_INTERLEAVED_ZERO_BUBBLE,
     BUILTIN_ZBV_ZERO_BUBBLE,
+    BUILTIN_DUAL_PIPE_V,
     BUILTIN_COUNT
 } builtin_kind;
 
 static const char *builtin_name(builtin_kind kind)
 {
     static const char *const names[BUILTIN_COUNT] = {
-        "GPipe", "1F1B", "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble"};
+        "GPipe",         "1F1B", "Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble",
+        "ZBVZeroBubble", "DualPipeV"};
     return names[kind];
 }
 
@@ -148,7 +151,7 @@ int tf_action_parse(const char *cell, tf_action *a, tf_error *err)
 {
     static const char expected[] = "expected stage, F/B/I/W, microbatch like \"0F3\"";
     char quoted[4 * max_quoted_cell + 16];
-    tf_action parsed = {TF_ACT_F, -1, -1, -1};
+    tf_action parsed = {TF_ACT_F, -1, -1, -1, TF_PAIR_NONE};
     if (a)
         *a = parsed;
     if (!cell)
@@ -184,6 +187,111 @@ int tf_action_parse(const char *cell, tf_action *a, tf_error *err)
     return 0;
 }
 
+/* The span [*start, *end) of text without the blanks around it. */
+static void trim_blanks(const char **start, const char **end)
+{
+    while (*start < *end && tf_schedule_is_blank(**start))
+        (*start)++;
+    while (*end > *start && tf_schedule_is_blank((*end)[-1]))
+        (*end)--;
+}
+
+/* Parses one half of a pair, text[0..len-1], into *a. */
+static int parse_pair_part(const char *quoted, const char *text, size_t len, tf_action *a,
+                           tf_error *err)
+{
+    char part[64];
+    if (len >= sizeof part)
+        return tf_fail(err, TF_EINVAL, "%s: a part of the pair is too long to be an action",
+                       quoted);
+    memcpy(part, text, len);
+    part[len] = '\0';
+    tf_error inner;
+    tf_error_clear(&inner);
+    if (tf_action_parse(part, a, &inner) != 0)
+        return tf_fail(err, TF_EINVAL, "%s: %s", quoted, inner.msg);
+    return 0;
+}
+
+/* The pair in [start, end), which starts with '(': two actions between the
+ * brackets separated by ';', then "OVERLAP_F_B". */
+static int parse_pair(const char *start, const char *end, tf_action out[2], tf_error *err)
+{
+    static const char form[] = "expected an overlapped pair like \"(0F7;7B3)OVERLAP_F_B\"";
+    char quoted[4 * max_quoted_cell + 16];
+    quote_text(quoted, sizeof quoted, start, (size_t)(end - start));
+    const char *close = memchr(start, ')', (size_t)(end - start));
+    const char *semi = close ? memchr(start, ';', (size_t)(close - start)) : NULL;
+    const char *suffix = close ? close + 1 : end, *suffix_end = end;
+    trim_blanks(&suffix, &suffix_end);
+    if (!close || !semi || (size_t)(suffix_end - suffix) != strlen("OVERLAP_F_B") ||
+        memcmp(suffix, "OVERLAP_F_B", strlen("OVERLAP_F_B")) != 0)
+        return tf_fail(err, TF_EINVAL, "%s: %s", quoted, form);
+    if (memchr(semi + 1, ';', (size_t)(close - semi - 1)))
+        return tf_fail(err, TF_EINVAL, "%s: a pair holds exactly two actions (%s)", quoted,
+                       form);
+    int rc = parse_pair_part(quoted, start + 1, (size_t)(semi - start - 1), &out[0], err);
+    if (!rc)
+        rc = parse_pair_part(quoted, semi + 1, (size_t)(close - semi - 1), &out[1], err);
+    if (rc)
+        return rc;
+    /* PyTorch's OVERLAP_F_B issues a forward with a backward, in that order. */
+    if (out[0].type != TF_ACT_F || (out[1].type != TF_ACT_B && out[1].type != TF_ACT_I))
+        return tf_fail(err, TF_EINVAL,
+                       "%s: a pair is a forward then a backward (B or I), like "
+                       "\"(0F7;7B3)OVERLAP_F_B\"",
+                       quoted);
+    out[0].pair = TF_PAIR_FIRST;
+    out[1].pair = TF_PAIR_SECOND;
+    return 0;
+}
+
+int tf_cell_parse(const char *cell, tf_action out[2], int *count, tf_error *err)
+{
+    const tf_action none = {TF_ACT_F, -1, -1, -1, TF_PAIR_NONE};
+    out[0] = out[1] = none;
+    *count = 0;
+    const char *start = cell, *end = cell ? cell + strlen(cell) : NULL;
+    if (cell)
+        trim_blanks(&start, &end);
+    int rc = cell && start < end && *start == '(' ? parse_pair(start, end, out, err)
+                                                  : tf_action_parse(cell, &out[0], err);
+    if (rc) {
+        out[0] = out[1] = none;
+        return rc;
+    }
+    *count = out[0].pair == TF_PAIR_FIRST ? 2 : 1;
+    return 0;
+}
+
+char *tf_pair_format(const tf_action *forward, const tf_action *backward, char *buf)
+{
+    snprintf(buf, TF_CELL_MAX, "(%d%c%d;%d%c%d)OVERLAP_F_B", forward->stage,
+             tf_action_letter(forward->type), forward->microbatch, backward->stage,
+             tf_action_letter(backward->type), backward->microbatch);
+    return buf;
+}
+
+int tf_schedule_format_cell(const tf_schedule *s, int i, char *buf)
+{
+    const tf_action *a = &s->actions[i];
+    if (a->pair == TF_PAIR_FIRST && i + 1 < s->n_actions &&
+        s->actions[i + 1].pair == TF_PAIR_SECOND) {
+        tf_pair_format(a, &s->actions[i + 1], buf);
+        return 2;
+    }
+    tf_action_format(a, buf);
+    return 1;
+}
+
+int tf_schedule_has_pairs(const tf_schedule *s)
+{
+    for (int i = 0; s && s->actions && i < s->n_actions; i++)
+        if (s->actions[i].pair != TF_PAIR_NONE)
+            return 1;
+    return 0;
+}
+
 int tf_schedule_is_builtin(const char *name)
 {
     return find_builtin(name) != BUILTIN_NONE;
@@ -203,20 +311,27 @@ int tf_schedule_default_stages_per_rank(const char *name)
 
 const char *tf_schedule_builtin_names(void)
 {
-    return "GPipe 1F1B Interleaved1F1B InterleavedZeroBubble ZBVZeroBubble";
+    return "GPipe 1F1B Interleaved1F1B LoopedBFS InterleavedZeroBubble ZBVZeroBubble DualPipeV";
 }
 
 int tf_schedule_splits_backward(const char *name)
 {
     builtin_kind kind = find_builtin(name);
-    return kind == BUILTIN_INTERLEAVED_ZERO_BUBBLE || kind == BUILTIN_ZBV_ZERO_BUBBLE;
+    return kind == BUILTIN_INTERLEAVED_ZERO_BUBBLE || kind == BUILTIN_ZBV_ZERO_BUBBLE ||
+           kind == BUILTIN_DUAL_PIPE_V;
+}
+
+/* The V-shaped schedules: stage s on rank s going down, back up after. */
+static int is_v_shape(builtin_kind kind)
+{
+    return kind == BUILTIN_ZBV_ZERO_BUBBLE || kind == BUILTIN_DUAL_PIPE_V;
 }
 
 int tf_schedule_stage_rank(const char *name, int ranks, int stages_per_rank, int stage)
 {
     if (ranks < 1 || stages_per_rank < 1 || stage < 0 || stage / stages_per_rank >= ranks)
         return -1;
-    if (find_builtin(name) == BUILTIN_ZBV_ZERO_BUBBLE)
+    if (is_v_shape(find_builtin(name)))
         return stage < ranks ? stage : 2 * ranks - 1 - stage;
     return stage % ranks;
 }
@@ -324,6 +439,21 @@ static void emit(order_writer *w, tf_action_type type, int stage, int microbatch
     a->stage = stage;
     a->microbatch = microbatch;
     a->rank = rank;
+    a->pair = TF_PAIR_NONE;
+}
+
+/* An overlapped pair: forward (f_stage, f_mb), then backward (b_type,
+ * b_stage, b_mb), issued together. */
+static void emit_pair(order_writer *w, int f_stage, int f_mb, tf_action_type b_type,
+                      int b_stage, int b_mb, int rank)
+{
+    int at = w->count;
+    emit(w, TF_ACT_F, f_stage, f_mb, rank);
+    emit(w, b_type, b_stage, b_mb, rank);
+    if (w->count == at + 2) {
+        w->actions[at].pair = TF_PAIR_FIRST;
+        w->actions[at + 1].pair = TF_PAIR_SECOND;
+    }
 }
 
 static void emit_gpipe_rank(order_writer *w, int rank, int microbatches)
@@ -444,6 +574,156 @@ static void emit_zbv_rank(order_writer *w, int rank, int ranks, int microbatches
         emit(w, TF_ACT_W, c0, w0++, rank);
 }
 
+/* ScheduleLoopedBFS._calculate_single_rank_operations: the rank's local
+ * stages (rank, rank + ranks, ...) each run all their forwards in turn, in
+ * microbatch order; then the same stages in reverse run all their full
+ * backwards, from the last microbatch down. */
+static void emit_looped_bfs_rank(order_writer *w, int rank, int ranks, int stages_per_rank,
+                                 int microbatches)
+{
+    for (int local = 0; local < stages_per_rank; local++)
+        for (int m = 0; m < microbatches; m++)
+            emit(w, TF_ACT_F, local * ranks + rank, m, rank);
+    for (int local = stages_per_rank - 1; local >= 0; local--)
+        for (int m = microbatches - 1; m >= 0; m--)
+            emit(w, TF_ACT_B, local * ranks + rank, m, rank);
+}
+
+/* One rank's DualPipeV order in the making.  Chunk 0 is the rank's stage on
+ * the way down the V, chunk 1 the one on the way up.  Backward microbatches
+ * count B and I together per chunk; every I queues its W, which later
+ * phases run oldest first. */
+typedef struct dual_pipe {
+    order_writer *w;
+    int rank;
+    int stage[2];
+    int forward[2], backward[2]; /* next microbatch of each chunk */
+    int *queued_stage, *queued_mb; /* pending W, a FIFO of 2 x microbatches */
+    int head, tail;
+    int split;                   /* backwards of chunk 0 and 1 are I from now on */
+} dual_pipe;
+
+static void dual_forward(dual_pipe *d, int chunk)
+{
+    emit(d->w, TF_ACT_F, d->stage[chunk], d->forward[chunk]++, d->rank);
+}
+
+/* A backward of chunk: I (queueing its W) or a full B. */
+static void dual_backward(dual_pipe *d, int chunk, int split)
+{
+    int mb = d->backward[chunk]++;
+    emit(d->w, split ? TF_ACT_I : TF_ACT_B, d->stage[chunk], mb, d->rank);
+    if (split) {
+        d->queued_stage[d->tail] = d->stage[chunk];
+        d->queued_mb[d->tail++] = mb;
+    }
+}
+
+static void dual_weight(dual_pipe *d)
+{
+    if (d->head < d->tail) {
+        emit(d->w, TF_ACT_W, d->queued_stage[d->head], d->queued_mb[d->head], d->rank);
+        d->head++;
+    }
+}
+
+/* The pair (forward of chunk f, full backward of the other chunk). */
+static void dual_pair(dual_pipe *d, int f)
+{
+    int b = 1 - f;
+    emit_pair(d->w, d->stage[f], d->forward[f]++, TF_ACT_B, d->stage[b], d->backward[b]++,
+              d->rank);
+}
+
+/* The last phases: r + 1 rounds of a backward of each chunk, the switch to
+ * I coming in the middle round (before chunk 1's backward on odd ranks,
+ * after it on even ones); then P - 1 - r rounds of (pending W, backward of
+ * chunk 0), then the W still pending. */
+static void dual_drain(dual_pipe *d, int ranks)
+{
+    const int r = d->rank, rounds = r + 1;
+    for (int i = 0; i < rounds; i++) {
+        if (i == rounds / 2 && r % 2 == 1)
+            d->split = 1;
+        dual_backward(d, 1, d->split);
+        if (i == rounds / 2 && r % 2 == 0)
+            d->split = 1;
+        dual_backward(d, 0, d->split);
+    }
+    for (int i = 0; i < ranks - 1 - r; i++) {
+        dual_weight(d);
+        dual_backward(d, 0, d->split);
+    }
+    for (int i = 0; i < r + 1; i++)
+        dual_weight(d);
+}
+
+/* ScheduleDualPipeV._calculate_single_rank_operations (PyTorch's steps 1
+ * to 8): warm-up forwards of chunk 0, then of both chunks, then chunk 1's
+ * zero-bubble I, W, F; the steady state of overlapped pairs (F of chunk 0
+ * with B of chunk 1, F of chunk 1 with B of chunk 0; the last rank runs its
+ * first two alone to shorten the bubble); chunk 1's tail; dual_drain.
+ * scratch holds 4 x microbatches ints. */
+static void emit_dual_pipe_v_rank(order_writer *w, int rank, int ranks, int microbatches,
+                                  int *scratch)
+{
+    dual_pipe d = {w, rank, {rank, 2 * ranks - 1 - rank}, {0, 0}, {0, 0},
+                   scratch, scratch + 2 * microbatches, 0, 0, 0};
+    for (int i = 0; i < 2 * (ranks - 1 - rank); i++)
+        dual_forward(&d, 0);
+    for (int i = 0; i < rank + 1; i++) {
+        dual_forward(&d, 0);
+        dual_forward(&d, 1);
+    }
+    for (int i = 0; i < ranks - 1 - rank; i++) {
+        dual_backward(&d, 1, 1);
+        dual_weight(&d);
+        dual_forward(&d, 1);
+    }
+    for (int i = 0; i < microbatches - 2 * ranks + rank + 1; i++) {
+        if (i == 0 && rank == ranks - 1) {
+            dual_forward(&d, 0);
+            dual_backward(&d, 1, 0);
+        } else {
+            dual_pair(&d, 0);
+        }
+        dual_pair(&d, 1);
+    }
+    for (int i = 0; i < ranks - 1 - rank; i++) {
+        dual_backward(&d, 1, 0);
+        dual_pair(&d, 1);
+    }
+    dual_drain(&d, ranks);
+}
+
+int tf_schedule_check_size(int ranks, int stages_per_rank, int microbatches,
+                           int actions_per_pair, tf_error *err)
+{
+    if (ranks < 1 || ranks > TF_MAX_RANKS || stages_per_rank < 1 ||
+        stages_per_rank > TF_MAX_STAGES_PER_RANK || microbatches < 1 ||
+        microbatches > TF_MAX_MICROBATCHES)
+        return tf_fail(err, TF_EINVAL,
+                       "ranks = %d, stages_per_rank = %d, microbatches = %d: each must be at "
+                       "least 1 and at most %d, %d and %d",
+                       ranks, stages_per_rank, microbatches, TF_MAX_RANKS,
+                       TF_MAX_STAGES_PER_RANK, TF_MAX_MICROBATCHES);
+    /* Within those, the products fit in a long long. */
+    long long stages = (long long)ranks * stages_per_rank;
+    long long actions = stages * microbatches * actions_per_pair;
+    if (stages > TF_MAX_STAGES)
+        return tf_fail(err, TF_EINVAL,
+                       "ranks x stages_per_rank = %d x %d = %lld stages, more than the %d the "
+                       "planner accepts",
+                       ranks, stages_per_rank, stages, TF_MAX_STAGES);
+    if (actions > TF_MAX_ACTIONS)
+        return tf_fail(err, TF_EINVAL,
+                       "ranks x stages_per_rank x microbatches x %d = %d x %d x %d x %d = %lld "
+                       "actions, more than the %d the planner accepts",
+                       actions_per_pair, ranks, stages_per_rank, microbatches, actions_per_pair,
+                       actions, TF_MAX_ACTIONS);
+    return 0;
+}
+
 /* Checks a built-in's shape; returns 0 or TF_EINVAL with the reason. */
 static int check_builtin_shape(builtin_kind kind, int ranks, int stages_per_rank,
                                int microbatches, tf_error *err)
@@ -468,10 +748,16 @@ static int check_builtin_shape(builtin_kind kind, int ranks, int stages_per_rank
                            name, stages_per_rank);
         break;
     case BUILTIN_ZBV_ZERO_BUBBLE:
+    case BUILTIN_DUAL_PIPE_V:
         if (stages_per_rank != 2)
             return tf_fail(err, TF_EINVAL,
                            "%s: stages_per_rank = %d, this schedule has exactly 2 stages per rank",
                            name, stages_per_rank);
+        break;
+    case BUILTIN_LOOPED_BFS:
+        if (stages_per_rank < 1)
+            return tf_fail(err, TF_EINVAL, "%s: stages_per_rank = %d, must be at least 1", name,
+                           stages_per_rank);
         break;
     default:
         break;
@@ -479,17 +765,12 @@ static int check_builtin_shape(builtin_kind kind, int ranks, int stages_per_rank
     if (microbatches < 1)
         return tf_fail(err, TF_EINVAL, "%s: microbatches = %d, must be at least 1", name,
                        microbatches);
-    long long actions_per_pair = tf_schedule_splits_backward(name) ? 3 : 2;
-    long long total = (long long)ranks * stages_per_rank;
-    if (total <= TF_SCHEDULE_MAX_ACTIONS)
-        total *= microbatches;
-    if (total <= TF_SCHEDULE_MAX_ACTIONS)
-        total *= actions_per_pair;
-    if (total > TF_SCHEDULE_MAX_ACTIONS)
-        return tf_fail(err, TF_EINVAL,
-                       "%s: ranks = %d, stages_per_rank = %d, microbatches = %d give more than "
-                       "%d actions",
-                       name, ranks, stages_per_rank, microbatches, TF_SCHEDULE_MAX_ACTIONS);
+    if (tf_schedule_check_size(ranks, stages_per_rank, microbatches,
+                               tf_schedule_splits_backward(name) ? 3 : 2, err)) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err ? err->msg : "");
+        return tf_fail(err, TF_EINVAL, "%s: %s", name, why);
+    }
 
     /* PyTorch's GPipe and 1F1B refuse fewer microbatches than stages; the
      * orders are still well defined (1F1B warms up with min(P - r, M)
@@ -503,7 +784,51 @@ static int check_builtin_shape(builtin_kind kind, int ranks, int stages_per_rank
                            "(PyTorch's rounds = max(1, microbatches / ranks) with ranks = %d)",
                            name, microbatches, rounds, ranks);
     }
+    if (kind == BUILTIN_DUAL_PIPE_V && microbatches < 2 * ranks)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: microbatches = %d is fewer than the %d stages (2 x ranks = 2 x %d); "
+                       "PyTorch's DualPipeV needs at least one microbatch per stage",
+                       name, microbatches, 2 * ranks, ranks);
     return 0;
+}
+
+/* What one rank's order of a built-in must hold: per_rank actions, or,
+ * for DualPipeV (whose I/W split depends on the rank), 2 x microbatches
+ * forwards and as many B and I, and one W per I. */
+static int rank_count_ok(builtin_kind kind, const tf_action *a, int count, int per_rank,
+                         int microbatches)
+{
+    if (kind != BUILTIN_DUAL_PIPE_V)
+        return count == per_rank;
+    int n[4] = {0, 0, 0, 0};
+    for (int i = 0; i < count; i++)
+        n[a[i].type]++;
+    return n[TF_ACT_F] == 2 * microbatches && n[TF_ACT_B] + n[TF_ACT_I] == 2 * microbatches &&
+           n[TF_ACT_W] == n[TF_ACT_I];
+}
+
+/* Appends rank `rank`'s order of built-in kind to w.  scratch holds
+ * 3 x stages_per_rank + 4 x microbatches ints. */
+static void emit_rank(builtin_kind kind, order_writer *w, int rank, int ranks,
+                      int stages_per_rank, int microbatches, int *scratch)
+{
+    int rounds = microbatches / ranks > 1 ? microbatches / ranks : 1;
+    switch (kind) {
+    case BUILTIN_GPIPE: emit_gpipe_rank(w, rank, microbatches); break;
+    case BUILTIN_1F1B: emit_1f1b_rank(w, rank, ranks, microbatches); break;
+    case BUILTIN_INTERLEAVED_1F1B:
+    case BUILTIN_INTERLEAVED_ZERO_BUBBLE:
+        emit_interleaved_rank(w, rank, ranks, stages_per_rank, microbatches,
+                              microbatches / rounds, kind == BUILTIN_INTERLEAVED_ZERO_BUBBLE,
+                              scratch);
+        break;
+    case BUILTIN_LOOPED_BFS:
+        emit_looped_bfs_rank(w, rank, ranks, stages_per_rank, microbatches);
+        break;
+    case BUILTIN_ZBV_ZERO_BUBBLE: emit_zbv_rank(w, rank, ranks, microbatches); break;
+    case BUILTIN_DUAL_PIPE_V: emit_dual_pipe_v_rank(w, rank, ranks, microbatches, scratch); break;
+    default: break;
+    }
 }
 
 int tf_schedule_build(const char *name, int ranks, int stages_per_rank, int microbatches,
@@ -535,13 +860,15 @@ int tf_schedule_build(const char *name, int ranks, int stages_per_rank, int micr
     s.stages_per_rank = stages_per_rank;
     s.stages = ranks * stages_per_rank;
     s.microbatches = microbatches;
+    /* DualPipeV's count depends on its I/W split: this is its upper bound. */
     s.n_actions = s.stages * microbatches * (split ? 3 : 2);
     s.actions = malloc(sizeof *s.actions * (size_t)s.n_actions);
     s.rank_offset = malloc(sizeof *s.rank_offset * (size_t)(ranks + 1));
     s.stage_rank = malloc(sizeof *s.stage_rank * (size_t)s.stages);
-    int *counters = malloc(sizeof *counters * 3 * (size_t)stages_per_rank);
-    if (!s.actions || !s.rank_offset || !s.stage_rank || !counters) {
-        free(counters);
+    int *scratch =
+        malloc(sizeof *scratch * (3 * (size_t)stages_per_rank + 4 * (size_t)microbatches));
+    if (!s.actions || !s.rank_offset || !s.stage_rank || !scratch) {
+        free(scratch);
         tf_schedule_free(&s);
         return tf_fail(err, TF_ENOMEM, "%s: out of memory for %d actions", s.name, s.n_actions);
     }
@@ -549,34 +876,14 @@ int tf_schedule_build(const char *name, int ranks, int stages_per_rank, int micr
         s.stage_rank[stage] = tf_schedule_stage_rank(s.name, ranks, stages_per_rank, stage);
 
     order_writer w = {s.actions, 0, s.n_actions, microbatches, 0};
-    int per_round = 0;
-    if (kind == BUILTIN_INTERLEAVED_1F1B || kind == BUILTIN_INTERLEAVED_ZERO_BUBBLE) {
-        int rounds = microbatches / ranks > 1 ? microbatches / ranks : 1;
-        per_round = microbatches / rounds;
-    }
     int per_rank = s.n_actions / ranks;
     for (int rank = 0; rank < ranks; rank++) {
         s.rank_offset[rank] = w.count;
-        switch (kind) {
-        case BUILTIN_GPIPE:
-            emit_gpipe_rank(&w, rank, microbatches);
-            break;
-        case BUILTIN_1F1B:
-            emit_1f1b_rank(&w, rank, ranks, microbatches);
-            break;
-        case BUILTIN_INTERLEAVED_1F1B:
-        case BUILTIN_INTERLEAVED_ZERO_BUBBLE:
-            emit_interleaved_rank(&w, rank, ranks, stages_per_rank, microbatches, per_round,
-                                  kind == BUILTIN_INTERLEAVED_ZERO_BUBBLE, counters);
-            break;
-        case BUILTIN_ZBV_ZERO_BUBBLE:
-            emit_zbv_rank(&w, rank, ranks, microbatches);
-            break;
-        default:
-            break;
-        }
-        if (w.overflowed || w.count - s.rank_offset[rank] != per_rank) {
-            free(counters);
+        emit_rank(kind, &w, rank, ranks, stages_per_rank, microbatches, scratch);
+        if (w.overflowed || !rank_count_ok(kind, w.actions + s.rank_offset[rank],
+                                           w.count - s.rank_offset[rank], per_rank,
+                                           microbatches)) {
+            free(scratch);
             tf_schedule_free(&s);
             return tf_fail(err, TF_EINVAL,
                            "%s: internal error: rank %d got a wrong number of actions "
@@ -585,7 +892,8 @@ int tf_schedule_build(const char *name, int ranks, int stages_per_rank, int micr
         }
     }
     s.rank_offset[ranks] = w.count;
-    free(counters);
+    s.n_actions = w.count;
+    free(scratch);
     *out = s;
     return 0;
 }

@@ -6,9 +6,10 @@
 
 #include "tf/schedule.h"
 
-/* Far beyond what the LP can solve, small enough that every count and every
- * index of a schedule fits in an int with room to spare. */
-enum { TF_SCHEDULE_MAX_ACTIONS = 1 << 24 };
+/* Cells one CSV line may have, blank ones (idle slots) included: PyTorch's
+ * CSV has a column per time step, so a rank's row may be mostly blanks, but
+ * never more than a few times the actions there can be. */
+enum { TF_SCHEDULE_MAX_CELLS = 4 * TF_MAX_ACTIONS };
 
 /* The blanks a cell may carry around it (CSV files, hand-written orders). */
 static inline int tf_schedule_is_blank(char c)

@@ -54,6 +54,11 @@ static int count_stages(tf_schedule *s, const cell_naming *naming, tf_error *err
         if (s->actions[i].stage > max_stage)
             max_stage = s->actions[i].stage;
     s->stages = max_stage + 1;
+    /* Every stage is a cap row of the freeze LP: bounded like a built-in's. */
+    if (s->stages > TF_MAX_STAGES)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: stage %d: more than the %d stages the planner accepts",
+                       naming->where, max_stage, TF_MAX_STAGES);
     if (s->stages % s->ranks != 0)
         return tf_fail(err, TF_EINVAL,
                        "%s: %d stages (0 to %d) do not divide evenly over %d ranks",
@@ -287,6 +292,15 @@ static int is_blank_cell(const char *cell)
     return *cell == '\0';
 }
 
+/* The actions a cell holds: 2 for an overlapped pair "(0F7;7B3)...", else
+ * 1 (a cell that is neither fails when parsed). */
+static int cell_actions(const char *cell)
+{
+    while (cell && tf_schedule_is_blank(*cell))
+        cell++;
+    return cell && *cell == '(' ? 2 : 1;
+}
+
 /* Checks the rows' shape and counts their actions (blank cells skipped
  * when skip_blank) into *count. */
 static int count_cells(const char *const *const *rows, const int *row_len, int ranks,
@@ -304,38 +318,43 @@ static int count_cells(const char *const *const *rows, const int *row_len, int r
                            row_len[r], rows[r] ? "a negative length" : "no cell array");
         for (int c = 0; c < row_len[r]; c++)
             if (!(skip_blank && rows[r][c] && is_blank_cell(rows[r][c])))
-                cells++;
-        if (cells > TF_SCHEDULE_MAX_ACTIONS)
-            return tf_fail(err, TF_EINVAL, "%s: more than %d actions", naming->where,
-                           TF_SCHEDULE_MAX_ACTIONS);
+                cells += cell_actions(rows[r][c]);
+        if (cells > TF_MAX_ACTIONS)
+            return tf_fail(err, TF_EINVAL,
+                           "%s: more than %d actions (the most the planner accepts) by row %d",
+                           naming->where, TF_MAX_ACTIONS, r);
     }
     *count = (int)cells;
     return 0;
 }
 
-/* Parses cell (rank r, column c) into *a: a valid action whose stage and
- * microbatch are in range for an order of n actions (and microbatches,
- * when >= 1). */
+/* Parses cell (rank r, column c) into a[0] (and a[1] for a pair, *count
+ * 2): valid actions whose stages and microbatches are in range for an
+ * order of n actions (and microbatches, when >= 1). */
 static int parse_cell(const char *cell, int r, int c, int n, int microbatches,
-                      const cell_naming *naming, tf_action *a, tf_error *err)
+                      const cell_naming *naming, tf_action *a, int *count, tf_error *err)
 {
     char here[1200], text[32];
     tf_error cell_err;
     tf_error_clear(&cell_err);
     name_cell(here, sizeof here, naming, r, c);
-    if (tf_action_parse(cell, a, &cell_err) != 0)
+    if (tf_cell_parse(cell, a, count, &cell_err) != 0)
         return tf_fail(err, TF_EINVAL, "%s: %s", here, cell_err.msg);
-    if (microbatches >= 1 && a->microbatch >= microbatches)
-        return tf_fail(err, TF_EINVAL,
-                       "%s: %s: microbatch %d is out of range (%d microbatches: 0 to %d)", here,
-                       tf_action_format(a, text), a->microbatch, microbatches, microbatches - 1);
-    /* Every (stage, microbatch) needs at least two actions, so indices at
-     * or beyond the action count cannot belong to a valid order. */
-    if (a->stage >= n || (microbatches < 1 && a->microbatch >= n))
-        return tf_fail(err, TF_EINVAL, "%s: %s: %s %d is out of range for an order of %d actions",
-                       here, tf_action_format(a, text), a->stage >= n ? "stage" : "microbatch",
-                       a->stage >= n ? a->stage : a->microbatch, n);
-    a->rank = r;
+    for (int k = 0; k < *count; k++) {
+        if (microbatches >= 1 && a[k].microbatch >= microbatches)
+            return tf_fail(err, TF_EINVAL,
+                           "%s: %s: microbatch %d is out of range (%d microbatches: 0 to %d)",
+                           here, tf_action_format(&a[k], text), a[k].microbatch, microbatches,
+                           microbatches - 1);
+        /* Every (stage, microbatch) needs at least two actions, so indices
+         * at or beyond the action count cannot belong to a valid order. */
+        if (a[k].stage >= n || (microbatches < 1 && a[k].microbatch >= n))
+            return tf_fail(err, TF_EINVAL,
+                           "%s: %s: %s %d is out of range for an order of %d actions", here,
+                           tf_action_format(&a[k], text), a[k].stage >= n ? "stage" : "microbatch",
+                           a[k].stage >= n ? a[k].stage : a[k].microbatch, n);
+        a[k].rank = r;
+    }
     return 0;
 }
 
@@ -353,13 +372,16 @@ static int parse_rows(const char *const *const *rows, const int *row_len, int mi
             const char *cell = rows[r][c];
             if (skip_blank && cell && is_blank_cell(cell))
                 continue;
-            tf_action *a = &s->actions[count];
-            int rc = parse_cell(cell, r, c, s->n_actions, microbatches, naming, a, err);
+            tf_action a[2];
+            int k, rc = parse_cell(cell, r, c, s->n_actions, microbatches, naming, a, &k, err);
             if (rc)
                 return rc;
-            if (a->microbatch > max_mb)
-                max_mb = a->microbatch;
-            columns[count++] = c;
+            for (int j = 0; j < k; j++) {
+                if (a[j].microbatch > max_mb)
+                    max_mb = a[j].microbatch;
+                s->actions[count] = a[j];
+                columns[count++] = c;
+            }
         }
     }
     s->rank_offset[s->ranks] = count;
@@ -367,15 +389,69 @@ static int parse_rows(const char *const *const *rows, const int *row_len, int mi
     return 0;
 }
 
+/* Counts the actions of one (stage, microbatch), keys[from..to), by type;
+ * at[type] gets the position of the last of each. */
+static void count_types(const cell_key *keys, int from, int to, int n[4], int at[4])
+{
+    for (int t = 0; t < 4; t++)
+        n[t] = 0, at[t] = -1;
+    for (int k = from; k < to; k++) {
+        n[keys[k].type]++;
+        at[keys[k].type] = keys[k].index;
+    }
+}
+
+/* PyTorch's older notation wrote a split backward as B, then W: a
+ * (stage, microbatch) with one B, one later W of the same rank and no I
+ * means I + W.  Rewrites those B as I, counting them into notes with the
+ * first one in the file. */
+static int convert_old_backwards(tf_schedule *s, const cell_naming *naming, tf_csv_notes *notes,
+                                 tf_error *err)
+{
+    const int n = s->n_actions;
+    cell_key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
+    if (!keys)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory for %d actions", naming->where, n);
+    for (int i = 0; i < n; i++)
+        keys[i] = (cell_key){s->actions[i].stage, s->actions[i].microbatch,
+                             (int)s->actions[i].type, i};
+    qsort(keys, (size_t)n, sizeof *keys, compare_cell_keys);
+    int first = n;
+    for (int k = 0, end; k < n; k = end) {
+        for (end = k; end < n && keys[end].stage == keys[k].stage &&
+                      keys[end].microbatch == keys[k].microbatch;
+             end++)
+            ;
+        int count[4], at[4];
+        count_types(keys, k, end, count, at);
+        if (count[TF_ACT_B] != 1 || count[TF_ACT_W] != 1 || count[TF_ACT_I] != 0 ||
+            at[TF_ACT_W] < at[TF_ACT_B] ||
+            s->actions[at[TF_ACT_W]].rank != s->actions[at[TF_ACT_B]].rank)
+            continue;
+        s->actions[at[TF_ACT_B]].type = TF_ACT_I;
+        notes->old_backwards++;
+        if (at[TF_ACT_B] < first)
+            first = at[TF_ACT_B];
+    }
+    if (first < n) {
+        tf_action original = s->actions[first];
+        original.type = TF_ACT_B;
+        tf_action_format(&original, notes->first_old);
+    }
+    free(keys);
+    return 0;
+}
+
 /* Builds a schedule from rows of cells.  microbatches < 1 means "1 + the
- * largest microbatch seen"; skip_blank treats blank cells as idle slots. */
+ * largest microbatch seen"; skip_blank treats blank cells as idle slots;
+ * with notes (a CSV), B cells in PyTorch's older notation become I. */
 static int schedule_from_rows(const char *const *const *rows, const int *row_len, int ranks,
                               int microbatches, const cell_naming *naming, int skip_blank,
-                              tf_schedule *out, tf_error *err)
+                              tf_csv_notes *notes, tf_schedule *out, tf_error *err)
 {
     tf_schedule s;
     memset(&s, 0, sizeof s);
-    int n;
+    int n = 0;
     int rc = count_cells(rows, row_len, ranks, naming, skip_blank, &n, err);
     if (rc)
         return rc;
@@ -389,6 +465,8 @@ static int schedule_from_rows(const char *const *const *rows, const int *row_len
         rc = tf_fail(err, TF_ENOMEM, "%s: out of memory for %d actions", naming->where, n);
     if (!rc)
         rc = parse_rows(rows, row_len, microbatches, naming, skip_blank, &s, columns, err);
+    if (!rc && notes)
+        rc = convert_old_backwards(&s, naming, notes, err);
     if (!rc)
         rc = check_explicit_order(&s, columns, naming, err);
     free(columns);
@@ -411,7 +489,7 @@ int tf_schedule_from_cells(const char *const *const *rows, const int *row_len, i
     if (microbatches < 1)
         return tf_fail(err, TF_EINVAL, "%s: microbatches = %d, must be at least 1",
                        naming.where, microbatches);
-    return schedule_from_rows(rows, row_len, ranks, microbatches, &naming, 0, out, err);
+    return schedule_from_rows(rows, row_len, ranks, microbatches, &naming, 0, NULL, out, err);
 }
 
 static void free_rows(char ***rows, size_t count)
@@ -434,9 +512,9 @@ static int split_line(char *line, const char *path, size_t line_no, char ***cell
     for (size_t i = 0; i < line_len; i++)
         if (line[i] == ',')
             cells++;
-    if (cells > (size_t)TF_SCHEDULE_MAX_ACTIONS)
+    if (cells > (size_t)TF_SCHEDULE_MAX_CELLS)
         return tf_fail(err, TF_EINVAL, "%s: line %zu has more than %d cells", path, line_no,
-                       TF_SCHEDULE_MAX_ACTIONS);
+                       TF_SCHEDULE_MAX_CELLS);
     char **row = malloc(sizeof *row * (cells > 0 ? cells : 1));
     if (!row)
         return tf_fail(err, TF_ENOMEM, "%s: out of memory for line %zu", path, line_no);
@@ -480,8 +558,9 @@ static int split_csv(char *data, size_t len, const char *path, char ****rows_out
     for (size_t i = 0; i < content_end; i++)
         if (data[i] == '\n')
             lines++;
-    if (lines > (size_t)TF_SCHEDULE_MAX_ACTIONS)
-        return tf_fail(err, TF_EINVAL, "%s: more than %d rows", path, TF_SCHEDULE_MAX_ACTIONS);
+    if (lines > (size_t)TF_MAX_RANKS)
+        return tf_fail(err, TF_EINVAL, "%s: more than %d rows (one per rank; at most %d ranks)",
+                       path, TF_MAX_RANKS, TF_MAX_RANKS);
     data[content_end] = '\0';
 
     char ***rows = calloc(lines, sizeof *rows);
@@ -513,6 +592,16 @@ static int split_csv(char *data, size_t len, const char *path, char ****rows_out
 
 int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err)
 {
+    return tf_schedule_read_csv_noted(path, out, NULL, err);
+}
+
+int tf_schedule_read_csv_noted(const char *path, tf_schedule *out, tf_csv_notes *notes,
+                               tf_error *err)
+{
+    tf_csv_notes unused;
+    if (!notes)
+        notes = &unused;
+    memset(notes, 0, sizeof *notes);
     char *data = NULL;
     size_t len = 0;
     char ***rows = NULL;
@@ -523,7 +612,7 @@ int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err)
     if (!path || !out)
         return tf_fail(err, TF_EINVAL, "tf_schedule_read_csv: %s is missing",
                        path ? "the output schedule" : "the path");
-    int rc = tf_read_file(path, &data, &len, err);
+    int rc = tf_read_file_limit(path, TF_MAX_CSV_BYTES, &data, &len, err);
     if (rc)
         return rc;
     const char *nul = memchr(data, '\0', len);
@@ -537,7 +626,7 @@ int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err)
     if (rc == 0) {
         cell_naming naming = {path, 1};
         rc = schedule_from_rows((const char *const *const *)rows, row_len, ranks, 0, &naming, 1,
-                                out, err);
+                                notes, out, err);
         free_rows(rows, (size_t)ranks);
         free(row_len);
     }
@@ -545,38 +634,60 @@ int tf_schedule_read_csv(const char *path, tf_schedule *out, tf_error *err)
     return rc;
 }
 
-int tf_schedule_write_csv(const tf_schedule *s, const char *path, tf_error *err)
+int tf_schedule_csv_text(const tf_schedule *s, char **text_out, size_t *len, tf_error *err)
 {
-    if (!s || !path)
-        return tf_fail(err, TF_EINVAL, "tf_schedule_write_csv: %s is missing",
-                       s ? "the path" : "the schedule");
-    int malformed = s->ranks < 1 || s->n_actions < 0 || s->n_actions > TF_SCHEDULE_MAX_ACTIONS ||
+    *text_out = NULL;
+    *len = 0;
+    if (!s)
+        return tf_fail(err, TF_EINVAL, "tf_schedule_csv_text: the schedule is missing");
+    int malformed = s->ranks < 1 || s->n_actions < 0 || s->n_actions > TF_MAX_ACTIONS ||
                     !s->rank_offset || (s->n_actions > 0 && !s->actions);
     for (int r = 0; !malformed && r < s->ranks; r++)
         malformed = s->rank_offset[r] < 0 || s->rank_offset[r] > s->rank_offset[r + 1];
     if (!malformed)
         malformed = s->rank_offset[0] != 0 || s->rank_offset[s->ranks] != s->n_actions;
     if (malformed)
-        return tf_fail(err, TF_EINVAL, "%s: the schedule to write is empty or malformed", path);
-    /* Every cell is at most 2 * 11 digits + a letter, plus its comma or newline. */
-    size_t capacity = (size_t)s->n_actions * 24 + (size_t)s->ranks + 1;
+        return tf_fail(err, TF_EINVAL, "the schedule to write as CSV is empty or malformed");
+    /* A cell takes at most TF_CELL_MAX - 1 bytes for its actions (a pair's
+     * two), plus its comma or newline. */
+    size_t capacity = (size_t)s->n_actions * TF_CELL_MAX + (size_t)s->ranks + 1;
     char *text = malloc(capacity);
     if (!text)
-        return tf_fail(err, TF_ENOMEM, "%s: out of memory for %d actions", path, s->n_actions);
+        return tf_fail(err, TF_ENOMEM, "out of memory for a CSV of %d actions", s->n_actions);
     size_t used = 0;
     for (int r = 0; r < s->ranks; r++) {
-        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++) {
-            char cell[32];
-            tf_action_format(&s->actions[i], cell);
+        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1];) {
+            char cell[TF_CELL_MAX];
+            int covered = tf_schedule_format_cell(s, i, cell);
+            if (covered == 2 && i + 1 >= s->rank_offset[r + 1])
+                covered = 1, tf_action_format(&s->actions[i], cell); /* a pair cut by its row */
             size_t cell_len = strlen(cell);
             if (i > s->rank_offset[r])
                 text[used++] = ',';
             memcpy(text + used, cell, cell_len);
             used += cell_len;
+            i += covered;
         }
         text[used++] = '\n';
     }
-    int rc = tf_write_file_atomic(path, text, used, err);
+    *text_out = text;
+    *len = used;
+    return 0;
+}
+
+int tf_schedule_write_csv(const tf_schedule *s, const char *path, tf_error *err)
+{
+    if (!s || !path)
+        return tf_fail(err, TF_EINVAL, "tf_schedule_write_csv: %s is missing",
+                       s ? "the path" : "the schedule");
+    char *text;
+    size_t used;
+    tf_error inner;
+    tf_error_clear(&inner);
+    int rc = tf_schedule_csv_text(s, &text, &used, &inner);
+    if (rc)
+        return tf_fail(err, rc, "%s: %s", path, inner.msg);
+    rc = tf_write_file_atomic(path, text, used, err);
     free(text);
     return rc;
 }

@@ -53,7 +53,10 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     char *text;
-    int rc = tf_read_file(path, &text, NULL, err);
+    /* A plan or a profile: the larger of their limits. */
+    size_t limit = TF_MAX_PLAN_BYTES > TF_MAX_PROFILE_BYTES ? TF_MAX_PLAN_BYTES
+                                                            : TF_MAX_PROFILE_BYTES;
+    int rc = tf_read_file_limit(path, limit, &text, NULL, err);
     if (rc)
         return rc;
     /* Peek at "format" to pick the parser; each parser then validates fully.
@@ -265,6 +268,11 @@ int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
                        "--compare unfrozen needs a plan, but the input is a profile (its "
                        "unfrozen schedule, nothing planned): both panels would show the same "
                        "timeline; run tf-plan on it and draw the plan, or leave out --compare");
+    if (opt->flows && strcmp(format, "chrome") != 0)
+        return tf_fail(err, TF_EINVAL,
+                       "--flows draws the dependencies between ranks as arrows of a Chrome "
+                       "trace: it needs format chrome (-T chrome, or a .json output), not %s",
+                       format);
     if (opt->dag && !strcmp(format, "chrome"))
         return tf_fail(err, TF_EINVAL,
                        "--dag draws the dependency graph; a Chrome trace (format chrome) has "
@@ -278,7 +286,7 @@ int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
     tl_model m;
     int rc = model_build(plan, opt, &m, err);
     if (!rc)
-        rc = !strcmp(format, "chrome") ? tl_render_chrome(&m, data, len, err)
+        rc = !strcmp(format, "chrome") ? tl_render_chrome(&m, opt->flows, data, len, err)
                                         : tl_render_graphviz(&m, opt, format, data, len, err);
     model_free(&m);
     return rc;

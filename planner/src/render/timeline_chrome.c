@@ -1,6 +1,8 @@
 /* timeline_chrome.c - the plan as a Chrome/Perfetto trace (traceEvents JSON):
- * one process per rank and panel, one complete event ("ph": "X") per action
- * with its freeze ratio in args.  Loads in chrome://tracing and
+ * one process per rank and panel with one named thread, one complete event
+ * ("ph": "X") per action with its freeze ratio in args, and, when asked,
+ * flow events ("ph": "s" / "f") for the dependencies between ranks, which
+ * the viewers draw as arrows.  Loads in chrome://tracing and
  * ui.perfetto.dev, which handle schedules far larger than a picture can.
  */
 #include <cjson/cJSON.h>
@@ -35,12 +37,48 @@ static int add_process(cJSON *events, int pid, const char *name)
     return 0;
 }
 
+/* Thread metadata: the rank's one thread, named by the stages it runs
+ * ("stage 3", "stages 0, 7"), so the viewer's row says which stages the
+ * events are. */
+static int add_thread(cJSON *events, const tf_schedule *s, int pid, int rank)
+{
+    cJSON *meta = cJSON_CreateObject();
+    cJSON *args = cJSON_AddObjectToObject(meta, "args");
+    if (!meta || !args) {
+        cJSON_Delete(meta);
+        return TF_ENOMEM;
+    }
+    char name[256];
+    int used = snprintf(name, sizeof name, "%s", s->stages_per_rank > 1 ? "stages" : "stage");
+    for (int st = 0, n = 0; st < s->stages && used < (int)sizeof name - 16; st++)
+        if (s->stage_rank[st] == rank)
+            used += snprintf(name + used, sizeof name - (size_t)used, "%s %d", n++ ? "," : "", st);
+    cJSON_AddStringToObject(meta, "name", "thread_name");
+    cJSON_AddStringToObject(meta, "ph", "M");
+    cJSON_AddNumberToObject(meta, "pid", pid);
+    cJSON_AddNumberToObject(meta, "tid", 0);
+    cJSON_AddStringToObject(args, "name", name);
+    cJSON_AddItemToArray(events, meta);
+    return 0;
+}
+
+/* An event's name: "F3" on schedules with one stage per rank (the row
+ * names the stage), PyTorch's "2F3" where a rank runs several. */
+static const char *event_name(const tf_schedule *s, const tf_action *a, char *name)
+{
+    if (s->stages_per_rank > 1)
+        return tf_action_format(a, name);
+    snprintf(name, 32, "%c%d", tf_action_letter(a->type), a->microbatch);
+    return name;
+}
+
 static int add_action(cJSON *events, const tl_model *m, const tl_panel *p, int i, int pid)
 {
+    const tf_schedule *s = &m->plan->schedule;
     const tf_plan_action *pa = &m->plan->actions[i];
     const tf_action *a = &pa->action;
     char name[32], cell[32], type[2] = {tf_action_letter(a->type), '\0'};
-    snprintf(name, sizeof name, "%c%d", type[0], a->microbatch);
+    event_name(s, a, name);
     cJSON *ev = cJSON_CreateObject();
     cJSON *args = cJSON_AddObjectToObject(ev, "args");
     if (!ev || !args) {
@@ -65,11 +103,65 @@ static int add_action(cJSON *events, const tl_model *m, const tl_panel *p, int i
     tfj_add_number(args, "max_ms", pa->max_ms);
     tfj_add_number(args, "min_ms", pa->min_ms);
     cJSON_AddBoolToObject(args, "critical", p->critical[i] != 0);
+    int first = a->pair == TF_PAIR_FIRST ? i : a->pair == TF_PAIR_SECOND ? i - 1 : -1;
+    if (first >= 0 && first + 1 < s->n_actions) {
+        char pair[TF_CELL_MAX];
+        cJSON_AddStringToObject(args, "pair", tf_pair_format(&s->actions[first],
+                                                             &s->actions[first + 1], pair));
+    }
     cJSON_AddItemToArray(events, ev);
     return 0;
 }
 
-static cJSON *build_trace(const tl_model *m)
+/* One end of flow `id` ("s" at the sender, "f" at the receiver), bound to
+ * the action slice it is drawn from or to: its timestamp is the middle of
+ * that slice, which both chrome://tracing and Perfetto bind to the slice
+ * that encloses it ("bp": "e"). */
+static int add_flow_end(cJSON *events, const char *ph, const char *name, long id, int pid,
+                        double ts_us)
+{
+    cJSON *ev = cJSON_CreateObject();
+    if (!ev)
+        return TF_ENOMEM;
+    cJSON_AddStringToObject(ev, "name", name);
+    cJSON_AddStringToObject(ev, "cat", "dependency");
+    cJSON_AddStringToObject(ev, "ph", ph);
+    cJSON_AddNumberToObject(ev, "id", (double)id);
+    cJSON_AddNumberToObject(ev, "pid", pid);
+    cJSON_AddNumberToObject(ev, "tid", 0);
+    tfj_add_number(ev, "ts", ts_us);
+    cJSON_AddStringToObject(ev, "bp", "e");
+    cJSON_AddItemToArray(events, ev);
+    return 0;
+}
+
+/* Flow events for every DAG edge between two ranks of panel k (pids
+ * k * ranks + rank), ids counting on from *next_id. */
+static int add_flows(cJSON *events, const tl_model *m, int k, long *next_id)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    const tl_panel *p = &m->panels[k];
+    const tf_dag *g = &m->dag;
+    for (int u = 0; u < g->n; u++)
+        for (int e = g->succ_offset[u]; e < g->succ_offset[u + 1]; e++) {
+            int v = g->succ[e];
+            const tf_action *a = &s->actions[u], *b = &s->actions[v];
+            if (a->rank == b->rank)
+                continue;
+            char from[32], to[32], name[80];
+            snprintf(name, sizeof name, "%s -> %s", tf_action_format(a, from),
+                     tf_action_format(b, to));
+            long id = (*next_id)++;
+            if (add_flow_end(events, "s", name, id, k * s->ranks + a->rank,
+                             (p->start[u] + p->ms[u] / 2) * 1000.0) ||
+                add_flow_end(events, "f", name, id, k * s->ranks + b->rank,
+                             (p->start[v] + p->ms[v] / 2) * 1000.0))
+                return TF_ENOMEM;
+        }
+    return 0;
+}
+
+static cJSON *build_trace(const tl_model *m, int flows)
 {
     const tf_plan *plan = m->plan;
     const tf_schedule *s = &plan->schedule;
@@ -100,22 +192,26 @@ static cJSON *build_trace(const tl_model *m)
                 snprintf(name, sizeof name, "rank %d (%s)", r, p->name);
             else
                 snprintf(name, sizeof name, "rank %d", r);
-            if (add_process(events, pid, name))
+            if (add_process(events, pid, name) || add_thread(events, s, pid, r))
                 goto oom;
             for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
                 if (add_action(events, m, p, i, pid))
                     goto oom;
         }
     }
+    long next_id = 1;
+    for (int k = 0; flows && k < m->n_panels; k++)
+        if (add_flows(events, m, k, &next_id))
+            goto oom;
     return root;
 oom:
     cJSON_Delete(root);
     return NULL;
 }
 
-int tl_render_chrome(const tl_model *m, char **data, size_t *len, tf_error *err)
+int tl_render_chrome(const tl_model *m, int flows, char **data, size_t *len, tf_error *err)
 {
-    cJSON *root = build_trace(m);
+    cJSON *root = build_trace(m, flows);
     char *text = root ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
     if (!text)

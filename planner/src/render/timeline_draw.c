@@ -400,19 +400,27 @@ static double tick_step(double span, double plot_w)
     return best;
 }
 
-/* The label of action i that fits a box w points wide: "F3", else "3" (the
- * colour still tells the type), at 9 pt or smaller, else none.  A W box
- * pales towards white as it freezes, so its colour cannot tell the type:
- * a digit alone would read as a stray number, and it gets "W3" or none. */
-static void fit_label(const tf_action *a, double w, char *label, double *fontsize)
+/* The label of action a that fits a box w points wide, at 9 pt or
+ * smaller, else none.  On schedules with several stages per rank the label
+ * names the stage as PyTorch names actions, "2F3", since "F3" alone does
+ * not say which of the rank's stages ran (the shade only hints at it);
+ * with one stage per rank the row already says it, and the shorter "F3"
+ * fits narrower boxes.  Narrower boxes fall back to "F3", then "3" (the
+ * colour still tells the type).  A W box pales towards white as it
+ * freezes, so its colour cannot tell the type: a digit alone would read as
+ * a stray number, and it gets "2W3", "W3" or none. */
+static void fit_label(const tf_action *a, int name_stage, double w, char *label,
+                      double *fontsize)
 {
     static const double sizes[] = {9.0, 7.5, 6.0};
-    char full[32], short_label[32];
+    char staged[48], full[32], short_label[32];
+    snprintf(staged, sizeof staged, "%d%c%d", a->stage, tf_action_letter(a->type), a->microbatch);
     snprintf(full, sizeof full, "%c%d", tf_action_letter(a->type), a->microbatch);
     snprintf(short_label, sizeof short_label, "%d", a->microbatch);
-    const char *candidates[] = {full, short_label};
-    int n_candidates = a->type == TF_ACT_W ? 1 : 2;
-    for (int c = 0; c < n_candidates; c++)
+    const char *candidates[] = {staged, full, short_label};
+    int first = name_stage ? 0 : 1;
+    int last = a->type == TF_ACT_W ? 1 : 2;
+    for (int c = first; c <= last; c++)
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
             if (text_width(candidates[c], sizes[k]) + 3 <= w) {
                 strcpy(label, candidates[c]);
@@ -423,6 +431,19 @@ static void fit_label(const tf_action *a, double w, char *label, double *fontsiz
     *fontsize = LABEL_FONT;
 }
 
+/* The overlapped pair action i belongs to, as PyTorch names it, into
+ * name[TF_CELL_MAX]; "" when it belongs to none. */
+static const char *pair_name(const tl_model *m, int i, char *name)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    int first = s->actions[i].pair == TF_PAIR_FIRST ? i
+              : s->actions[i].pair == TF_PAIR_SECOND ? i - 1 : -1;
+    name[0] = '\0';
+    if (first >= 0 && first + 1 < s->n_actions)
+        tf_pair_format(&s->actions[first], &s->actions[first + 1], name);
+    return name;
+}
+
 static void draw_action(canvas *c, const tl_model *m, const tl_panel *p, const frame *f, int i,
                         double row_top)
 {
@@ -431,11 +452,13 @@ static void draw_action(canvas *c, const tl_model *m, const tl_panel *p, const f
     double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, p->start[i] + p->ms[i]));
     double top = row_top + (ROW_H - BOX_H) / 2;
     rgb fill = action_fill(m, i, p->ratio[i]);
-    char hex[8], cell[32], label[32], text[512];
+    char hex[8], cell[32], label[48], text[640], pair[TF_CELL_MAX];
     Agnode_t *n = put_rect(c, x0, top, x1, top + BOX_H, rgb_hex(fill, hex));
     tf_action_format(a, cell);
+    pair_name(m, i, pair);
     setf(n, "id", "%s_%s", p->id_prefix, cell);
-    setf(n, "class", "action %c%s", tf_action_letter(a->type), p->critical[i] ? " critical" : "");
+    setf(n, "class", "action %c%s%s", tf_action_letter(a->type), p->critical[i] ? " critical" : "",
+         pair[0] ? " pair" : "");
     /* Critical actions get a dark outline; others a hairline of white that
      * separates neighbours.  In dense rows a 1.6-point outline would cover
      * the whole box and white hairlines would pale every box, which reads
@@ -445,16 +468,46 @@ static void draw_action(canvas *c, const tl_model *m, const tl_panel *p, const f
     double fontsize = LABEL_FONT;
     label[0] = '\0';
     if (!f->dense)
-        fit_label(a, x1 - x0, label, &fontsize);
+        fit_label(a, m->plan->schedule.stages_per_rank > 1, x1 - x0, label, &fontsize);
     set(n, "label", label);
     if (fontsize != LABEL_FONT)
         setf(n, "fontsize", "%g", fontsize);
     set(n, "fontcolor", luminance(fill) > 0.6 ? "#1b1b1b" : "#ffffff");
     snprintf(text, sizeof text,
              "%s (%s, stage %d, microbatch %d) on rank %d: start %.3f ms, %.3f ms (max %.3f, min "
-             "%.3f), freeze ratio %.3f%s",
+             "%.3f), freeze ratio %.3f%s%s%s",
              cell, type_name(a->type), a->stage, a->microbatch, a->rank, p->start[i], p->ms[i],
-             pa->max_ms, pa->min_ms, p->ratio[i], p->critical[i] ? ", critical" : "");
+             pa->max_ms, pa->min_ms, p->ratio[i], p->critical[i] ? ", critical" : "",
+             pair[0] ? "; half of the overlapped pair " : "", pair);
+    set(n, "tooltip", text);
+}
+
+/* An overlapped pair (first action i) runs as one node: its two boxes,
+ * back to back, get one frame around them, a little taller than the boxes
+ * like a marker, drawn over them.  id "<prefix>_pair_<F>_<B>", class
+ * "pair"; its tooltip gives the pair's span.  Not in dense rows, where it
+ * would cover the boxes. */
+static void draw_pair_frame(canvas *c, const tl_model *m, const tl_panel *p, const frame *f,
+                            int i, double row_top)
+{
+    const tf_schedule *s = &m->plan->schedule;
+    if (f->dense || s->actions[i].pair != TF_PAIR_FIRST || i + 1 >= s->n_actions)
+        return;
+    double end = p->start[i + 1] + p->ms[i + 1];
+    double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, end));
+    char first[32], second[32], name[TF_CELL_MAX], text[320];
+    Agnode_t *n = put_rect(c, x0, row_top + 1, fmax(x1, x0 + 1), row_top + ROW_H - 1, "#333333");
+    set(n, "style", "dashed");
+    set(n, "fillcolor", "none");
+    set(n, "penwidth", "1.2");
+    setf(n, "id", "%s_pair_%s_%s", p->id_prefix, tf_action_format(&s->actions[i], first),
+         tf_action_format(&s->actions[i + 1], second));
+    set(n, "class", "pair");
+    snprintf(text, sizeof text,
+             "%s on rank %d: %s and %s issued together, one node of the schedule: start %.3f "
+             "ms, %.3f ms (%s %.3f + %s %.3f)",
+             pair_name(m, i, name), s->actions[i].rank, first, second, p->start[i],
+             end - p->start[i], first, p->ms[i], second, p->ms[i + 1]);
     set(n, "tooltip", text);
 }
 
@@ -511,6 +564,8 @@ static double draw_panel(canvas *c, const tl_model *m, const tl_panel *p, const 
             draw_action(c, m, p, f, i, row_top);
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
             draw_marker(c, m, p, f, i, row_top);
+        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
+            draw_pair_frame(c, m, p, f, i, row_top);
         char text[96];
         snprintf(text, sizeof text, "rank %d", r);
         double mid = row_top + ROW_H / 2.0;
@@ -628,6 +683,17 @@ static double draw_legend(canvas *c, const tl_model *m, const frame *f, double t
         put_text(c, x, y, text, 9, 'l', "#333333", 0);
         x += w;
     }
+    if (tf_schedule_has_pairs(s)) {
+        const char *text = "overlapped pair (one node)";
+        double w = 2 * sw + 4 + text_width(text, 9) + 16;
+        legend_room(&x, &y, w, f->x0, right, line_h);
+        Agnode_t *n = put_rect(c, x, y - sw / 2, x + 2 * sw, y + sw / 2, "#333333");
+        set(n, "style", "dashed");
+        set(n, "fillcolor", "none");
+        set(n, "penwidth", "1.2");
+        put_text(c, x + 2 * sw + 4, y, text, 9, 'l', "#333333", 0);
+        x += w;
+    }
     return y + line_h / 2;
 }
 
@@ -716,6 +782,8 @@ static const struct {
     {TF_EDGE_BACKWARD_PREV_STAGE, "backward to previous stage", "#c43c3e", "solid", "1.4"},
     {TF_EDGE_BACKWARD_AFTER_FORWARD, "backward after forward", "#8e44ad", "dashed", "1.2"},
     {TF_EDGE_MICROBATCH, "next microbatch", "#8c8c8c", "dotted", "1.2"},
+    {TF_EDGE_PAIR, "overlapped pair (joins it, or enters or leaves it as one node)", "#333333",
+     "bold", "2"},
     {TF_EDGE_RANK_ORDER, "rank order", "#b0b0b0", "solid", "1"},
 };
 enum { N_RULES = sizeof rule_styles / sizeof *rule_styles };
@@ -835,8 +903,9 @@ static void draw_dag_edge(Agraph_t *g, const tl_model *m, Agnode_t **nodes, int 
     set(edge, "penwidth", rule_styles[style].penwidth);
 }
 
-/* Legend: one sample edge per rule, in its own cluster. */
-static void draw_dag_legend(Agraph_t *g)
+/* Legend: one sample edge per rule, in its own cluster; the pair's only
+ * when the schedule has pairs. */
+static void draw_dag_legend(Agraph_t *g, int pairs)
 {
     Agraph_t *legend = agsubg(g, "cluster_legend", 1);
     agset(legend, "label",
@@ -848,6 +917,8 @@ static void draw_dag_legend(Agraph_t *g)
         int k = 0; /* the style entry of this rule number */
         while (k < N_RULES - 1 && rule_styles[k].rule != 1 << (rule - 1))
             k++;
+        if (rule_styles[k].rule == TF_EDGE_PAIR && !pairs)
+            continue;
         char name[32], text[96];
         snprintf(name, sizeof name, "legend_from_%d", rule);
         Agnode_t *from = agnode(legend, name, 1);
@@ -884,7 +955,7 @@ static int draw_dependency_graph(canvas *c, const tl_model *m, const tf_timeline
         for (int e = m->dag.succ_offset[u]; e < m->dag.succ_offset[u + 1]; e++)
             draw_dag_edge(c->g, m, nodes, u, e);
     free(nodes);
-    draw_dag_legend(c->g);
+    draw_dag_legend(c->g, tf_schedule_has_pairs(&m->plan->schedule));
     return 0;
 }
 

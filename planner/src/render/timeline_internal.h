@@ -44,7 +44,8 @@ int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const 
 int tl_points_per_action(const tl_model *m, const tf_timeline_options *opt, double *points,
                          int *busiest, tf_error *err);
 
-/* Writes the model as Chrome/Perfetto trace JSON (malloc'd, caller frees). */
-int tl_render_chrome(const tl_model *m, char **data, size_t *len, tf_error *err);
+/* Writes the model as Chrome/Perfetto trace JSON (malloc'd, caller frees);
+ * flows: also a flow event per cross-rank DAG edge. */
+int tl_render_chrome(const tl_model *m, int flows, char **data, size_t *len, tf_error *err);
 
 #endif

@@ -31,6 +31,7 @@
  * constraint of the full LP because X is convex and the master enforces the
  * rest.  See docs/fast-solver.md.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,7 @@ typedef struct dw_state {
     const tf_dag *d;
     const double *max_ms, *min_ms;
     double scale;          /* unfrozen makespan */
+    double ratio_eps;      /* round-off of a priced point's ratios (ratio_resolution) */
     int fresh_pricing;     /* arc lengths changed: the last tree is stale */
     tf_nsx nsx;
     double *demand;        /* nodes */
@@ -287,6 +289,8 @@ typedef struct dw_state {
     int *basis;            /* rows: the last optimal basis, coded by basis_code */
     int have_basis;        /* 0 once columns are dropped: the next master starts cold */
     int pricings, master_solves;
+    int rounds;            /* of column generation, every stage together */
+    const tf_freeze_limits *lim; /* time limit and progress (may be NULL) */
 } dw_state;
 
 static const double *column_r(const dw_state *w, int j)
@@ -301,6 +305,42 @@ static double ratio_from(const fast_net *g, const double *pi, const double *max_
     double w = pi[g->end_node[u]] - pi[g->start_node[u]];
     double r = (max_ms[u] - w) / g->span[u];
     return r < 0.0 ? 0.0 : r > 1.0 ? 1.0 : r;
+}
+
+/* How finely a priced point's ratios are known: a ratio is
+ * (max_u - (pi_b - pi_a)) / span_u, with potentials up to the makespan
+ * (scale), so each carries round-off of a few units of DBL_EPSILON x scale
+ * / span_u.  16 units of the worst action's, and never below 1e-12: what
+ * the master's slack and a repeated point are judged against. */
+static double ratio_resolution(const fast_net *g, double scale)
+{
+    double smallest = INFINITY;
+    for (int j = 0; j < g->k; j++)
+        smallest = fmin(smallest, g->span[g->freezable[j]]);
+    double eps = g->k ? 16.0 * DBL_EPSILON * scale / smallest : 0.0;
+    return eps > 1e-12 ? eps : 1e-12;
+}
+
+/* The worst round-off of the ratios this solver can live with: a cap may
+ * be exceeded by that much of a mean ratio. */
+#define FAST_RATIO_EPS_MAX 1e-6
+
+/* Refuses (TF_ESOLVER, for the dispatcher's fallback) durations so far
+ * apart that the ratios would be round-off: a freezable span of 1e-20 ms
+ * beside a makespan of 370 ms made the pricing's demands (cost / span)
+ * 1e20 and the plan 2% slower than lp_solve's, reported as optimal. */
+static int check_resolution(const fast_net *g, double ratio_eps, double makespan,
+                            tf_error *err)
+{
+    if (ratio_eps <= FAST_RATIO_EPS_MAX)
+        return 0;
+    double smallest = INFINITY;
+    for (int j = 0; j < g->k; j++)
+        smallest = fmin(smallest, g->span[g->freezable[j]]);
+    return tf_fail(err, TF_ESOLVER,
+                   "fast solver: durations too far apart for its precision (makespan %.6g ms, "
+                   "smallest freezable span %.3g ms): ratios would carry round-off of %.3g",
+                   makespan, smallest, ratio_eps);
 }
 
 /* Warm start: the tree of a longest path under the durations of the last
@@ -588,7 +628,7 @@ static int point_is_column(const dw_state *w)
         const double *r = column_r(w, j);
         int same = 1;
         for (int i = 0; i < k && same; i++)
-            same = fabs(r[i] - w->point_r[i]) <= 1e-12;
+            same = fabs(r[i] - w->point_r[i]) <= w->ratio_eps;
         if (same)
             return 1;
     }
@@ -597,9 +637,30 @@ static int point_is_column(const dw_state *w)
 
 /* Column generation for one objective stage until no point of X prices
  * out: returns 0 with the master optimal, or a TF_E* code. */
+/* Before each round: the bounds of a solve (TF_FAST_MAX_ROUNDS rounds in
+ * all, the time limit) and the progress line.  Returns 0 or TF_ESOLVER. */
+static int dw_round_allowed(dw_state *w, const char *step, tf_error *err)
+{
+    int most = w->lim ? w->lim->max_rounds : TF_FAST_MAX_ROUNDS;
+    if (w->rounds >= most)
+        return tf_fail(err, TF_ESOLVER,
+                       "fast solver: no convergence after %d rounds (the most allowed) "
+                       "minimising %s",
+                       w->rounds, step);
+    if (tf_freeze_past_deadline(w->lim))
+        return tf_fail(err, TF_ESOLVER,
+                       "fast solver: stopped at the time limit (%g s) while minimising %s "
+                       "after %d rounds",
+                       w->lim->time_limit_s, step, w->rounds);
+    if (w->lim && tf_progress_due(w->lim->progress))
+        tf_progress_note(w->lim->progress, "fast solver: minimising %s, %d rounds, %d columns",
+                         step, w->rounds, w->cols);
+    w->rounds++;
+    return 0;
+}
+
 static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
 {
-    const int max_rounds = 20000;
     const fast_net *g = w->g;
     /* Dual smoothing (Wentges): price at a mix of the master's cap duals and
      * the best Lagrangian duals seen so far (the centre), which damps the
@@ -614,8 +675,11 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
     const double alpha = 0.8;
     int have_centre = 0;
     double best_bound = -INFINITY;
-    for (int round = 0; round < max_rounds; round++) {
-        int rc = solve_master(w, kind);
+    for (;;) {
+        int rc = dw_round_allowed(w, step, err);
+        if (rc)
+            return rc;
+        rc = solve_master(w, kind);
         if (rc)
             return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
                            "fast solver: master LP %s while minimising %s",
@@ -672,8 +736,6 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
         if ((rc = add_point_column(w)))
             return tf_fail(err, rc, "out of memory");
     }
-    return tf_fail(err, TF_ESOLVER, "fast solver: no convergence after %d rounds minimising %s",
-                   max_rounds, step);
 }
 
 static void dw_free(dw_state *w)
@@ -786,10 +848,14 @@ static int fix_makespan(dw_state *w, double bound_ms)
  * of `penalty` per unit bounds every cap dual by the penalty; the relaxed
  * LP's optimum is the true one as soon as the penalty exceeds the smallest
  * optimal dual, which shows as no slack in the answer, so the penalty grows
- * until the answer uses none: at most 1e-12 of a mean ratio.  Below that
- * the slack is the master's round-off (its tolerances are 1e-13), which no
- * penalty removes: at 1e-14 a tie broken differently once pushed the
- * penalty to 7e10, where the master's tableau no longer converged.
+ * until the answer uses none: no more than the ratios' own round-off
+ * (ratio_eps, at least 1e-12 of a mean ratio).  Below that the slack is
+ * round-off, which no penalty removes: at 1e-14 a tie broken differently
+ * once pushed the penalty to 7e10, where the master's tableau no longer
+ * converged; and with durations six orders of magnitude apart the ratios'
+ * round-off alone is about 1e-11, so a threshold of 1e-12 drove the
+ * penalty to 7e10, where the pricing drowned in it: wrong plans, or 20,000
+ * rounds of noise (docs/fast-solver.md).
  *
  * The penalty starts at 256: the benchmark profiles all needed at least
  * that, and each smaller penalty cost a round of column generation (1F1B
@@ -801,7 +867,7 @@ static int dw_run_bounded(dw_state *w, int kind, const char *step, tf_error *err
         int rc = dw_run(w, kind, step, err);
         if (rc)
             return rc;
-        if (w->slack_used <= 1e-12)
+        if (w->slack_used <= w->ratio_eps)
             return 0;
     }
     return tf_fail(err, TF_ESOLVER,
@@ -937,6 +1003,13 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
                          const double *min_ms, const double *cap, tf_objective objective,
                          tf_freeze_result *out, tf_error *err)
 {
+    return tf_freeze_fast_run(NULL, s, g, max_ms, min_ms, cap, objective, out, err);
+}
+
+int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
+                       const double *max_ms, const double *min_ms, const double *cap,
+                       tf_objective objective, tf_freeze_result *out, tf_error *err)
+{
     memset(out, 0, sizeof *out);
     double started = tf_now_seconds();
     const int n = s->n_actions;
@@ -953,6 +1026,7 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
     out->constraints = net.arcs;
     if (net.k > 0) {
         w.g = &net;
+        w.lim = lim;
         w.s = s;
         w.d = g;
         w.max_ms = max_ms;
@@ -978,6 +1052,9 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
         memcpy(w.duration, max_ms, (size_t)n * sizeof *w.duration);
         const double unfrozen_T = tf_dag_longest_path(g, max_ms, NULL);
         w.scale = fmax(1.0, unfrozen_T);
+        w.ratio_eps = ratio_resolution(&net, w.scale);
+        if ((rc = check_resolution(&net, w.ratio_eps, unfrozen_T, err)))
+            goto done;
         /* The first column: nothing frozen, which meets every cap. */
         memset(w.point_r, 0, (size_t)net.k * sizeof *w.point_r);
         w.point_T = unfrozen_T;

@@ -36,7 +36,7 @@ char *tf_freeze_solver_version(char *buf, size_t size)
 /* Not an lp_solve status: a failed solve left the model with other
  * dimensions than it was built with (seen after a numerical failure of the
  * primal retry below), so nothing more can be read from or solved on it. */
-enum { MODEL_DAMAGED = -100 };
+enum { MODEL_DAMAGED = -100, TIME_LIMIT = -101 };
 
 static const char *status_name(int status)
 {
@@ -52,6 +52,7 @@ static const char *status_name(int status)
     case TIMEOUT: return "timeout";
     case PRESOLVED: return "presolved";
     case MODEL_DAMAGED: return "numerical failure that changed the model's size";
+    case TIME_LIMIT: return "stopped at the time limit";
     default: return "unknown status";
     }
 }
@@ -63,6 +64,9 @@ typedef struct lp_model {
     int k;               /* freezable actions */
     int *ratio_column;   /* n: column of r_i, 0 if fixed */
     long long iteration_limit; /* guard against a cycling simplex (guarded_solve) */
+    const tf_freeze_limits *lim; /* time limit and progress (may be NULL) */
+    const char *step;    /* the objective being minimised, for progress lines */
+    int timed_out;       /* the abort callback stopped a solve at the deadline */
     int rows, columns;   /* the built model's size, which solves must keep */
     double *span;        /* n: max - min */
     int col_T, col_z;
@@ -182,15 +186,24 @@ static void free_model(lp_model *m)
     memset(m, 0, sizeof *m);
 }
 
-/* lp_solve's abort callback: stops a solve whose simplex has run far past
- * any normal iteration count.  A healthy solve of this LP takes about 3
+/* lp_solve's abort callback, called every iteration: stops a solve whose
+ * simplex has run far past any normal iteration count, or past the time
+ * limit, and reports progress.  A healthy solve of this LP takes about 3
  * iterations per row; lp_solve's default dual simplex can cycle on some
  * degenerate schedules (Interleaved1F1B, 4 ranks, 64 microbatches) and
  * would otherwise never return. */
 static int __WINAPI stop_when_cycling(lprec *lp, void *handle)
 {
-    const lp_model *m = handle;
-    return get_total_iter(lp) > m->iteration_limit;
+    lp_model *m = handle;
+    long long iterations = get_total_iter(lp);
+    if (m->lim && m->lim->progress && tf_progress_due(m->lim->progress))
+        tf_progress_note(m->lim->progress, "lp_solve: minimising %s, %lld iterations", m->step,
+                         iterations);
+    if (tf_freeze_past_deadline(m->lim)) {
+        m->timed_out = 1;
+        return TRUE;
+    }
+    return iterations > m->iteration_limit;
 }
 
 /* solve() with the cycling guard: if the default simplex runs past the
@@ -204,6 +217,8 @@ static int guarded_solve(lp_model *m, int *solves)
     set_simplextype(m->lp, SIMPLEX_DUAL_PRIMAL);
     int status = solve(m->lp);
     (*solves)++;
+    if (m->timed_out)
+        return TIME_LIMIT;
     if (status == USERABORT) {
         default_basis(m->lp);
         set_simplextype(m->lp, SIMPLEX_PRIMAL_PRIMAL);
@@ -212,22 +227,36 @@ static int guarded_solve(lp_model *m, int *solves)
         m->iteration_limit *= 20;
         status = solve(m->lp);
         (*solves)++;
+        if (m->timed_out)
+            return TIME_LIMIT;
     }
     if (get_Nrows(m->lp) != m->rows || get_Ncolumns(m->lp) != m->columns)
         return MODEL_DAMAGED;
     return status;
 }
 
+/* 0 for OPTIMAL; else TF_ESOLVER naming the status (or the time limit)
+ * and the objective of m->step. */
+static int report_status(const lp_model *m, int status, tf_freeze_result *out, tf_error *err)
+{
+    snprintf(out->status, sizeof out->status, "%s", status_name(status));
+    if (status == TIME_LIMIT)
+        return tf_fail(err, TF_ESOLVER,
+                       "lp_solve: stopped at the time limit (%g s) while minimising %s after "
+                       "%lld iterations",
+                       m->lim->time_limit_s, m->step, (long long)get_total_iter(m->lp));
+    if (status != OPTIMAL)
+        return tf_fail(err, TF_ESOLVER, "lp_solve: %s while minimising %s (status %d)",
+                       status_name(status), m->step, status);
+    return 0;
+}
+
 /* Solves, and if the optimum is not proven, reports lp_solve's status. */
 static int solve_step(lp_model *m, const char *step, int *solves, tf_freeze_result *out,
                       tf_error *err)
 {
-    int status = guarded_solve(m, solves);
-    snprintf(out->status, sizeof out->status, "%s", status_name(status));
-    if (status != OPTIMAL)
-        return tf_fail(err, TF_ESOLVER, "lp_solve: %s while minimising %s (status %d)",
-                       status_name(status), step, status);
-    return 0;
+    m->step = step;
+    return report_status(m, guarded_solve(m, solves), out, err);
 }
 
 /* Solves with `column` bounded by the optimum just found, so the next
@@ -238,16 +267,13 @@ static int solve_keeping_optimum(lp_model *m, int column, double optimum, const 
                                  int *solves, tf_freeze_result *out, tf_error *err)
 {
     set_upbo(m->lp, column, optimum);
+    m->step = step;
     int status = guarded_solve(m, solves);
     if (status == INFEASIBLE || status == NUMFAILURE) {
         set_upbo(m->lp, column, optimum + 1e-9 * fmax(1.0, fabs(optimum)));
         return solve_step(m, step, solves, out, err);
     }
-    snprintf(out->status, sizeof out->status, "%s", status_name(status));
-    if (status != OPTIMAL)
-        return tf_fail(err, TF_ESOLVER, "lp_solve: %s while minimising %s (status %d)",
-                       status_name(status), step, status);
-    return 0;
+    return report_status(m, status, out, err);
 }
 
 /* Objective sum of all ratios. */
@@ -274,6 +300,13 @@ int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
                     const double *min_ms, const double *cap, tf_objective objective,
                     tf_freeze_result *out, tf_error *err)
 {
+    return tf_freeze_lpsolve_run(NULL, s, g, max_ms, min_ms, cap, objective, out, err);
+}
+
+int tf_freeze_lpsolve_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
+                          const double *max_ms, const double *min_ms, const double *cap,
+                          tf_objective objective, tf_freeze_result *out, tf_error *err)
+{
     memset(out, 0, sizeof *out);
     double started = tf_now_seconds();
     const int n = s->n_actions;
@@ -283,6 +316,7 @@ int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
         free_model(&m);
         return tf_fail(err, rc, "out of memory building the freeze LP for %d actions", n);
     }
+    m.lim = lim;
     m.rows = out->constraints = get_Nrows(m.lp);
     m.columns = out->variables = get_Ncolumns(m.lp);
     int solves = 0;

@@ -15,6 +15,7 @@ void tf_plan_options_init(tf_plan_options *o)
     o->objective = TF_OBJECTIVE_LEAST_FREEZE;
     o->max_freeze_ratio = -1.0;
     o->solver = TF_SOLVER_AUTO;
+    tf_freeze_control_init(&o->control);
 }
 
 /* Allocates the plan's arrays and copies the shape from the profile. */
@@ -77,8 +78,8 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
         goto done;
     }
     tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
-    if ((rc = tf_freeze_solve_with(requested, s, &g, max_ms, min_ms, caps, out->objective, &fr,
-                                   err)))
+    if ((rc = tf_freeze_solve_ctl(o ? &o->control : NULL, requested, s, &g, max_ms, min_ms, caps,
+                                  out->objective, &fr, err)))
         goto done;
     out->batch_ms_planned = fr.makespan;
     snprintf(out->solver_name, sizeof out->solver_name, "%s", fr.solver);
@@ -91,6 +92,7 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     else
         snprintf(out->solver_version, sizeof out->solver_version, "%s", TF_VERSION);
     snprintf(out->solver_status, sizeof out->solver_status, "%s", fr.status);
+    snprintf(out->solver_fallback, sizeof out->solver_fallback, "%s", fr.fallback);
     out->solver_variables = fr.variables;
     out->solver_constraints = fr.constraints;
     out->solver_seconds = fr.seconds;

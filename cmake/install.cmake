@@ -1,0 +1,51 @@
+# install.cmake - what `cmake --install` puts where (included last by the
+# top level): the five programs, the libraries other programs can link, the
+# public headers, and a pkg-config file per library:
+#
+#   timelyfreeze         tf/*.h: schedules, profiles, the DAG, the freeze LP,
+#                        plans (libtfplanner)
+#   timelyfreeze-render  tf/timeline.h: timelines and traces (libtfrender,
+#                        Graphviz)
+#   timelyfreeze-exec    tfx/*.h: the executor (libtfexec, libtfexec_cuda,
+#                        libtfexec_core)
+#
+# The libraries are static archives: build against them with
+# `pkg-config --static --cflags --libs timelyfreeze`, which adds what they
+# themselves link (lp_solve, cJSON, Graphviz, BLAS, CUDA).
+include(GNUInstallDirs)
+
+set(_tf_programs tf-plan tf-dot tf-study tf-exec tf-import)
+set(_tf_libraries tfplanner tfrender tfexec tfexec_cuda tfexec_core)
+foreach(_t IN LISTS _tf_programs _tf_libraries)
+  if(NOT TARGET ${_t})
+    message(FATAL_ERROR "install.cmake: target ${_t} is missing")
+  endif()
+endforeach()
+install(TARGETS ${_tf_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ${_tf_libraries} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/planner/include/tf
+                  ${PROJECT_SOURCE_DIR}/executor/include/tfx
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/timelyfreeze)
+
+# What each static library needs at link time, as pkg-config Libs.private.
+string(JOIN " " TF_PC_PLANNER_PRIVATE "${LPSOLVE_LIBRARY}" "${COLAMD_LIBRARY}" -ldl -lm)
+set(TF_PC_EXEC_PRIVATE "-lpthread -lm")
+set(TF_PC_EXEC_REQUIRES "")
+if(OPENBLAS_FOUND)
+  set(TF_PC_EXEC_REQUIRES "openblas")
+else()
+  string(APPEND TF_PC_EXEC_PRIVATE " ${CBLAS_LIBRARY}")
+endif()
+if(TF_HAVE_CUDA)
+  string(APPEND TF_PC_EXEC_PRIVATE
+         " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas ${NCCL_LIBRARY} -lstdc++")
+endif()
+# The files find the prefix from where they lie (pkg-config's ${pcfiledir}),
+# so that `cmake --install build --prefix DIR` works for any DIR.
+file(RELATIVE_PATH TF_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+string(REGEX REPLACE "/$" "" TF_PC_TO_PREFIX "${TF_PC_TO_PREFIX}")
+foreach(_pc timelyfreeze timelyfreeze-render timelyfreeze-exec)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${_pc}.pc.in ${PROJECT_BINARY_DIR}/${_pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${_pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()

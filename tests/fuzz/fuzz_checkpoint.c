@@ -1,0 +1,166 @@
+/* fuzz_checkpoint.c - libFuzzer target for tf-exec's checkpoints
+ * (tfx_checkpoint_load, which reads DIR/tf-exec.ckpt: the input is written
+ * there first).  A checkpoint must carry a 64-bit FNV-1a checksum, which a
+ * fuzzer cannot forge, so an input whose first byte is not 'R' is a body:
+ * the target puts the magic before it and the right checksum after it, and
+ * the fuzzer explores what an intact file may say.  'R' + bytes is written
+ * as it is (magic and checksum checks).  A checkpoint that loads must be
+ * one a run can go on from: steps done and every tensor's optimizer steps
+ * at least 0, parameters and moments finite, second moments not negative,
+ * freeze rotation offsets not negative (issue 21: a checksum proves the
+ * file intact, not valid).
+ *
+ * With TF_FUZZ_SEED_DIR set, the first call writes two seeds there (a real
+ * checkpoint of the model below, as a body and raw), for tests/fuzz/run.sh.
+ */
+#include <math.h>
+#include <sys/stat.h>
+
+#include "fuzz_util.h"
+#include "tf/schedule.h"
+#include "tf/util.h"
+#include "tfx/checkpoint.h"
+#include "tfx/freeze_select.h"
+#include "tfx/runtime.h"
+
+#define MAGIC "TFXCKPT1"
+
+typedef struct target {
+    tfx_pipeline *pipeline;
+    tfx_freeze_selector sel;
+    tfx_checkpoint_meta meta;
+    char dir[300];
+    float *host;          /* the largest tensor's values */
+} target;
+
+static uint64_t fnv1a(const unsigned char *d, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= d[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* The smallest pipeline there is: 1F1B on 2 ranks, 2 microbatches, a
+ * 2-block model of width 8. */
+static void make_target(target *t)
+{
+    tf_error err = {0};
+    tf_schedule s;
+    tfx_pipeline_options o;
+    tfx_pipeline_options_default(&o);
+    t->meta = (tfx_checkpoint_meta){{2, 8, 16, 4, 1}, 2, 2, 1, TFX_SELECT_RANDOM, "1F1B", 0};
+    if (tf_schedule_build("1F1B", 2, 1, 2, &s, &err) ||
+        tfx_pipeline_create(&s, &t->meta.model, &o, &t->pipeline, &err)) {
+        fprintf(stderr, "fuzz_checkpoint: %s\n", err.msg);
+        abort();
+    }
+    tf_schedule_free(&s);
+    const tfx_model_layout *l = tfx_pipeline_layout(t->pipeline);
+    int k[2];
+    size_t largest = 0;
+    for (int st = 0; st < 2; st++)
+        k[st] = l->stage_first_tensor[st + 1] - l->stage_first_tensor[st];
+    for (int i = 0; i < l->n_tensors; i++)
+        largest = l->tensors[i].count > largest ? l->tensors[i].count : largest;
+    t->host = malloc(largest * sizeof *t->host);
+    if (!t->host || tfx_freeze_selector_init(&t->sel, TFX_SELECT_RANDOM, 1, 2, k, &err))
+        abort();
+    char path[300];
+    fuzz_scratch_path("ckpt", path, sizeof path);
+    snprintf(t->dir, sizeof t->dir, "%s", path);
+    if (mkdir(t->dir, 0700) != 0)
+        abort();
+}
+
+/* Writes a real checkpoint's body and raw bytes into dir as seeds. */
+static void write_seeds(target *t, const char *dir)
+{
+    tf_error err = {0};
+    t->meta.step = 3;
+    if (tfx_checkpoint_save(t->dir, t->pipeline, &t->sel, &t->meta, &err)) {
+        fprintf(stderr, "fuzz_checkpoint: %s\n", err.msg);
+        abort();
+    }
+    t->meta.step = 0;
+    char path[600];
+    char *data;
+    size_t len;
+    if (tf_read_file(tfx_checkpoint_path(t->dir, path, sizeof path), &data, &len, &err))
+        abort();
+    unsigned char *seed = malloc(len + 1);
+    if (!seed)
+        abort();
+    seed[0] = 'R';
+    memcpy(seed + 1, data, len);
+    snprintf(path, sizeof path, "%s/raw", dir);
+    fuzz_write_file(path, seed, len + 1);
+    seed[8] = 'C'; /* the body: the bytes between magic and checksum */
+    snprintf(path, sizeof path, "%s/body", dir);
+    fuzz_write_file(path, seed + 8, len - 8 - 8 + 1);
+    free(seed);
+    free(data);
+}
+
+/* What a run may rely on after a checkpoint loaded. */
+static void check_loaded(target *t, long step)
+{
+    const tfx_model_layout *l = tfx_pipeline_layout(t->pipeline);
+    FUZZ_CHECK(step >= 0, "a checkpoint with %ld steps done was accepted", step);
+    for (int s = 0; s < t->sel.stages; s++)
+        FUZZ_CHECK(t->sel.rotate_offset[s] >= 0, "rotate offset %ld of stage %d accepted",
+                   t->sel.rotate_offset[s], s);
+    for (int i = 0; i < l->n_tensors; i++) {
+        long steps = tfx_pipeline_tensor_steps(t->pipeline, i);
+        FUZZ_CHECK(steps >= 0, "tensor %s with %ld optimizer steps accepted",
+                   l->tensors[i].name, steps);
+        static const tfx_buffer_kind kinds[3] = {TFX_BUF_PARAM, TFX_BUF_ADAM_M, TFX_BUF_ADAM_V};
+        for (int k = 0; k < 3; k++) {
+            tfx_pipeline_read_tensor(t->pipeline, i, kinds[k], t->host);
+            for (size_t j = 0; j < l->tensors[i].count; j++)
+                FUZZ_CHECK(isfinite(t->host[j]) && (k < 2 || t->host[j] >= 0.0f),
+                           "tensor %s (buffer %d) value %zu = %g accepted", l->tensors[i].name,
+                           k, j, (double)t->host[j]);
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static target t;
+    if (!t.pipeline) {
+        make_target(&t);
+        const char *seeds = getenv("TF_FUZZ_SEED_DIR");
+        if (seeds)
+            write_seeds(&t, seeds);
+    }
+    if (size == 0)
+        return 0;
+    size_t len = data[0] == 'R' ? size - 1 : 8 + (size - 1) + 8;
+    unsigned char *file = malloc(len + 1);
+    if (!file)
+        abort();
+    if (data[0] == 'R') {
+        memcpy(file, data + 1, size - 1);
+    } else {
+        memcpy(file, MAGIC, 8);
+        memcpy(file + 8, data + 1, size - 1);
+        uint64_t sum = fnv1a(file, len - 8);
+        memcpy(file + len - 8, &sum, 8);
+    }
+    char path[600];
+    fuzz_write_file(tfx_checkpoint_path(t.dir, path, sizeof path), file, len);
+    free(file);
+    long step = 0;
+    int found = 0;
+    tf_error err = {0};
+    if (tfx_checkpoint_load(t.dir, t.pipeline, &t.sel, &t.meta, &step, &found, &err) == 0) {
+        FUZZ_CHECK(found, "a written checkpoint was not found");
+        check_loaded(&t, step);
+    } else {
+        FUZZ_CHECK(err.msg[0] != '\0', "refused without a message");
+    }
+    return 0;
+}

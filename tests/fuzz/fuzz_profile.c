@@ -1,0 +1,75 @@
+/* fuzz_profile.c - libFuzzer target for profile.json (tf_profile_parse), and
+ * for what a profile feeds: the DAG of its schedule (deadlock check), the
+ * profile written back and read again, and on small profiles the freeze LP
+ * with both solvers, which must agree on the batch time. */
+#include <math.h>
+
+#include "fuzz_util.h"
+#include "tf/dag.h"
+#include "tf/plan.h"
+#include "tf/profile.h"
+
+/* Profiles up to this many actions are planned (both solvers: a few ms). */
+enum { PLANNED_ACTIONS = 256 };
+
+/* Plans p with one solver, no fallback, a time limit well inside
+ * libFuzzer's -timeout.  Returns the batch time, or NAN when the solver
+ * reported a failure (allowed: only wrong answers and crashes are
+ * findings). */
+static double planned_batch(const tf_profile *p, tf_solver solver)
+{
+    tf_plan_options o;
+    tf_plan_options_init(&o);
+    o.solver = solver;
+    o.control.fallback = 0;
+    o.control.time_limit_s = 5.0;
+    tf_plan plan;
+    tf_error err = {0};
+    if (tf_plan_from_profile(p, &o, &plan, &err))
+        return NAN;
+    double batch = plan.batch_ms_planned;
+    FUZZ_CHECK(plan.batch_ms_all_frozen <= batch * (1 + 1e-9) + 1e-9 &&
+                   batch <= plan.batch_ms_unfrozen * (1 + 1e-9) + 1e-9,
+               "%s: planned %.17g outside [%.17g, %.17g]", tf_solver_name(solver), batch,
+               plan.batch_ms_all_frozen, plan.batch_ms_unfrozen);
+    tf_plan_free(&plan);
+    return batch;
+}
+
+static void check_profile(const tf_profile *p)
+{
+    tf_error err = {0};
+    tf_dag g;
+    if (tf_dag_build(&p->schedule, p->p2p_ms, &g, &err) == 0)
+        tf_dag_free(&g);
+    else
+        return; /* a deadlocking order: refused, nothing to plan */
+    char *json;
+    FUZZ_CHECK(tf_profile_to_json(p, &json, &err) == 0, "%s", err.msg);
+    tf_profile again;
+    FUZZ_CHECK(tf_profile_parse(json, "written.json", &again, &err) == 0,
+               "a profile written by tf_profile_to_json is refused: %s", err.msg);
+    tf_profile_free(&again);
+    free(json);
+    if (p->schedule.n_actions > PLANNED_ACTIONS)
+        return;
+    double lp = planned_batch(p, TF_SOLVER_LP_SOLVE), fast = planned_batch(p, TF_SOLVER_FAST);
+    if (!isnan(lp) && !isnan(fast))
+        FUZZ_CHECK(fabs(lp - fast) <= 1e-6 * fmax(1.0, lp), "lp_solve %.17g, fast %.17g", lp,
+                   fast);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = fuzz_text(data, size);
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_parse(text, "fuzz.json", &p, &err) == 0) {
+        check_profile(&p);
+        tf_profile_free(&p);
+    } else {
+        FUZZ_CHECK(err.msg[0] != '\0', "refused without a message");
+    }
+    free(text);
+    return 0;
+}

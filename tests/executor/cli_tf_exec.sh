@@ -117,6 +117,31 @@ steps=$(python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["step"]) f
 check "resumed log has steps \"$steps\", expected 1 2 3 4 5" [ "$steps" = "1 2 3 4 5" ]
 check "resumed log dropped the lines of the lost steps" lacks '"loss": 99' "$work/l.jsonl"
 
+# The log loses nothing: a run that fails before its first step leaves an
+# old log as it was; a log that cannot be written (a full disk) fails the
+# run with the reason, at the first line or later; a typo fails at once.
+printf '{"step": 1, "loss": 7}\n' >"$work/old.jsonl"
+expect_refused "a failed run's --log" "injected failure" "$work/old.jsonl" -- \
+    "$TF_EXEC" --steps 3 "${model[@]}" --log "$work/old.jsonl" --inject-failure 0:2
+expect_refused "--log /dev/full" "--log /dev/full: cannot write" -- \
+    "$TF_EXEC" --steps 2 "${model[@]}" --log /dev/full
+expect_refused "--log in a missing folder" "--log $work/none/l.jsonl: cannot write there" -- \
+    "$TF_EXEC" --steps 2 "${model[@]}" --log "$work/none/l.jsonl"
+# Endless inputs are refused unread: --data and a checkpoint on /dev/zero.
+expect_refused "--data /dev/zero" "/dev/zero: larger than the 1024 MiB limit" -- \
+    "$TF_EXEC" --steps 1 "${model[@]}" --data /dev/zero
+mkdir -p "$work/zero-ckpt"
+ln -s /dev/zero "$work/zero-ckpt/tf-exec.ckpt"
+expect_refused "a checkpoint on /dev/zero" "tf-exec.ckpt: larger than the" -- \
+    "$TF_EXEC" --steps 1 "${model[@]}" --checkpoint "$work/zero-ckpt"
+expect_refused "--init from /dev/zero" "tf-exec.ckpt: larger than the" -- \
+    "$TF_EXEC" --steps 1 "${model[@]}" --init "$work/zero-ckpt"
+# A disk that fills after the first lines: files over 1 KiB fail with EFBIG.
+run bash -c 'trap "" XFSZ; ulimit -f 1; exec "$@" >/dev/null' sh "$TF_EXEC" --steps 40 \
+    "${model[@]}" --log "$work/full.jsonl" --progress lines
+check "a log that fills up mid-run: exit status $rc, expected 1" [ "$rc" -eq 1 ]
+expect_stderr "a log that fills up mid-run" "--log $work/full.jsonl: cannot write: File too large"
+
 # 4. The model uses context: on the built-in source (order 2) the loss goes
 # well below the best bigram, which no model of the current byte alone can
 # reach.  Floor and bigram are exact (corpus.h).  A small model and lr

@@ -47,10 +47,15 @@ typedef struct tfx_corpus {
 int tfx_corpus_builtin(const char *name, size_t len, int context, tfx_corpus *out,
                        tf_error *err);
 
+/* The largest --data file: the corpus is held in memory whole, and a CPU
+ * run trains on far less (1 GiB admits enwik9-sized text). */
+#define TFX_MAX_DATA_BYTES ((size_t)1 << 30)
+
 /* Reads a file as the corpus.  Returns 0, or TF_EIO naming the path when it
- * cannot be read, or TF_EINVAL when its training or validation part would be
- * shorter than one sequence of `context` + 1 bytes (the message names the
- * path, its size and the minimum). */
+ * cannot be read, or TF_EINVAL when it is larger than TFX_MAX_DATA_BYTES
+ * (refused unread: /dev/zero costs nothing) or its training or validation
+ * part would be shorter than one sequence of `context` + 1 bytes (the
+ * message names the path, its size and the minimum). */
 int tfx_corpus_load(const char *path, int context, tfx_corpus *out, tf_error *err);
 
 void tfx_corpus_free(tfx_corpus *c);

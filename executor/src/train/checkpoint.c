@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "check.h"
+#include "tf/schedule.h"
 #include "tf/util.h"
 
 #define MAGIC "TFXCKPT2"
@@ -196,12 +197,24 @@ typedef struct ckpt {
 /* Largest step count or tensor update count a checkpoint may hold. */
 #define MAX_STEPS ((int64_t)1 << 40)
 
-/* Reads the file whole and checks its magic and checksum; *c gets the
- * part between them. */
-static int read_checked(const char *path, char **data, cursor *c, tf_error *err)
+/* The most bytes a checkpoint of a model with layout l can take: the
+ * header, a selector of up to TF_MAX_STAGES stages, and each tensor's
+ * record (two counts, the parameters and both moments).  A larger file is
+ * refused unread, so /dev/zero or a runaway file costs no memory. */
+static size_t largest_checkpoint(const tfx_model_layout *l)
+{
+    size_t bytes = 8 + 8 * SHAPE_FIELDS + 64 + 8 + 8 + 8 * (size_t)TF_MAX_STAGES + 8 + 8;
+    for (int t = 0; t < l->n_tensors; t++)
+        bytes += 16 + 3 * l->tensors[t].count * sizeof(float);
+    return bytes;
+}
+
+/* Reads the file whole (at most limit bytes) and checks its magic and
+ * checksum; *c gets the part between them. */
+static int read_checked(const char *path, size_t limit, char **data, cursor *c, tf_error *err)
 {
     size_t len = 0;
-    int rc = tf_read_file(path, data, &len, err);
+    int rc = tf_read_file_limit(path, limit, data, &len, err);
     if (rc < 0)
         return rc;
     if (len >= 8 && memcmp(*data, "TFXCKPT1", 8) == 0)
@@ -260,13 +273,14 @@ static void ckpt_free(ckpt *k)
     free(k->offsets);
 }
 
-/* Opens DIR's checkpoint into k; release with ckpt_free either way. */
-static int ckpt_open(const char *dir, ckpt *k, tf_error *err)
+/* Opens DIR's checkpoint of a model with layout l into k; release with
+ * ckpt_free either way. */
+static int ckpt_open(const char *dir, const tfx_model_layout *l, ckpt *k, tf_error *err)
 {
     cursor c = {0};
     memset(k, 0, sizeof *k);
     tfx_checkpoint_path(dir, k->path, sizeof k->path);
-    int rc = read_checked(k->path, &k->data, &c, err);
+    int rc = read_checked(k->path, largest_checkpoint(l), &k->data, &c, err);
     return rc < 0 ? rc : read_header(k, &c, err);
 }
 
@@ -382,7 +396,7 @@ int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *s
     if (stat(tfx_checkpoint_path(dir, path, sizeof path), &st) != 0)
         return 0; /* no checkpoint yet: start from scratch */
     *found = 1;
-    TFX_TRY(ckpt_open(dir, &k, err));
+    TFX_TRY(ckpt_open(dir, tfx_pipeline_layout(p), &k, err));
     TFX_TRY(check_shape(&k, expect, NULL, "use another --checkpoint directory or the same "
                         "options", err));
     if (strcmp(k.schedule, expect->schedule) != 0) {
@@ -411,7 +425,7 @@ int tfx_checkpoint_load_weights(const char *dir, tfx_pipeline *p, tf_error *err)
         return tf_fail(err, TF_EIO, "--init %s: no checkpoint there (%s: %s)", dir, path,
                        strerror(errno));
     tfx_checkpoint_meta want = {.model = tfx_pipeline_layout(p)->config};
-    TFX_TRY(ckpt_open(dir, &k, err));
+    TFX_TRY(ckpt_open(dir, tfx_pipeline_layout(p), &k, err));
     TFX_TRY(check_shape(&k, &want, is_weight_field, "--init needs the same model sizes; the "
                         "pipeline and the microbatch size may differ", err));
     TFX_TRY(check_tensors(&k, tfx_pipeline_layout(p), err));

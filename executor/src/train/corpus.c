@@ -216,7 +216,7 @@ int tfx_corpus_load(const char *path, int context, tfx_corpus *out, tf_error *er
     char *data = NULL;
     size_t len = 0;
     memset(out, 0, sizeof *out);
-    int rc = tf_read_file(path, &data, &len, err);
+    int rc = tf_read_file_limit(path, TFX_MAX_DATA_BYTES, &data, &len, err);
     if (rc < 0) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err ? err->msg : "");

@@ -10,6 +10,7 @@
 #include "autoplan.h"
 #include "check.h"
 #include "exec_internal.h"
+#include "run_log.h"
 #include "tf/dag.h"
 #include "tf/plan.h"
 #include "tf/util.h"
@@ -32,7 +33,7 @@ typedef struct trainer {
     int resumed;          /* the weights came from --checkpoint */
     double train_ms;      /* wall time of the steps run so far (no evaluations) */
     double flops;         /* GEMM-equivalent FLOPs of those steps */
-    FILE *log;            /* --log, or NULL */
+    tfx_run_log log;      /* --log (process 0 only) */
     int bar;              /* progress as a bar (else one line per step) */
     /* Timing samples: steps without freezing, and steps at the full ratios. */
     double *unfrozen_ms, *unfrozen_step, *frozen_ms, *frozen_step;
@@ -201,47 +202,13 @@ static int init_weights(trainer *tr, tf_error *err)
     return rc;
 }
 
-/* Keeps the log lines of steps up to `last_step`: a run that stopped after
- * its last checkpoint logged steps that the resumed run repeats.  The log is
- * rewritten atomically; a missing log is fine. */
-static int truncate_log(const char *path, long last_step, tf_error *err)
-{
-    char *text;
-    size_t len;
-    if (tf_read_file(path, &text, &len, NULL) != 0)
-        return 0;
-    size_t kept = 0;
-    for (char *line = text; line < text + len;) {
-        char *end = memchr(line, '\n', (size_t)(text + len - line));
-        size_t n = end ? (size_t)(end - line) + 1 : (size_t)(text + len - line);
-        const char *field = strstr(line, "\"step\":");
-        long step = field && field < line + n ? strtol(field + 7, NULL, 10) : 0;
-        if (step <= last_step) {
-            memmove(text + kept, line, n);
-            kept += n;
-        }
-        line += n;
-    }
-    int rc = tf_write_file_atomic(path, text, kept, err);
-    free(text);
-    return rc;
-}
-
-/* Launched processes other than 0 write no log. */
+/* --log: written by process 0 only; a resumed run keeps the lines of the
+ * steps up to its checkpoint. */
 static int open_log(trainer *tr, tf_error *err)
 {
     const tfx_exec_options *o = tr->o;
-    if (!o->log_path || (tfx_exec_launched(o) && o->launch.rank != 0))
-        return 0;
-    if (tr->start > 0) {
-        int rc = truncate_log(o->log_path, tr->start, err);
-        if (rc < 0)
-            return rc;
-    }
-    tr->log = fopen(o->log_path, tr->start > 0 ? "a" : "w");
-    if (!tr->log)
-        return tf_fail(err, TF_EIO, "--log %s: cannot open for writing", o->log_path);
-    return 0;
+    int writes = o->log_path && !(tfx_exec_launched(o) && o->launch.rank != 0);
+    return tfx_run_log_init(&tr->log, writes ? o->log_path : NULL, tr->start, err);
 }
 
 /* --auto-plan: the phases to come. */
@@ -318,8 +285,9 @@ fail:
 /* Returns rc, or TF_EIO when the log could not be written. */
 static int trainer_close(trainer *tr, int rc, tf_error *err)
 {
-    if (tr->log && fclose(tr->log) != 0 && rc == 0)
-        rc = tf_fail(err, TF_EIO, "--log %s: write failed", tr->o->log_path);
+    tf_error log_err = {0};
+    if (tfx_run_log_close(&tr->log, &log_err) != 0 && rc == 0)
+        rc = tf_fail(err, TF_EIO, "%s", log_err.msg);
     tfx_exec_run_close(&tr->run, rc, err);
     free(tr->mask);
     free(tr->ratio_of);
@@ -470,28 +438,28 @@ static void print_progress(FILE *out, int bar, const step_report *rep, long step
 
 /* --auto-plan's fields of a log line: the plan in use, the drift from it,
  * and on a step that changed something what it did (and the new plan). */
-static void log_auto(const trainer *tr, const step_report *rep, int solved)
+static void log_auto(FILE *out, const trainer *tr, const step_report *rep, int solved)
 {
     const tfx_autoplan *a = &tr->ap;
-    fprintf(tr->log, ", \"plan\": %d", a->plans);
+    fprintf(out, ", \"plan\": %d", a->plans);
     if (a->drift_stage >= 0 && !solved && rep->factor > 0.0)
-        fprintf(tr->log, ", \"drift\": %.4f, \"drift_stage\": %d", a->drift, a->drift_stage);
+        fprintf(out, ", \"drift\": %.4f, \"drift_stage\": %d", a->drift, a->drift_stage);
     if (a->event[0])
-        fprintf(tr->log, ", \"event\": \"%s\"", a->event);
+        fprintf(out, ", \"event\": \"%s\"", a->event);
     if (!solved)
         return;
-    fprintf(tr->log, ", \"planned_ms\": %.3f, \"planned_unfrozen_ms\": %.3f, \"p2p_ms\": %.4f, "
+    fprintf(out, ", \"planned_ms\": %.3f, \"planned_unfrozen_ms\": %.3f, \"p2p_ms\": %.4f, "
                      "\"freeze_ratio_per_stage\": [",
             tr->plan.batch_ms_planned, tr->plan.batch_ms_unfrozen, tr->plan.p2p_ms);
     for (int st = 0; st < tr->plan.schedule.stages; st++)
-        fprintf(tr->log, "%s%.4f", st ? ", " : "", tr->plan.freeze_ratio_stage[st]);
-    fputc(']', tr->log);
+        fprintf(out, "%s%.4f", st ? ", " : "", tr->plan.freeze_ratio_stage[st]);
+    fputc(']', out);
 }
 
-static void log_step(const trainer *tr, const step_report *rep, int solved)
+static void format_log_line(FILE *out, const trainer *tr, const step_report *rep, int solved)
 {
     const char *phase = rep->phase;
-    fprintf(tr->log,
+    fprintf(out,
             "{\"step\": %ld, \"loss\": %.6f, \"batch_ms\": %.3f, \"step_ms\": %.3f, "
             "\"train_ms\": %.3f, \"tokens_per_s\": %.1f, \"freeze_ratio\": %.4f, "
             "\"phase\": \"%s\", \"dw_gemms\": %ld, \"gflop\": %.4f, \"forward_ms\": %.3f, "
@@ -500,11 +468,28 @@ static void log_step(const trainer *tr, const step_report *rep, int solved)
             rep->tokens_per_s, rep->ratio, phase, rep->res.counts.gemms, rep->res.flops / 1e9,
             rep->forward_ms, rep->backward_ms);
     if (!isnan(rep->val_loss))
-        fprintf(tr->log, ", \"val_loss\": %.6f", rep->val_loss);
+        fprintf(out, ", \"val_loss\": %.6f", rep->val_loss);
     if (tr->autoplan)
-        log_auto(tr, rep, solved);
-    fputs("}\n", tr->log);
-    fflush(tr->log);
+        log_auto(out, tr, rep, solved);
+    fputs("}\n", out);
+}
+
+/* The step's line in --log.  Returns 0, or an error when it could not be
+ * written: a log cut short must not pass for a whole one. */
+static int log_step(trainer *tr, const step_report *rep, int solved, tf_error *err)
+{
+    if (!tr->log.path)
+        return 0;
+    char *line = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&line, &len);
+    if (!out)
+        return tf_fail(err, TF_ENOMEM, "--log: out of memory");
+    format_log_line(out, tr, rep, solved);
+    int rc = fclose(out) == 0 ? tfx_run_log_write(&tr->log, line, len, err)
+                              : tf_fail(err, TF_ENOMEM, "--log: out of memory");
+    free(line);
+    return rc;
 }
 
 /* Saves every --checkpoint-every steps and after the last one. */
@@ -597,8 +582,8 @@ static int train_step(trainer *tr, long step, tf_error *err)
         return rc;
     print_progress(tr->run.out, tr->bar, &rep, tr->o->steps);
     print_event(tr);
-    if (tr->log)
-        log_step(tr, &rep, solved);
+    if ((rc = log_step(tr, &rep, solved, err)) < 0)
+        return rc;
     return maybe_checkpoint(tr, step + 1, err);
 }
 

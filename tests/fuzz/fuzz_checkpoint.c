@@ -23,7 +23,7 @@
 #include "tfx/freeze_select.h"
 #include "tfx/runtime.h"
 
-#define MAGIC "TFXCKPT1"
+#define MAGIC "TFXCKPT2"
 
 typedef struct target {
     tfx_pipeline *pipeline;
@@ -44,14 +44,17 @@ static uint64_t fnv1a(const unsigned char *d, size_t n)
 }
 
 /* The smallest pipeline there is: 1F1B on 2 ranks, 2 microbatches, a
- * 2-block model of width 8. */
+ * 2-block model of width 8 with 2 heads. */
 static void make_target(target *t)
 {
     tf_error err = {0};
     tf_schedule s;
     tfx_pipeline_options o;
     tfx_pipeline_options_default(&o);
-    t->meta = (tfx_checkpoint_meta){{2, 8, 16, 4, 1}, 2, 2, 1, TFX_SELECT_RANDOM, "1F1B", 0};
+    t->meta = (tfx_checkpoint_meta){.model = {.layers = 2, .hidden = 8, .heads = 2, .ffn = 16,
+                                              .context = 4, .microbatch_size = 1},
+                                    .stages = 2, .microbatches = 2, .seed = 1,
+                                    .select_method = TFX_SELECT_RANDOM, .schedule = "1F1B"};
     if (tf_schedule_build("1F1B", 2, 1, 2, &s, &err) ||
         tfx_pipeline_create(&s, &t->meta.model, &o, &t->pipeline, &err)) {
         fprintf(stderr, "fuzz_checkpoint: %s\n", err.msg);
@@ -162,5 +165,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_CHECK(err.msg[0] != '\0', "refused without a message");
     }
+    /* --init reads the same file for its weights alone. */
+    tf_error init_err = {0};
+    if (tfx_checkpoint_load_weights(t.dir, t.pipeline, &init_err) == 0)
+        check_loaded(&t, 0);
+    else
+        FUZZ_CHECK(init_err.msg[0] != '\0', "--init refused without a message");
     return 0;
 }

@@ -8,7 +8,10 @@
 #   bash tools/bootstrap.sh test   install packages, build with AddressSanitizer
 #                                  and UndefinedBehaviorSanitizer, run every test;
 #                                  then an optimised build with warnings as errors
-#                                  (some warnings need the optimiser's analysis)
+#                                  (some warnings need the optimiser's analysis);
+#                                  where clang is installed, also a short run of
+#                                  every fuzz target and the executor's runtime
+#                                  and transport tests under ThreadSanitizer
 #
 # Packages are installed only when missing, so a second run needs no network.
 set -euo pipefail
@@ -53,6 +56,19 @@ case "${1:-}" in
         ctest --output-on-failure -j "$jobs")
     cmake -S . -B build-werror -DTF_WERROR=ON -DTF_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release > /dev/null
     cmake --build build-werror -j "$jobs" > /dev/null
+    if command -v clang > /dev/null; then
+      # libFuzzer and a ThreadSanitizer that copes with gcc's CPU-specific
+      # function versions both need clang (docs/robustness.md).
+      CC=clang cmake -S . -B build-fuzz -DTF_FUZZ=ON > /dev/null
+      cmake --build build-fuzz -j "$jobs" > /dev/null
+      (cd build-fuzz && ctest --output-on-failure -R fuzz_short)
+      CC=clang cmake -S . -B build-tsan -DTF_TSAN=ON > /dev/null
+      cmake --build build-tsan -j "$jobs" > /dev/null
+      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
+        ctest --output-on-failure -R 'test_exec_(pipeline|socket|mailbox|measure)')
+    else
+      echo "clang is not installed: the fuzz targets and ThreadSanitizer are skipped"
+    fi
     ;;
   *)
     echo "usage: bash tools/bootstrap.sh demo|test" >&2

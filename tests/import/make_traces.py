@@ -126,9 +126,9 @@ def dpv_ms(stage, kind, scale):
 
 
 def dpv_inputs(stage, kind, m, present):
-    """What an action waits for from another action (SPEC section 4); a
-    backward waits for the backward of the next stage, B or I, whichever
-    the order has."""
+    """What an action waits for from another action (rules 3 to 5 of
+    planner/include/tf/dag.h); a backward waits for the backward of the
+    next stage, B or I, whichever the order has."""
     if kind == "F":
         return [(stage - 1, "F", m)] if stage > 0 else []
     if kind == "W":

@@ -92,7 +92,7 @@ static void p2p_lag_on_cross_rank_edges(void **state)
 }
 
 /* Split backward: F -> I, I -> W, and I passes the gradient to the
- * previous stage's I (SPEC section 4, rules 3 and 5). */
+ * previous stage's I (rules 3 and 5 of tf/dag.h). */
 static void split_backward_edges(void **state)
 {
     const char *rank0[] = {"0F0", "0I0", "0W0"};

@@ -214,7 +214,7 @@ static void test_1f1b_p2_m3(void **state)
     tf_schedule_free(&s);
 }
 
-/* SPEC: rank r runs min(P - r, M) forwards, then B and F alternate. */
+/* PyTorch's 1F1B: rank r runs min(P - r, M) forwards, then B and F alternate. */
 static void test_1f1b_p3_m4(void **state)
 {
     (void)state;
@@ -227,7 +227,7 @@ static void test_1f1b_p3_m4(void **state)
     tf_schedule_free(&s);
 }
 
-/* Fewer microbatches than ranks (PyTorch refuses this shape, the SPEC's
+/* Fewer microbatches than ranks (PyTorch refuses this shape; the same
  * rule covers it): rank r warms up with min(P - r, M) forwards. */
 static void test_1f1b_fewer_microbatches_than_ranks(void **state)
 {

@@ -12,7 +12,8 @@
 #include "tf/schedule.h"
 #include "tf/util.h"
 
-/* Reference defaults when a frozen time is not given (SPEC, published.md). */
+/* The reference implementation's defaults when a frozen time is not given
+ * (docs/tf-study.md). */
 #define DEFAULT_B_FROZEN 0.5
 #define DEFAULT_W_FROZEN 0.01
 #define DEFAULT_CAP 0.9

@@ -1,4 +1,4 @@
-/* dag.h - the dependency graph of one training batch (SPEC section 4).
+/* dag.h - the dependency graph of one training batch (docs/planner.md).
  *
  * Nodes are the schedule's actions (same indices).  Edges u -> v:
  *  1. consecutive actions of one rank;

@@ -1,13 +1,20 @@
-/* freeze.h - the freeze-ratio linear program (SPEC section 5).
+/* freeze.h - the freeze-ratio linear program (docs/planner.md explains it).
  *
  * Variables: start time t_i of every action, freeze ratio r_i of every
  * freezable action (B or W with min < max), makespan T.  Duration
  * w_i = max_i - r_i (max_i - min_i).  Constraints: t_u + w_u + lag <= t_v per
  * edge, t_u + w_u <= T per sink, per-stage mean r <= cap.  Objective,
  * lexicographic: minimise T; then (least-freeze) minimise sum r, or (spread)
- * minimise max r and then sum r.  Solved with lp_solve in sequential solves,
- * each fixing the previous optimum, so the answer is the exact lexicographic
- * optimum (within solver tolerance) rather than a weighted compromise.
+ * minimise max r and then sum r.
+ *
+ * Two solvers find the same optimum: tf_freeze_solve hands the LP to
+ * lp_solve, tf_freeze_solve_fast uses its network structure
+ * (docs/fast-solver.md).  Both solve the objectives in sequence, each stage
+ * keeping the previous optimum as a bound, so the answer is the exact
+ * lexicographic optimum (within solver tolerance) rather than a weighted
+ * compromise.  tf_freeze_solve_with and tf_freeze_solve_ctl pick one by
+ * name, or by size for "auto" (tf-plan --solver), and by default fall back
+ * to the other when the first fails.
  */
 #ifndef TF_FREEZE_H
 #define TF_FREEZE_H
@@ -30,11 +37,12 @@ typedef struct tf_freeze_result {
     double *ratio;       /* n: freeze ratio per action (0 for fixed ones) */
     double *duration;    /* n: planned duration w_i */
     double *start;       /* n: earliest start under the planned durations */
-    int variables;       /* columns of the LP */
-    int constraints;     /* rows of the LP */
-    int solves;          /* lp_solve calls made */
-    double seconds;      /* wall time spent building and solving */
-    char status[32];     /* "optimal" or lp_solve's status name */
+    int variables;       /* columns of the LP; fast: nodes of its network */
+    int constraints;     /* rows of the LP; fast: arcs of its network */
+    int solves;          /* lp_solve calls made; fast: network-simplex pricings */
+    double seconds;      /* wall time spent building and solving (after a
+                          * fallback, both solvers' time) */
+    char status[32];     /* "optimal" (a failure is reported in the error) */
     char solver[32];     /* which solver produced it: "lp_solve" or "fast" */
     char fallback[512];  /* "" or why the solver chosen first failed, when the
                           * other one then produced it (tf_freeze_solve_ctl) */
@@ -51,10 +59,12 @@ int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms);
 double tf_freeze_apply_ratios(const tf_dag *g, const double *max_ms, const double *min_ms,
                               double *ratio, double *duration, double *start);
 
-/* Solves the freeze LP for schedule s with DAG g, durations max_ms/min_ms and
- * per-stage caps cap[s->stages] in [0, 1].  Returns 0 with *out filled (free
- * with tf_freeze_result_free), or TF_ESOLVER naming lp_solve's status, or
- * TF_ENOMEM.  Never returns a partial result. */
+/* Solves the freeze LP with lp_solve for schedule s with DAG g, durations
+ * max_ms/min_ms and per-stage caps cap[s->stages] in [0, 1]: one solve per
+ * objective stage, each from the last optimal basis, under the iteration
+ * guard but no time limit and without fallback.  Returns 0 with *out filled
+ * (free with tf_freeze_result_free; out->solver "lp_solve"), or TF_ESOLVER
+ * naming lp_solve's status, or TF_ENOMEM.  Never returns a partial result. */
 int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
                     const double *min_ms, const double *cap, tf_objective objective,
                     tf_freeze_result *out, tf_error *err);
@@ -64,7 +74,7 @@ void tf_freeze_result_free(tf_freeze_result *r);
 /* Writes lp_solve's version ("5.5.2.5") into buf[size]; returns buf. */
 char *tf_freeze_solver_version(char *buf, size_t size);
 
-/* --- The fast solver (freeze_fast.c, docs/fast-solver.md) ----------------
+/* --- The fast solver (planner/src/solve/freeze_fast.c, docs/fast-solver.md) -
  *
  * Same contract as tf_freeze_solve (same LP, same lexicographic objectives,
  * same snapping of ratios within 1e-9 of 0 or 1, makespan recomputed as the
@@ -72,10 +82,12 @@ char *tf_freeze_solver_version(char *buf, size_t size);
  * decomposition with a network simplex for the precedence constraints and a
  * small dense simplex for the master over the stage caps.  out->solver is
  * "fast"; variables/constraints count the network's nodes and arcs; solves
- * counts network-simplex (pricing) solves.  Returns 0, TF_ENOMEM, or
- * TF_ESOLVER naming the step that failed; never a partial result.
- * The same optimum, tens of times faster than lp_solve from 2,048 actions
- * on (measured in docs/fast-solver.md); "auto" uses it from
+ * counts network-simplex (pricing) solves.  At most TF_FAST_MAX_ROUNDS rounds
+ * of column generation, no time limit, no fallback.  Returns 0, TF_ENOMEM, or
+ * TF_ESOLVER naming the step that failed (TF_EINVAL only if its network
+ * comes out miscounted); never a partial result.  The same optimum, tens to
+ * hundreds of times faster than lp_solve from 2,048 actions on
+ * (docs/results.md has the measurements); "auto" uses it from
  * TF_FAST_SOLVER_MIN_ACTIONS on. */
 int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *max_ms,
                          const double *min_ms, const double *cap, tf_objective objective,
@@ -95,9 +107,10 @@ int tf_solver_parse(const char *name, tf_solver *solver);
 tf_solver tf_solver_for_size(int n_actions);
 
 /* Solves with the chosen solver (auto: tf_solver_for_size); same contract as
- * tf_freeze_solve.  out->solver names the solver that produced the plan.
- * tf_freeze_solve_ctl with the default control (fallback, no time limit,
- * silent). */
+ * tf_freeze_solve, except that when the chosen solver fails with TF_ESOLVER
+ * the other one solves, and out->solver names the solver that produced the
+ * plan.  tf_freeze_solve_ctl with the default control (fallback, no time
+ * limit, silent). */
 int tf_freeze_solve_with(tf_solver solver, const tf_schedule *s, const tf_dag *g,
                          const double *max_ms, const double *min_ms, const double *cap,
                          tf_objective objective, tf_freeze_result *out, tf_error *err);
@@ -120,10 +133,11 @@ void tf_freeze_control_init(tf_freeze_control *c);
 
 /* tf_freeze_solve_with under control ctl (NULL: the defaults).  Every path
  * is bounded: lp_solve by its iteration guard and the fast solver by
- * TF_FAST_MAX_ROUNDS rounds of column generation, and both by the time
- * limit.  Returns 0 with out->solver the solver that produced the plan and
- * out->fallback "" or the first solver's failure; or the failure (both
- * failures named when the fallback failed too). */
+ * max_rounds rounds of column generation, and both by the time limit.
+ * Only a TF_ESOLVER before the time limit falls back (out of memory would
+ * fail the other solver too).  Returns 0 with out->solver the solver that
+ * produced the plan and out->fallback "" or the first solver's failure; or
+ * the failure (both failures named when the fallback failed too). */
 int tf_freeze_solve_ctl(const tf_freeze_control *ctl, tf_solver solver, const tf_schedule *s,
                         const tf_dag *g, const double *max_ms, const double *min_ms,
                         const double *cap, tf_objective objective, tf_freeze_result *out,

@@ -1,4 +1,4 @@
-/* plan.h - freeze plans (plan.json, SPEC section 6): the planner's pipeline
+/* plan.h - freeze plans (plan.json, docs/formats.md): the planner's pipeline
  * from profile to plan, plan files, and the summary printed by tf-plan.
  */
 #ifndef TF_PLAN_H

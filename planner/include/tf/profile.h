@@ -1,4 +1,4 @@
-/* profile.h - profiled stage timings (profile.json, SPEC section 6).
+/* profile.h - profiled stage timings (profile.json, docs/formats.md).
  *
  * A profile names a schedule (built-in, or an explicit `order`), the pipeline
  * shape, per-stage timings, optional per-action measured overrides and the

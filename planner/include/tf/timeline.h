@@ -1,4 +1,4 @@
-/* timeline.h - drawing a plan (SPEC section 7): the timeline, the unfrozen
+/* timeline.h - drawing a plan (tf-dot, docs/tf-dot.md): the timeline, the unfrozen
  * vs planned comparison, the dependency graph, and a Chrome/Perfetto trace.
  *
  * Pictures are built as cgraph graphs with pinned node positions (the "nop"

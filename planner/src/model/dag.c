@@ -146,7 +146,7 @@ static void mark_reversed(const tf_schedule *s, const int *index, unsigned char 
     }
 }
 
-/* The edges the five rules give (SPEC section 4), duplicates included;
+/* The edges the five rules of tf/dag.h give, duplicates included;
  * index finds actions by key, reversed (mark_reversed) says where rule 2
  * runs downwards.  Returns the count. */
 static int collect_edges(const tf_schedule *s, const int *index, const unsigned char *reversed,

@@ -1018,8 +1018,11 @@ int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const 
     memset(&w, 0, sizeof w);
     int rc = net_build(s, g, max_ms, min_ms, &net);
     if (tf_freeze_result_alloc(out, n) || rc) {
-        rc = tf_fail(err, rc == TF_EINVAL ? TF_EINVAL : TF_ENOMEM,
-                     "out of memory building the fast freeze model for %d actions", n);
+        rc = rc == TF_EINVAL
+                 ? tf_fail(err, TF_EINVAL, "the fast freeze model of %d actions came out "
+                           "miscounted", n)
+                 : tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model for "
+                           "%d actions", n);
         goto done;
     }
     out->variables = net.nodes;

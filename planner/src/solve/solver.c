@@ -30,8 +30,9 @@ int tf_solver_parse(const char *name, tf_solver *solver)
 }
 
 /* Below 1,024 actions both solvers take milliseconds, so lp_solve, the
- * general solver the fast one is checked against, solves them; from there on the fast solver is several times faster and
- * grows far more slowly (docs/fast-solver.md has the measurements). */
+ * general solver the fast one is checked against, solves them; from there
+ * on the fast solver is tens to hundreds of times faster and grows far more
+ * slowly (docs/results.md has the measurements). */
 tf_solver tf_solver_for_size(int n_actions)
 {
     return n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;

@@ -158,6 +158,8 @@ check "validation loss $val below the best bigram $bigram by 0.3 nats" \
     awk -v v="$val" -v b="$bigram" 'BEGIN { exit !(v < b - 0.3) }'
 evals=$(grep -c '"val_loss"' "$work/ctx.jsonl")
 check "4 evaluations logged (every 50 steps), got $evals" [ "$evals" -eq 4 ]
+phases=$(grep -c '"phase": "unfrozen"' "$work/ctx.jsonl")
+check "a --no-freeze run is unfrozen in all 200 steps, got $phases" [ "$phases" -eq 200 ]
 
 # 5. Fine-tuning: pretrain on base, start from that checkpoint on the
 # shifted source with another pipeline shape.  The first loss of the

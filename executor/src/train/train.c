@@ -331,10 +331,11 @@ static void step_phase(const trainer *tr, long step, step_report *rep)
         return;
     }
     rep->factor = phase_factor(tr->o, step);
-    rep->phase = rep->factor == 0.0
-                     ? (tr->o->no_freeze || !tr->any_freezing ? "unfrozen" : "warmup")
-                 : rep->factor < 1.0 ? "ramp"
-                                     : "frozen";
+    /* A run that never freezes has one phase, whatever the warm-up. */
+    rep->phase = tr->o->no_freeze || !tr->any_freezing ? "unfrozen"
+                 : rep->factor == 0.0                  ? "warmup"
+                 : rep->factor < 1.0                   ? "ramp"
+                                                       : "frozen";
 }
 
 /* Fills the mask of `step` at `factor` times the full ratios; returns the

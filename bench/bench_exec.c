@@ -154,9 +154,14 @@ int main(int argc, char **argv)
 {
     options o = {.rounds = 3, .steps = 10};
     tfx_model_config_default(&o.model);
+    o.model.heads = o.model.ffn = 0; /* derived from the width unless given, as in tf-exec */
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
+    if (!o.model.heads)
+        o.model.heads = tfx_model_default_heads(o.model.hidden);
+    if (!o.model.ffn)
+        o.model.ffn = 4 * o.model.hidden;
 #ifdef OPENBLAS_VERSION
     openblas_set_num_threads(1); /* one thread, as the CPU backend runs it */
 #endif

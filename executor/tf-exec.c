@@ -74,7 +74,8 @@ static void usage(FILE *f)
           "           srun, by hand); processes meet in $TFX_RENDEZVOUS_DIR (/tmp) under\n"
           "           $TFX_RUN_ID; a silent peer fails the run after $TFX_TIMEOUT s (600);\n"
           "           $TFX_SOCKET_BIND / $TFX_SOCKET_HOST for several nodes; process 0\n"
-          "           prints and writes --log / --profile-out; no --checkpoint\n",
+          "           prints and writes --log / --profile-out; no --checkpoint\n"
+          "other:     -h, --help (this text)  --version\n",
           f);
 }
 

@@ -42,12 +42,11 @@ median() {
 }
 b0=$(median "$out/b-0-rotate.txt")
 b1=$(median "$out/b-1-rotate.txt")
-echo "| ratio r | tensors frozen (of 24) | B ms, rotate | linear model b0 - r (b0 - b1) | B ms, random | F ms |"
-echo "|---|---|---|---|---|---|"
+echo "| ratio r | B ms, rotate | linear model b0 - r (b0 - b1) | B ms, random | F ms |"
+echo "|---|---|---|---|---|"
 for r in $ratios; do
-    k=$(awk -v r="$r" 'BEGIN { printf "%d", int(r * 24 + 0.5) }')
     lin=$(awk -v a="$b0" -v b="$b1" -v r="$r" 'BEGIN { printf "%.2f", a - r * (a - b) }')
-    echo "| $r | $k | $(median "$out/b-$r-rotate.txt") | $lin | $(median "$out/b-$r-random.txt") | $(median "$out/f-$r.txt") |"
+    echo "| $r | $(median "$out/b-$r-rotate.txt") | $lin | $(median "$out/b-$r-random.txt") | $(median "$out/f-$r.txt") |"
 done
 echo
 echo "## profile -> plan -> train (2 ranks, 1F1B, 4 microbatches, 60 steps)"

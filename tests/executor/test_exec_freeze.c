@@ -1,11 +1,10 @@
-/* test_exec_freeze.c - freeze selection (random front-biased, rotate) and the
- * built-in corpus (entropy floor, batches). */
+/* test_exec_freeze.c - freeze selection (random front-biased, rotate); the
+ * corpus has its own tests (test_exec_corpus.c). */
 #include <math.h>
 
 #include <unistd.h>
 
 #include "test_util.h"
-#include "tfx/corpus.h"
 #include "tfx/freeze_select.h"
 
 static void test_freeze_count_rounds(void **state)

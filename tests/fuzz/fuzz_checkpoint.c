@@ -7,8 +7,8 @@
  * as it is (magic and checksum checks).  A checkpoint that loads must be
  * one a run can go on from: steps done and every tensor's optimizer steps
  * at least 0, parameters and moments finite, second moments not negative,
- * freeze rotation offsets not negative (issue 21: a checksum proves the
- * file intact, not valid).
+ * freeze rotation offsets not negative (a checksum proves the file
+ * intact, not valid).
  *
  * With TF_FUZZ_SEED_DIR set, the first call writes two seeds there (a real
  * checkpoint of the model below, as a body and raw), for tests/fuzz/run.sh.

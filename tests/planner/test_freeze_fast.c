@@ -256,7 +256,7 @@ static void compare_on_profile(const char *json, tf_objective objective)
     tf_profile_free(&p);
 }
 
-/* Durations six orders of magnitude apart (issue 21): the ratios of a
+/* Durations six orders of magnitude apart: the ratios of a
  * priced point then carry round-off of about 1e-11, which the master's
  * slack was judged against 1e-12; the penalty on it grew to 7e10 and the
  * pricing drowned: a wrong plan (a mean ratio of 0.445 instead of 0.240

@@ -168,16 +168,6 @@ static void test_bad_checkpoints_are_refused(void **state)
 
 /* The 64-bit FNV-1a the checkpoint ends with (checkpoint.h), so a test can
  * write files whose checksum is right but whose fields are not. */
-static uint64_t fnv1a(const unsigned char *d, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= d[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 /* Writes `len` bytes of data with `value` (8 bytes) at offset `at` and a
  * fresh checksum. */
 static void patch(const char *path, const char *data, size_t len, size_t at, const void *value)
@@ -185,7 +175,7 @@ static void patch(const char *path, const char *data, size_t len, size_t at, con
     char *copy = malloc(len);
     memcpy(copy, data, len);
     memcpy(copy + at, value, 8);
-    uint64_t sum = fnv1a((const unsigned char *)copy, len - 8);
+    uint64_t sum = tfx_checkpoint_checksum(copy, len - 8);
     memcpy(copy + len - 8, &sum, 8);
     assert_int_equal(tf_write_file_atomic(path, copy, len, NULL), 0);
     free(copy);

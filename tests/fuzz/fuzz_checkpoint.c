@@ -33,16 +33,6 @@ typedef struct target {
     float *host;          /* the largest tensor's values */
 } target;
 
-static uint64_t fnv1a(const unsigned char *d, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= d[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 /* The smallest pipeline there is: 1F1B on 2 ranks, 2 microbatches, a
  * 2-block model of width 8 with 2 heads. */
 static void make_target(target *t)
@@ -150,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         memcpy(file, MAGIC, 8);
         memcpy(file + 8, data + 1, size - 1);
-        uint64_t sum = fnv1a(file, len - 8);
+        uint64_t sum = tfx_checkpoint_checksum(file, len - 8);
         memcpy(file + len - 8, &sum, 8);
     }
     char path[600];

@@ -13,6 +13,7 @@
 #ifndef TFX_CHECKPOINT_H
 #define TFX_CHECKPOINT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "tf/error.h"
 #include "tfx/freeze_select.h"
@@ -27,6 +28,11 @@ typedef struct tfx_checkpoint_meta {
     char schedule[64];
     long step;              /* steps completed */
 } tfx_checkpoint_meta;
+
+/* The checksum that ends a checkpoint file: 64-bit FNV-1a of every byte
+ * before it (tools that edit a checkpoint, such as the tests, recompute it
+ * with this). */
+uint64_t tfx_checkpoint_checksum(const void *data, size_t len);
 
 /* Path of the checkpoint file in dir (static buffer-free: writes to buf of
  * size n).  Returns buf. */

@@ -69,8 +69,9 @@ static int64_t get_i64(cursor *c)
     return v;
 }
 
-static uint64_t fnv1a(const unsigned char *d, size_t n)
+uint64_t tfx_checkpoint_checksum(const void *data, size_t n)
 {
+    const unsigned char *d = data;
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) {
         h ^= d[i];
@@ -162,7 +163,7 @@ int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selec
             put(&b, host, n * sizeof(float));
         }
     }
-    uint64_t sum = b.oom ? 0 : fnv1a(b.data, b.len);
+    uint64_t sum = b.oom ? 0 : tfx_checkpoint_checksum(b.data, b.len);
     put(&b, &sum, sizeof sum);
     if (b.oom) {
         rc = tf_fail(err, TF_ENOMEM, "%s:%d: out of memory building the checkpoint", __FILE__,
@@ -225,7 +226,7 @@ static int read_checked(const char *path, size_t limit, char **data, cursor *c, 
                        path);
     uint64_t stored;
     memcpy(&stored, *data + len - sizeof stored, sizeof stored);
-    if (fnv1a((const unsigned char *)*data, len - sizeof stored) != stored)
+    if (tfx_checkpoint_checksum(*data, len - sizeof stored) != stored)
         return tf_fail(err, TF_EINVAL, "checkpoint %s: checksum mismatch (damaged file)", path);
     *c = (cursor){(const unsigned char *)*data + 8, len - 8 - sizeof stored, 0, 0};
     return 0;

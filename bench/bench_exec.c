@@ -161,7 +161,7 @@ int main(int argc, char **argv)
     if (!o.model.heads)
         o.model.heads = tfx_model_default_heads(o.model.hidden);
     if (!o.model.ffn)
-        o.model.ffn = 4 * o.model.hidden;
+        o.model.ffn = tfx_model_default_ffn(o.model.hidden);
 #ifdef OPENBLAS_VERSION
     openblas_set_num_threads(1); /* one thread, as the CPU backend runs it */
 #endif

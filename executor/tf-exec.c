@@ -341,7 +341,7 @@ static int check_auto_plan(const tfx_exec_options *o, const char *auto_only, tf_
 static int finish_options(tfx_exec_options *o, const char *auto_only, tf_error *err)
 {
     if (!o->model.ffn)
-        o->model.ffn = 4 * o->model.hidden > 65536 ? 65536 : 4 * o->model.hidden;
+        o->model.ffn = tfx_model_default_ffn(o->model.hidden);
     if (!o->model.heads)
         o->model.heads = tfx_model_default_heads(o->model.hidden);
     if (o->plan_path && o->freeze_ratio > 0)

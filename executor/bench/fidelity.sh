@@ -17,9 +17,10 @@
 set -eu
 build=${1:?usage: fidelity.sh BUILD_DIR [OUT_DIR] [REPEATS] [-- TF-EXEC OPTIONS...]}
 shift
-out=$(mktemp -d /tmp/tf_fidelity.XXXXXX)
+out=
 repeats=3
 if [ $# -gt 0 ] && [ "$1" != -- ]; then out=$1; shift; fi
+[ -n "$out" ] || out=$(mktemp -d /tmp/tf_fidelity.XXXXXX)
 if [ $# -gt 0 ] && [ "$1" != -- ]; then repeats=$1; shift; fi
 [ $# -gt 0 ] && [ "$1" = -- ] && shift
 extra=("$@")

@@ -127,7 +127,7 @@ expect_refused "--log /dev/full" "--log /dev/full: cannot write" -- \
     "$TF_EXEC" --steps 2 "${model[@]}" --log /dev/full
 expect_refused "--log in a missing folder" "--log $work/none/l.jsonl: cannot write there" -- \
     "$TF_EXEC" --steps 2 "${model[@]}" --log "$work/none/l.jsonl"
-# Endless inputs are refused unread: --data and a checkpoint on /dev/zero.
+# Endless inputs are refused at their limits: --data and a checkpoint on /dev/zero.
 expect_refused "--data /dev/zero" "/dev/zero: larger than the 1024 MiB limit" -- \
     "$TF_EXEC" --steps 1 "${model[@]}" --data /dev/zero
 mkdir -p "$work/zero-ckpt"

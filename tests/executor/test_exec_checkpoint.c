@@ -166,10 +166,8 @@ static void test_bad_checkpoints_are_refused(void **state)
     free(data);
 }
 
-/* The 64-bit FNV-1a the checkpoint ends with (checkpoint.h), so a test can
- * write files whose checksum is right but whose fields are not. */
 /* Writes `len` bytes of data with `value` (8 bytes) at offset `at` and a
- * fresh checksum. */
+ * fresh checksum: a file whose checksum is right but whose fields are not. */
 static void patch(const char *path, const char *data, size_t len, size_t at, const void *value)
 {
     char *copy = malloc(len);

@@ -23,8 +23,6 @@
 #include "tfx/freeze_select.h"
 #include "tfx/runtime.h"
 
-#define MAGIC "TFXCKPT2"
-
 typedef struct target {
     tfx_pipeline *pipeline;
     tfx_freeze_selector sel;
@@ -138,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] == 'R') {
         memcpy(file, data + 1, size - 1);
     } else {
-        memcpy(file, MAGIC, 8);
+        memcpy(file, TFX_CHECKPOINT_MAGIC, 8);
         memcpy(file + 8, data + 1, size - 1);
         uint64_t sum = tfx_checkpoint_checksum(file, len - 8);
         memcpy(file + len - 8, &sum, 8);

@@ -29,6 +29,9 @@ typedef struct tfx_checkpoint_meta {
     long step;              /* steps completed */
 } tfx_checkpoint_meta;
 
+/* The first 8 bytes of a checkpoint file of this version. */
+#define TFX_CHECKPOINT_MAGIC "TFXCKPT2"
+
 /* The checksum that ends a checkpoint file: 64-bit FNV-1a of every byte
  * before it (tools that edit a checkpoint, such as the tests, recompute it
  * with this). */

@@ -53,7 +53,8 @@ int tfx_corpus_builtin(const char *name, size_t len, int context, tfx_corpus *ou
 
 /* Reads a file as the corpus.  Returns 0, or TF_EIO naming the path when it
  * cannot be read, or TF_EINVAL when it is larger than TFX_MAX_DATA_BYTES
- * (refused unread: /dev/zero costs nothing) or its training or validation
+ * (a regular file is refused unread; /dev/zero is read to one byte past
+ * the limit) or its training or validation
  * part would be shorter than one sequence of `context` + 1 bytes (the
  * message names the path, its size and the minimum). */
 int tfx_corpus_load(const char *path, int context, tfx_corpus *out, tf_error *err);

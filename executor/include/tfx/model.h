@@ -52,6 +52,10 @@ void tfx_model_config_default(tfx_model_config *c);
  * below that when 32 does not divide it; at least 1. */
 int tfx_model_default_heads(int hidden);
 
+/* The MLP's inner width for width `hidden`: 4 x hidden, at most 65536 (the
+ * largest size tfx_model_config_check accepts). */
+int tfx_model_default_ffn(int hidden);
+
 /* Checks ranges (each >= 1, sizes <= 65536, hidden a multiple of heads,
  * token count and attention buffers within int range).  Returns 0 or
  * TF_EINVAL naming the option and value. */

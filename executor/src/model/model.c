@@ -39,6 +39,11 @@ int tfx_model_default_heads(int hidden)
     return heads;
 }
 
+int tfx_model_default_ffn(int hidden)
+{
+    return hidden > 65536 / 4 ? 65536 : 4 * hidden;
+}
+
 int tfx_model_config_check(const tfx_model_config *c, tf_error *err)
 {
     struct {

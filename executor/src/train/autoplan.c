@@ -135,6 +135,9 @@ fail:
  * them so. */
 static int check_alignment(const tf_plan *plan, const tf_schedule *s, tf_error *err)
 {
+    if (plan->schedule.n_actions != s->n_actions)
+        return tf_fail(err, TF_ERUNTIME, "--auto-plan: the plan has %d actions, the run %d",
+                       plan->schedule.n_actions, s->n_actions);
     for (int i = 0; i < s->n_actions; i++) {
         const tf_action *x = &plan->actions[i].action, *y = &s->actions[i];
         if (x->type != y->type || x->stage != y->stage || x->microbatch != y->microbatch ||
@@ -142,10 +145,7 @@ static int check_alignment(const tf_plan *plan, const tf_schedule *s, tf_error *
             return tf_fail(err, TF_ERUNTIME, "--auto-plan: the plan's action %d is not the run's",
                            i);
     }
-    return plan->schedule.n_actions == s->n_actions
-               ? 0
-               : tf_fail(err, TF_ERUNTIME, "--auto-plan: the plan has %d actions, the run %d",
-                         plan->schedule.n_actions, s->n_actions);
+    return 0;
 }
 
 /* The profile of the measurement just finished, the plan process 0 solves

@@ -13,7 +13,6 @@
 #include "tf/schedule.h"
 #include "tf/util.h"
 
-#define MAGIC "TFXCKPT2"
 #define FILE_NAME "tf-exec.ckpt"
 
 /* A growable byte buffer for writing, a cursor for reading. */
@@ -140,7 +139,7 @@ int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selec
                        strerror(errno));
 
     const tfx_model_layout *l = tfx_pipeline_layout(p);
-    put(&b, MAGIC, 8);
+    put(&b, TFX_CHECKPOINT_MAGIC, 8);
     int64_t shape[SHAPE_FIELDS];
     shape_fields(meta, shape);
     for (int i = 0; i < SHAPE_FIELDS; i++)
@@ -221,7 +220,7 @@ static int read_checked(const char *path, size_t limit, char **data, cursor *c, 
     if (len >= 8 && memcmp(*data, "TFXCKPT1", 8) == 0)
         return tf_fail(err, TF_EINVAL, "checkpoint %s: written by an older tf-exec, whose "
                        "model had no attention; it cannot be loaded", path);
-    if (len < 8 + sizeof(uint64_t) || memcmp(*data, MAGIC, 8) != 0)
+    if (len < 8 + sizeof(uint64_t) || memcmp(*data, TFX_CHECKPOINT_MAGIC, 8) != 0)
         return tf_fail(err, TF_EINVAL, "checkpoint %s: not a tf-exec checkpoint (bad magic)",
                        path);
     uint64_t stored;

@@ -123,19 +123,20 @@ static double median_of(const double *v, int n, double *scratch)
     return tfx_exec_median(scratch, n);
 }
 
-void tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c)
+int tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c, tf_error *err)
 {
     const int n = m->n_clock;
     double *scratch = malloc(((size_t)(m->n_lag > n ? m->n_lag : n) + 1) * sizeof *scratch);
     memset(c, 0, sizeof *c);
     if (!scratch)
-        return; /* the figures are a report: none rather than a failed run */
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
     c->n_lag = m->n_lag;
     c->lag_ms = median_of(m->lag, m->n_lag, scratch);
     c->startup_ms = median_of(m->startup, n, scratch);
     c->tail_ms = median_of(m->tail, n, scratch);
     c->optimizer_ms = median_of(m->optimizer, n, scratch);
     free(scratch);
+    return 0;
 }
 
 void tfx_measure_print_clock(const tfx_clock_figures *c, FILE *out)
@@ -256,7 +257,7 @@ int tfx_measure_profile(const tfx_measure *m, const tfx_exec_run *r, tf_profile 
     if (m->n_full < 1 || m->n_frozen < 1)
         return tf_fail(err, TF_EINVAL, "a profile needs an unfrozen and a frozen step (%d, %d)",
                        m->n_full, m->n_frozen);
-    tfx_measure_clock(m, &c);
+    TFX_TRY(tfx_measure_clock(m, &c, err));
     out->microbatch_tokens = r->tokens;
     out->p2p_ms = c.lag_ms;
     if (tf_schedule_copy(m->s, &out->schedule) < 0)

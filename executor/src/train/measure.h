@@ -68,8 +68,9 @@ void tfx_measure_add_times(tfx_measure *m, const tfx_step_times *t, int frozen);
 void tfx_measure_add(tfx_measure *m, const tfx_pipeline *p, int frozen,
                      const tfx_step_result *res);
 
-/* The clock figures of the steps added. */
-void tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c);
+/* The clock figures of the steps added.  Returns 0, or TF_ENOMEM with *c
+ * zeroed: the lag goes into the plan, so a missing figure is an error. */
+int tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c, tf_error *err);
 
 /* The profile of the steps added (at least one of each kind): per action the
  * median compute time unfrozen and frozen, per stage the means, p2p_ms the

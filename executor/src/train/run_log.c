@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tf/util.h"
@@ -34,15 +35,20 @@ int tfx_run_log_init(tfx_run_log *l, const char *path, long kept_steps, tf_error
     return tf_fail(err, TF_EIO, "--log %s: cannot write there: %s", path, strerror(why));
 }
 
-/* Appends to buf[*len] the lines of an old log whose "step" is at most
- * kept: those a resumed run does not repeat.  A missing log keeps none.
- * buf has room for the whole old text plus extra bytes. */
-static char *kept_lines(const char *path, long kept, size_t extra, size_t *len)
+/* The lines of an old log whose "step" is at most kept, those a resumed
+ * run does not repeat, into a malloc'd buffer with room for extra bytes
+ * more (*len: the bytes kept).  A missing log keeps none; one that cannot
+ * be read is an error, not a log to overwrite.  Returns the buffer or NULL
+ * with err set. */
+static char *kept_lines(const char *path, long kept, size_t extra, size_t *len, tf_error *err)
 {
     char *text = NULL;
     size_t old = 0;
-    if (kept <= 0 || tf_read_file(path, &text, &old, NULL) != 0)
-        old = 0;
+    struct stat st;
+    int missing = stat(path, &st) != 0 && errno == ENOENT;
+    if (kept > 0 && !missing &&
+        tf_read_file_limit(path, TFX_RUN_LOG_MAX_BYTES, &text, &old, err) != 0)
+        return NULL;
     char *buf = malloc(old + extra);
     *len = 0;
     for (const char *line = text; buf && line && line < text + old;) {
@@ -57,6 +63,8 @@ static char *kept_lines(const char *path, long kept, size_t extra, size_t *len)
         line += n;
     }
     free(text);
+    if (!buf)
+        tf_fail(err, TF_ENOMEM, "--log %s: out of memory", path);
     return buf;
 }
 
@@ -65,11 +73,12 @@ static char *kept_lines(const char *path, long kept, size_t extra, size_t *len)
 static int start(tfx_run_log *l, const char *line, size_t len, tf_error *err)
 {
     size_t used;
-    char *text = kept_lines(l->path, l->kept_steps, len, &used);
-    if (!text)
-        return tf_fail(err, TF_ENOMEM, "--log %s: out of memory", l->path);
-    memcpy(text + used, line, len);
     tf_error why = {0};
+    char *text = kept_lines(l->path, l->kept_steps, len, &used, &why);
+    if (!text)
+        return tf_fail(err, TF_EIO, "--log %s: cannot keep the lines of the resumed steps: %s",
+                       l->path, why.msg);
+    memcpy(text + used, line, len);
     int rc = tf_write_file_atomic(l->path, text, used + len, &why);
     free(text);
     if (rc)

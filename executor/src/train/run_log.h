@@ -15,6 +15,10 @@
 
 #include "tf/error.h"
 
+/* The largest old log a resumed run reads to keep its lines: the lines of
+ * about a million steps. */
+#define TFX_RUN_LOG_MAX_BYTES ((size_t)256 << 20)
+
 typedef struct tfx_run_log {
     const char *path;  /* borrowed; NULL: no log */
     long kept_steps;   /* a resumed run keeps the old lines of steps 1..kept_steps */

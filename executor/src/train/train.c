@@ -575,10 +575,12 @@ static int train_step(trainer *tr, long step, tf_error *err)
     const double batch_tokens = (double)tr->run.microbatches * tr->run.tokens;
     rep.tokens_per_s = batch_tokens / (rep.res.step_ms / 1e3);
     action_means(tr, &rep);
+    /* Recorded against the plan it ran with, before a re-plan's measuring
+     * restarts the samples. */
+    record(tr, &rep);
     int solved = 0;
     if ((rc = autoplan_step(tr, step, &rep, &solved, err)) < 0)
         return rc;
-    record(tr, &rep);
     if ((rc = maybe_evaluate(tr, step + 1, &rep.val_loss, err)) < 0)
         return rc;
     print_progress(tr->run.out, tr->bar, &rep, tr->o->steps);

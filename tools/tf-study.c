@@ -123,7 +123,24 @@ static int parse_args(int argc, char **argv, study_args *a)
 {
     memset(a, 0, sizeof *a);
     tf_study_run_options_init(&a->options);
-    return tf_cli_parse(&program, argc, argv, take_option, a, &a->study);
+    int rc = tf_cli_parse(&program, argc, argv, take_option, a, &a->study);
+    /* An output must not replace the study or the other output. */
+    if (rc == TF_CLI_CONTINUE &&
+        (tf_cli_distinct(prog, "-o", a->csv, "--plot", a->svg) ||
+         tf_cli_distinct(prog, "-o", a->csv, "the study", a->study) ||
+         tf_cli_distinct(prog, "--plot", a->svg, "the study", a->study)))
+        rc = TF_EXIT_USAGE;
+    return rc;
+}
+
+/* Neither output may replace the profile the study reads its times from. */
+static int check_profile_input(const study_args *a, const tf_study *study)
+{
+    const char *measured = study->profile_path[0] ? study->profile_path : NULL;
+    return tf_cli_distinct(prog, "-o", a->csv, "the study's profile", measured) ||
+                   tf_cli_distinct(prog, "--plot", a->svg, "the study's profile", measured)
+               ? TF_EXIT_USAGE
+               : 0;
 }
 
 /* Skips and failures in sweep order, after the progress bar is gone.
@@ -197,6 +214,10 @@ int main(int argc, char **argv)
     if (rc) {
         tf_cli_report(prog, rc, &err);
         return TF_EXIT_INPUT;
+    }
+    if ((status = check_profile_input(&a, &study)) != 0) {
+        tf_study_free(&study);
+        return status;
     }
     tf_progress lines;
     tf_progress_start(&lines, prog);

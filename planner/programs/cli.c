@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tf/util.h"
 
@@ -140,14 +141,20 @@ int tf_cli_distinct(const char *prog, const char *what_a, const char *a, const c
 {
     if (!a || !b || !tf_same_file(a, b))
         return 0;
+    /* Devices are written into, never replaced: two outputs on /dev/null
+     * lose nothing. */
+    struct stat st;
+    if (stat(a, &st) == 0 && S_ISCHR(st.st_mode))
+        return 0;
     fprintf(stderr, "%s: %s and %s are the same file, %s\n", prog, what_a, what_b, a);
     return TF_EXIT_USAGE;
 }
 
 int tf_cli_finish_stdout(const char *prog)
 {
-    /* errno is kept from the failing write; fflush reports it even when
-     * the data had gone out in an earlier, implicit flush. */
+    /* fflush reports a failure even when the data went out in an earlier,
+     * implicit flush (then only as "write error": that write's errno is
+     * gone). */
     errno = 0;
     int failed = fflush(stdout) != 0 || ferror(stdout);
     if (!failed)

@@ -88,8 +88,9 @@ int tf_cli_distinct(const char *prog, const char *what_a, const char *a, const c
                     const char *b);
 
 /* Flushes stdout and checks that everything printed there was written (a
- * full disk, a closed pipe): 0, or TF_EXIT_INPUT after "PROG: cannot write
- * the summary to stdout: REASON". */
+ * full disk): 0, or TF_EXIT_INPUT after "PROG: cannot write the summary to
+ * stdout: REASON".  (A closed pipe ends the program by SIGPIPE first, as it
+ * does any filter.) */
 int tf_cli_finish_stdout(const char *prog);
 
 /* Prints "PROG: MESSAGE" for a failed library call: err's message, else

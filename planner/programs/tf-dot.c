@@ -121,6 +121,15 @@ static int take_option(int c, const char *value, void *ctx)
     }
 }
 
+/* The format a picture is written in: -T, else the output's extension,
+ * else dot (standard output). */
+static const char *output_format(const dot_args *a)
+{
+    if (a->format)
+        return a->format;
+    return !a->output || !strcmp(a->output, "-") ? "dot" : tf_timeline_format_for_path(a->output);
+}
+
 /* Fills *a from the command line.  Returns TF_CLI_CONTINUE, or the exit
  * status (0 after --help or --version). */
 static int parse_args(int argc, char **argv, dot_args *a)
@@ -141,10 +150,7 @@ static int parse_args(int argc, char **argv, dot_args *a)
     if (rc == TF_CLI_CONTINUE && a->output && strcmp(a->output, "-") != 0 &&
         tf_cli_distinct(prog, "the input", a->input, "-o", a->output))
         return TF_EXIT_USAGE;
-    const char *format = a->format ? a->format
-                       : a->output && strcmp(a->output, "-") != 0
-                           ? tf_timeline_format_for_path(a->output)
-                           : "dot";
+    const char *format = output_format(a);
     if (rc == TF_CLI_CONTINUE && a->options.flows && strcmp(format, "chrome") != 0) {
         fprintf(stderr, "tf-dot: --flows: the arrows are flow events of a Chrome trace; add -T "
                         "chrome (or write a .json file), not %s\n",
@@ -152,15 +158,6 @@ static int parse_args(int argc, char **argv, dot_args *a)
         return TF_EXIT_USAGE;
     }
     return rc;
-}
-
-/* The format a picture is written in: -T, else the output's extension,
- * else dot (standard output). */
-static const char *output_format(const dot_args *a)
-{
-    if (a->format)
-        return a->format;
-    return !a->output || !strcmp(a->output, "-") ? "dot" : tf_timeline_format_for_path(a->output);
 }
 
 /* Says on stderr when the picture is too dense to read (a PNG of tens of

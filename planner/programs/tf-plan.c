@@ -14,9 +14,9 @@
 
 static const char *const prog = "tf-plan";
 
-/* The default --time-limit: ten times the slowest solve within the size
- * limits measured on a 2-core machine (75 s, 131,072 actions), so only a
- * solve gone wrong reaches it. */
+/* The default --time-limit: several times the slowest solve within the
+ * size limits measured on a 2-core machine (75-90 s, 131,072 actions), so
+ * only a solve gone wrong reaches it. */
 enum { TF_PLAN_TIME_LIMIT_S = 600 };
 
 typedef struct plan_args {
@@ -54,7 +54,7 @@ static void usage(FILE *f)
             "                             compute-only CSV (what --schedule-csv reads)\n"
             "  --timeline FILE            also draw the plan (format from the extension: .svg\n"
             "                             .png .pdf .dot, or .json for a Chrome/Perfetto trace)\n"
-            "  -q, --quiet                print no summary\n"
+            "  -q, --quiet                print no summary and no progress lines\n"
             "  -h, --help                 show this help\n"
             "  --version                  show the version\n"
             "\n"

@@ -323,6 +323,20 @@ static void plan_size_limits(void **state)
     assert_int_equal(tf_plan_parse(text, "long.json", &plan, &err), TF_EINVAL);
     assert_contains(err.msg, "long.json: $.actions: 131073 actions, more than the 131072");
     free(text);
+    /* Many values in few bytes: refused before any of them is parsed (a
+     * parse tree costs about 40 times its text). */
+    n = (size_t)4 << 20; /* the limit: 4,194,304 values */
+    text = malloc(2 * n + 64);
+    assert_non_null(text);
+    used = snprintf(text, 64, "{\"format\": \"tf-plan\", \"x\": [");
+    for (size_t i = 0; i < n; i++) {
+        text[used++] = '0';
+        text[used++] = ',';
+    }
+    strcpy(text + used - 1, "]}");
+    assert_int_equal(tf_plan_parse(text, "wide.json", &plan, &err), TF_EINVAL);
+    assert_contains(err.msg, "wide.json: about 4194307 JSON values, more than the 4194304");
+    free(text);
 }
 
 /* A solver that fails hands over to the other, and the plan, its file

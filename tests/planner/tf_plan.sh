@@ -251,6 +251,9 @@ check "-o and --timeline, a new file: nothing written" [ ! -e "$work/new.json" ]
 cp "$work/two.json" "$work/input.json"
 expect_refused_with 2 "-o over the profile" "-o and the profile are the same file" \
     "$work/input.json" -- "$TF_PLAN" "$work/input.json" -o "$work/./input.json"
+# Devices are written into, never replaced: two outputs on /dev/null are fine.
+expect_status 0 "-o and --write-csv both /dev/null" "$TF_PLAN" "$trace" -q -o /dev/null \
+    --write-csv /dev/null
 
 # A summary that cannot be written (a full disk) is an error, not a
 # silent success; the plan itself is written (atomically) before it.

@@ -216,6 +216,23 @@ same_plans() {
 check "--solver lp_solve and fast plan differently" same_plans "$work/lp.csv" "$work/fast.csv"
 check "--solver: row counts differ" [ "$(wc -l <"$work/lp.csv")" -eq "$(wc -l <"$work/fast.csv")" ]
 printf 'precious' >"$work/keep.csv"
+# An output must not replace the study, the other output or a profile it
+# reads; each is refused before anything is written.
+cp "$work/good.json" "$work/keep-study.json"
+expect_refused_with 2 "-o over the study" "-o and the study are the same file" \
+    "$work/keep-study.json" -- "$TF_STUDY" "$work/keep-study.json" -q -o "$work/./keep-study.json"
+expect_refused_with 2 "-o and --plot one file" "-o and --plot are the same file" -- \
+    "$TF_STUDY" "$work/good.json" -q -o "$work/both.out" --plot "$work/both.out"
+check "-o and --plot one file: nothing written" [ ! -e "$work/both.out" ]
+mkdir -p "$work/prof"
+name=1F1B-p2-v1-m4-cap0.6-p2p0.1.profile.json
+printf 'precious' >"$work/prof/$name"
+expect_refused "a profile over -o" "--profiles: the profile $work/prof/$name would replace" \
+    "$work/prof/$name" -- "$TF_STUDY" "$work/good.json" -q -o "$work/prof/$name" \
+    --profiles "$work/prof"
+expect_status 0 "-o and --plot both on /dev/null" "$TF_STUDY" "$work/good.json" -q \
+    -o /dev/null --plot /dev/null
+
 expect_refused_with 2 "bad --solver" '--solver: unknown solver "bogus" (auto, lp_solve, fast)' \
     "$work/keep.csv" -- "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --solver bogus
 

@@ -29,7 +29,7 @@
  * and per-layer lists for TF_STUDY_MAX_LAYERS layers take about 2 MB. */
 #define TF_STUDY_MAX_BYTES ((size_t)16 << 20)
 /* Each configuration's solve stops after this long (tf_freeze_control):
- * ten times the slowest solve within the planner's size limits. */
+ * several times the slowest solve within the planner's size limits. */
 #define TF_STUDY_TIME_LIMIT_S 600.0
 
 typedef struct tf_study {

@@ -478,6 +478,7 @@ static int read_list(const tfj_ctx *sweep_at, const cJSON *sweep, const char *ke
     int *as_ints = kind == 'i' ? calloc((size_t)count, sizeof *as_ints) : NULL;
     if (!values || (kind == 'i' && !as_ints)) {
         free(values);
+        free(as_ints);
         return tf_fail(err, TF_ENOMEM, "%s: out of memory", sweep_at->where);
     }
     int repeat = 0, first = 0;

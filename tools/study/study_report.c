@@ -93,6 +93,15 @@ int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const ch
             break;
         }
         snprintf(path, path_size, "%s/%s", profile_dir, name);
+        /* A profile must not replace the CSV, the plot or the study's own
+         * measured profile. */
+        for (int k = 0; k < first_profile && !rc; k++)
+            if (tf_same_file(paths[k], path))
+                rc = tf_fail(err, TF_EINVAL, "--profiles: the profile %s would replace %s", path,
+                             paths[k]);
+        if (!rc && s->profile_path[0] && tf_same_file(s->profile_path, path))
+            rc = tf_fail(err, TF_EINVAL, "--profiles: the profile %s would replace the study's "
+                         "measured profile", path);
         for (int k = first_profile; k < count && !rc; k++)
             if (strcmp(paths[k], path) == 0)
                 rc = tf_fail(err, TF_EINVAL,

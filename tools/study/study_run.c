@@ -15,6 +15,7 @@
  */
 #include "study.h"
 
+#include <errno.h>
 #include <lpsolve/lp_lib.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -77,8 +78,10 @@ static void heartbeat(run_state *st)
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 1;
-        pthread_cond_timedwait(&st->changed, &st->lock, &until);
-        if (st->options->progress && st->done < st->n)
+        /* A finished configuration has reported itself; only a quiet
+         * second calls for a beat. */
+        int quiet = pthread_cond_timedwait(&st->changed, &st->lock, &until) == ETIMEDOUT;
+        if (quiet && st->options->progress && st->done < st->n)
             st->options->progress(st->options->progress_ctx, st->done, st->n);
     }
     pthread_mutex_unlock(&st->lock);

@@ -23,8 +23,8 @@
  * pipelines have up to about 64 ranks, 256 stages and tens of thousands of
  * actions per step; these limits leave room above that while every program
  * stays within about a minute and a few hundred MB on a 2-core machine
- * (the fast solver takes about 75 s for 131,072 actions of 1F1B, tf-dot
- * about 3 s).  A count within its own limit can still multiply into too
+ * (the fast solver takes 75-90 s for 131,072 actions of 1F1B, tf-dot 3-4
+ * s; docs/robustness.md).  A count within its own limit can still multiply into too
  * many actions: tf_schedule_check_size checks the products. */
 enum {
     TF_MAX_RANKS = 512,

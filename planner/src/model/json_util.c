@@ -48,8 +48,36 @@ static void line_and_column(const char *text, size_t offset, int *line, int *col
     }
 }
 
+/* An upper bound on the values in a JSON text: one per container opened
+ * and one more per comma, outside strings.  One pass, no allocation. */
+static long count_values(const char *text)
+{
+    long values = 1;
+    int in_string = 0;
+    for (const char *c = text; *c; c++) {
+        if (in_string) {
+            if (*c == '\\' && c[1])
+                c++;
+            else if (*c == '"')
+                in_string = 0;
+        } else if (*c == '"') {
+            in_string = 1;
+        } else if (*c == ',' || *c == '[' || *c == '{') {
+            values++;
+        }
+    }
+    return values;
+}
+
 int tfj_parse(const char *text, const char *where, cJSON **root, tf_error *err)
 {
+    *root = NULL;
+    long values = count_values(text);
+    if (values > TFJ_MAX_VALUES)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: about %ld JSON values, more than the %d the toolkit reads "
+                       "(docs/robustness.md)",
+                       where, values, TFJ_MAX_VALUES);
     const char *end = NULL;
     *root = cJSON_ParseWithOpts(text, &end, 1);
     if (*root)

@@ -33,9 +33,17 @@ void tfj_index(const tfj_ctx *ctx, int index, tfj_ctx *out);
  * value is NULL.  Returns TF_EINVAL. */
 int tfj_fail(const tfj_ctx *ctx, const cJSON *value, const char *what, tf_error *err);
 
-/* Parses text; a syntax error names the line and column. *root must be
- * freed with cJSON_Delete.  Not thread-safe (cJSON records errors
- * globally). */
+/* The most values (numbers, strings, objects, arrays...) a parsed file may
+ * hold.  A parse tree costs about 40 times its text (a cJSON node per value
+ * of a few bytes), so the byte limits alone would let a 64 MiB file take
+ * gigabytes; the largest plan or profile the toolkit accepts (131,072
+ * actions) has under 2 million values. */
+enum { TFJ_MAX_VALUES = 4 << 20 };
+
+/* Parses text; a syntax error names the line and column, and a text of
+ * more than TFJ_MAX_VALUES values is refused before any node is made.
+ * *root must be freed with cJSON_Delete.  Not thread-safe (cJSON records
+ * errors globally). */
 int tfj_parse(const char *text, const char *where, cJSON **root, tf_error *err);
 
 /* Is o's field key present and not null? */

@@ -68,17 +68,11 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)
     }
     const cJSON *format = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "format")
                                                : NULL;
-    if (cJSON_IsObject(root) && (!format || (cJSON_IsString(format) &&
-                                              !strcmp(format->valuestring, "tf-profile")))) {
-        tf_profile profile;
-        rc = tf_profile_parse(text, path, &profile, err);
-        if (!rc) {
-            rc = tf_plan_unfrozen(&profile, out, err);
-            tf_profile_free(&profile);
-        }
-    } else if (cJSON_IsString(format) && !strcmp(format->valuestring, "tf-plan")) {
-        rc = tf_plan_parse(text, path, out, err);
-    } else {
+    int is_profile = cJSON_IsObject(root) &&
+                     (!format || (cJSON_IsString(format) &&
+                                  !strcmp(format->valuestring, "tf-profile")));
+    int is_plan = cJSON_IsString(format) && !strcmp(format->valuestring, "tf-plan");
+    if (!is_profile && !is_plan) {
         tfj_ctx ctx = {.where = path, .path = "$"}, at;
         tfj_child(&ctx, "format", &at);
         rc = format ? tfj_fail(&at, format,
@@ -87,7 +81,18 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)
                                err)
                     : tfj_fail(&ctx, root, "expected a plan or profile object", err);
     }
+    /* The typed parser makes a tree of its own: not two at once. */
     cJSON_Delete(root);
+    if (is_profile) {
+        tf_profile profile;
+        rc = tf_profile_parse(text, path, &profile, err);
+        if (!rc) {
+            rc = tf_plan_unfrozen(&profile, out, err);
+            tf_profile_free(&profile);
+        }
+    } else if (is_plan) {
+        rc = tf_plan_parse(text, path, out, err);
+    }
     free(text);
     if (rc)
         memset(out, 0, sizeof *out);

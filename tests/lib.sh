@@ -57,6 +57,9 @@ check() {
     if "$@"; then pass; else fail "$what"; fi
 }
 
+# lacks NEEDLE FILE: FILE does not contain NEEDLE (for check).
+lacks() { ! grep -q -- "$1" "$2"; }
+
 # run COMMAND...: runs it with output in $work/out and $work/err; sets $rc.
 run() {
     "$@" >"$work/out" 2>"$work/err"

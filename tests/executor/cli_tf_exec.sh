@@ -20,7 +20,6 @@ refused() {
 loss_of() { sed 's/.*"loss": \([0-9.eE+-]*\).*/\1/' <<<"$1"; }
 
 # lacks NEEDLE FILE: FILE does not contain NEEDLE.
-lacks() { ! grep -q -- "$1" "$2"; }
 
 # 1. profile -> plan -> train for 60 steps; the loss must fall by > 10%.
 expect_status 0 "profiling" "$TF_EXEC" --backend cpu --schedule 1F1B --ranks 2 --microbatches 4 \

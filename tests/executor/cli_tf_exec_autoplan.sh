@@ -163,8 +163,11 @@ refused failed_run 3 "rank 1 failed" "${pipe[@]}" "${small[@]}" "${auto[@]}" --s
 # (injected failures strike in the first step, before any plan is solved)
 check "a run that failed before its plan wrote no --plan-out $work/failed.json" \
     [ ! -e "$work/failed.json" ]
-refused unwritable_plan 1 "$work/no/plan.json" "${pipe[@]}" "${small[@]}" "${auto[@]}" --steps 6 \
-    --plan-out "$work/no/plan.json"
+refused unwritable_plan 1 "--plan-out $work/no/plan.json: cannot write there" "${pipe[@]}" \
+    "${small[@]}" "${auto[@]}" --steps 6 --plan-out "$work/no/plan.json"
+check "an unwritable --plan-out is refused before the first step" lacks 'step 1/' "$work/out"
+refused unwritable_profile 1 "--profile-out $work/no/p.json: cannot write there" "${pipe[@]}" \
+    "${small[@]}" "${auto[@]}" --steps 6 --profile-out "$work/no/p.json"
 
 # --schedule-csv: a per-rank order from a file, planned like --schedule's.
 printf '0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n' >"$work/order.csv"

@@ -38,6 +38,8 @@ int tfx_autoplan_open(tfx_autoplan *a, const tfx_exec_options *o, const tf_sched
     if (!(o->max_freeze_ratio >= 0.0 && o->max_freeze_ratio <= 1.0))
         return tf_fail(err, TF_EINVAL, "--max-freeze-ratio %g: must be in [0, 1]",
                        o->max_freeze_ratio);
+    TFX_TRY(tfx_exec_check_writable(o, "--profile-out", o->profile_out, err));
+    TFX_TRY(tfx_exec_check_writable(o, "--plan-out", o->plan_out, err));
     const int room = o->profile_steps > o->replan_steps ? o->profile_steps : o->replan_steps;
     TFX_TRY(tfx_measure_init(&a->m, s, room, err));
     TFX_CALLOC(a->measured, s->stages);

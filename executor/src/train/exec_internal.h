@@ -61,6 +61,14 @@ void tfx_exec_run_close(tfx_exec_run *r, int rc, const tf_error *err);
  * P parameters" for the run, without a line end. */
 void tfx_exec_run_describe(const tfx_exec_run *r, const char *what);
 
+/* Could path be written: the file, or its folder when it does not exist
+ * yet?  Checked before a run starts, so that a typo in an output's name
+ * costs nothing.  Process 0 alone writes outputs: other launched processes
+ * skip the check (their machine may not have the folder).  Returns 0 or
+ * TF_EIO "FLAG PATH: cannot write there: REASON". */
+int tfx_exec_check_writable(const tfx_exec_options *o, const char *flag, const char *path,
+                            tf_error *err);
+
 /* Median of v[0..n-1] (sorts v); 0 for n == 0. */
 double tfx_exec_median(double *v, int n);
 

@@ -3,8 +3,11 @@
  * (see exec_internal.h). */
 #include "exec_internal.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -251,6 +254,27 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+int tfx_exec_check_writable(const tfx_exec_options *o, const char *flag, const char *path,
+                            tf_error *err)
+{
+    if (!path || (tfx_exec_launched(o) && o->launch.rank != 0) || access(path, W_OK) == 0)
+        return 0;
+    int why = errno;
+    if (why == ENOENT) {
+        char folder[4096];
+        snprintf(folder, sizeof folder, "%s", path);
+        char *slash = strrchr(folder, '/');
+        if (!slash)
+            snprintf(folder, sizeof folder, ".");
+        else
+            slash[slash == folder] = '\0';
+        if (access(folder, W_OK) == 0)
+            return 0;
+        why = errno;
+    }
+    return tf_fail(err, TF_EIO, "%s %s: cannot write there: %s", flag, path, strerror(why));
 }
 
 double tfx_exec_median(double *v, int n)

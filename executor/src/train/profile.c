@@ -50,6 +50,7 @@ int tfx_exec_profile(const tfx_exec_options *o, tf_error *err)
     tf_profile prof = {0};
     tfx_measure m = {0};
     TFX_TRY(check_options(o, err));
+    TFX_TRY(tfx_exec_check_writable(o, "--profile-out", o->profile_out, err));
     TFX_TRY(tfx_exec_options_schedule(o, &r.sched, err));
     TFX_TRY(tfx_exec_run_open(&r, o, err));
     TFX_TRY(tfx_measure_init(&m, &r.sched, o->profile_steps, err));

@@ -7,32 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "tf/util.h"
 
-int tfx_run_log_init(tfx_run_log *l, const char *path, long kept_steps, tf_error *err)
+void tfx_run_log_init(tfx_run_log *l, const char *path, long kept_steps)
 {
     l->path = path;
     l->kept_steps = kept_steps;
     l->f = NULL;
-    if (!path || access(path, W_OK) == 0)
-        return 0;
-    int why = errno;
-    if (why == ENOENT) {
-        /* A new file: its folder must take it. */
-        char folder[4096];
-        snprintf(folder, sizeof folder, "%s", path);
-        char *slash = strrchr(folder, '/');
-        if (!slash)
-            snprintf(folder, sizeof folder, ".");
-        else
-            slash[slash == folder] = '\0';
-        if (access(folder, W_OK) == 0)
-            return 0;
-        why = errno;
-    }
-    return tf_fail(err, TF_EIO, "--log %s: cannot write there: %s", path, strerror(why));
 }
 
 /* The lines of an old log whose "step" is at most kept, those a resumed

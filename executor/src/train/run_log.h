@@ -26,10 +26,8 @@ typedef struct tfx_run_log {
 } tfx_run_log;
 
 /* Prepares l for path (NULL: every call is a no-op) without touching the
- * file, and checks that it could be written (the file, or its folder when
- * it does not exist yet), so that a typo fails before training starts.
- * Returns 0, or TF_EIO naming --log, the path and the reason. */
-int tfx_run_log_init(tfx_run_log *l, const char *path, long kept_steps, tf_error *err);
+ * file. */
+void tfx_run_log_init(tfx_run_log *l, const char *path, long kept_steps);
 
 /* Writes line[len] (one JSON line with its newline).  Returns 0, or TF_EIO
  * naming --log, the path and the reason. */

@@ -208,7 +208,8 @@ static int open_log(trainer *tr, tf_error *err)
 {
     const tfx_exec_options *o = tr->o;
     int writes = o->log_path && !(tfx_exec_launched(o) && o->launch.rank != 0);
-    return tfx_run_log_init(&tr->log, writes ? o->log_path : NULL, tr->start, err);
+    tfx_run_log_init(&tr->log, writes ? o->log_path : NULL, tr->start);
+    return tfx_exec_check_writable(o, "--log", o->log_path, err);
 }
 
 /* --auto-plan: the phases to come. */

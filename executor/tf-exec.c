@@ -59,7 +59,8 @@ static void usage(FILE *f)
           "           many fully frozen (alternating), the LP solved in the run, the plan's\n"
           "           ratios ramped in over --ramp steps, then training with the plan\n"
           "           --plan-out FILE (the plan in use)  --profile-out FILE (its profile)\n"
-          "           --objective least-freeze|spread  --solver auto|lp_solve|fast (tf-plan's)\n"
+          "           --objective least-freeze|spread  --solver auto|lp_solve|fast\n"
+          "           --max-action-ratio R (tf-plan's)\n"
           "           re-plan when a stage's actions drift from the plan by more than\n"
           "           --replan-threshold X (0.1; 0: never) for --replan-patience N (3)\n"
           "           steps, at least --replan-interval N (20) steps after the last plan,\n"
@@ -150,6 +151,18 @@ static int parse_objective(tfx_exec_options *o, const char *flag, const char *va
     if (tf_objective_parse(value, &o->objective) == 0)
         return 0;
     return tf_fail(err, TF_EINVAL, "%s \"%s\": expected least-freeze or spread", flag, value);
+}
+
+static int parse_action_cap(tfx_exec_options *o, const char *flag, const char *value,
+                            tf_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (errno || end == value || *end || !(v > 0.0 && v <= 1.0))
+        return tf_fail(err, TF_EINVAL, "%s \"%s\": expected a number in (0, 1]", flag, value);
+    o->max_action_ratio = v;
+    return 0;
 }
 
 static int parse_solver(tfx_exec_options *o, const char *flag, const char *value,
@@ -253,6 +266,7 @@ static const value_option value_options[] = {
     AUTO_TEXT("plan-out", plan_out),
     AUTO_OWN("objective", parse_objective),
     AUTO_OWN("solver", parse_solver),
+    AUTO_OWN("max-action-ratio", parse_action_cap),
     AUTO_REAL("replan-threshold", replan_threshold, 0, 100),
     AUTO_INT("replan-patience", replan_patience, 1, INT_MAX),
     AUTO_INT("replan-interval", replan_interval, 1, INT_MAX),

@@ -40,6 +40,9 @@ static void usage(FILE *f)
             "                             largest freeze ratio is smallest\n"
             "  --max-freeze-ratio R       cap on every stage's mean freeze ratio, in [0, 1]\n"
             "                             (default: the profile's, else 0.9)\n"
+            "  --max-action-ratio R       no action's ratio above R, in (0, 1] (default 1:\n"
+            "                             none); keeps the LP from freezing whole\n"
+            "                             microbatches, which costs accuracy\n"
             "  --solver NAME              auto (default: chosen by the schedule's size),\n"
             "                             lp_solve, or fast (the structured exact solver);\n"
             "                             the plan records the solver that ran (the other one\n"
@@ -67,6 +70,7 @@ static void usage(FILE *f)
 enum {
     OPT_OBJECTIVE = 256,
     OPT_MAX_FREEZE_RATIO,
+    OPT_MAX_ACTION_RATIO,
     OPT_SOLVER,
     OPT_SCHEDULE_CSV,
     OPT_TIMELINE,
@@ -78,6 +82,7 @@ static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"objective", required_argument, NULL, OPT_OBJECTIVE},
     {"max-freeze-ratio", required_argument, NULL, OPT_MAX_FREEZE_RATIO},
+    {"max-action-ratio", required_argument, NULL, OPT_MAX_ACTION_RATIO},
     {"solver", required_argument, NULL, OPT_SOLVER},
     {"schedule-csv", required_argument, NULL, OPT_SCHEDULE_CSV},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
@@ -113,6 +118,16 @@ static int take_cap(const char *value, plan_args *a)
     return 0;
 }
 
+static int take_action_cap(const char *value, plan_args *a)
+{
+    double ratio;
+    if (tf_cli_parse_number(value, &ratio) || !(ratio > 0.0 && ratio <= 1.0))
+        return tf_cli_bad_value(prog, "--max-action-ratio", "expected a number in (0, 1]",
+                                value);
+    a->options.max_action_ratio = ratio;
+    return 0;
+}
+
 static int take_time_limit(const char *value, plan_args *a)
 {
     double seconds;
@@ -144,6 +159,7 @@ static int take_option(int c, const char *value, void *ctx)
     case OPT_SOLVER: return tf_cli_solver(prog, value, &a->options.solver);
     case OPT_TIMELINE: return take_timeline(value, a);
     case OPT_MAX_FREEZE_RATIO: return take_cap(value, a);
+    case OPT_MAX_ACTION_RATIO: return take_action_cap(value, a);
     case OPT_TIME_LIMIT: return take_time_limit(value, a);
     default: return TF_EXIT_USAGE;
     }

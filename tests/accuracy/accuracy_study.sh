@@ -12,10 +12,11 @@ out=$work/q
 for f in evaluations.csv summary.csv config.json validation-loss.svg; do
     check "wrote $f" [ -s "$out/$f" ]
 done
-arms="no-freeze plan-lf-random plan-lf-rotate plan-spread-random plan-spread-rotate uniform cap plan-lf-rescaled"
-# 8 arms x 2 seeds x 4 evaluations, and one summary row per arm.
+arms="no-freeze plan-lf-random plan-lf-rotate plan-spread-random plan-spread-rotate uniform cap
+plan-lf-rescaled plan-actcap-random"
+# 9 arms x 2 seeds x 4 evaluations, and one summary row per arm.
 rows=$(($(wc -l <"$out/evaluations.csv") - 1))
-check "evaluations.csv has $rows rows, expected 64" [ "$rows" -eq 64 ]
+check "evaluations.csv has $rows rows, expected 72" [ "$rows" -eq 72 ]
 for arm in $arms; do
     check "summary has $arm" grep -q "^$arm," "$out/summary.csv"
     check "stdout has $arm" grep -q "^$arm " "$work/out"
@@ -33,7 +34,14 @@ check "the plan froze $plan, the uniform arm $uniform: about the same mean" \
 check "the cap arm froze $cap, the most" awk -v c="$cap" -v a="$plan" 'BEGIN { exit !(c >= a) }'
 # Two panels, a line per arm in each.
 lines=$(grep -c '<polyline' "$out/validation-loss.svg")
-check "plot has $lines lines, expected 16" [ "$lines" -eq 16 ]
+check "plot has $lines lines, expected 18" [ "$lines" -eq 18 ]
+# The per-action cap holds in its plan.
+check "no action of plan-actcap.json above the cap" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+cap = p["max_action_ratio"]
+sys.exit(not (cap < 1 and all(a.get("freeze_ratio", 0) <= cap + 1e-9 for a in p["actions"])))' \
+    "$out/plan-actcap.json"
 check "config names the seeds" grep -q '"seeds"' "$out/config.json"
 
 # Refusals: a non-empty output folder is never overwritten; a failing run

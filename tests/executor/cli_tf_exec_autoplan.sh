@@ -80,6 +80,15 @@ expect_status 0 "tf-plan --objective spread --solver lp_solve" "$TF_PLAN" \
 check "spread: --plan-out equals tf-plan's plan" same_plan "$work/spread.json" \
     "$work/tf-spread.json"
 check "spread: the plan says spread" grep -q '"objective":[[:space:]]*"spread"' "$work/spread.json"
+expect_status 0 "--auto-plan --max-action-ratio 0.5" "$TF_EXEC" "${pipe[@]}" "${small[@]}" \
+    "${auto[@]}" --steps 6 --max-action-ratio 0.5 --plan-out "$work/capped.json" \
+    --profile-out "$work/capped-profile.json"
+expect_status 0 "tf-plan --max-action-ratio 0.5" "$TF_PLAN" "$work/capped-profile.json" \
+    -o "$work/tf-capped.json" --max-action-ratio 0.5 -q
+check "--max-action-ratio: --plan-out equals tf-plan's plan" same_plan "$work/capped.json" \
+    "$work/tf-capped.json"
+check "--max-action-ratio: the plan says 0.5" \
+    grep -q '"max_action_ratio":[[:space:]]*0.5' "$work/capped.json"
 
 # 2. the steps after the plan freeze what --plan freezes with the same warm-up.
 expect_status 0 "--plan with the auto-plan's plan" "$TF_EXEC" --plan "$work/plan.json" \

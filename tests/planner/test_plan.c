@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "tf/dag.h"
+#include "tf/freeze.h"
 #include "tf/plan.h"
 #include "tf/util.h"
 
@@ -490,6 +492,94 @@ static void pair_in_plan_json(void **state)
     tf_profile_free(&p);
 }
 
+/* --max-action-ratio c: against a second formulation, the LP handed to the
+ * other solver by hand with every frozen time moved to max - c (max - min)
+ * and the stage caps to cap / c: the same batch time, and the plan's
+ * ratios c times that LP's.  c = 1 is the plain plan; no ratio exceeds c;
+ * the cap survives a round trip through plan.json; c outside (0, 1] is
+ * refused. */
+static void per_action_cap(void **state)
+{
+    (void)state;
+    char path[512];
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_load(source_path("traces/llama8b-1f1b-h200.profile.json", path, sizeof path),
+                        &p, &err))
+        fail_msg("%s", err.msg);
+    const int n = p.schedule.n_actions, stages = p.schedule.stages;
+    const double c = 0.6;
+    tf_plan_options o;
+    tf_plan_options_init(&o);
+    tf_plan plain, capped, one;
+    assert_int_equal(tf_plan_from_profile(&p, &o, &plain, &err), 0);
+    o.max_action_ratio = 1.0;
+    assert_int_equal(tf_plan_from_profile(&p, &o, &one, &err), 0);
+    for (int i = 0; i < n; i++)
+        assert_true(one.actions[i].freeze_ratio == plain.actions[i].freeze_ratio);
+    o.max_action_ratio = c;
+    o.solver = TF_SOLVER_FAST;
+    assert_int_equal(tf_plan_from_profile(&p, &o, &capped, &err), 0);
+    assert_true(capped.batch_ms_planned > plain.batch_ms_planned); /* the cap binds here */
+    int at_cap = 0;
+    for (int i = 0; i < n; i++) {
+        assert_true(capped.actions[i].freeze_ratio <= c + 1e-9);
+        at_cap += fabs(capped.actions[i].freeze_ratio - c) < 1e-9;
+    }
+    assert_true(at_cap > 0);
+
+    /* The second formulation, solved by lp_solve. */
+    double *max_ms = malloc(sizeof(double) * n), *min_ms = malloc(sizeof(double) * n);
+    double *caps = malloc(sizeof(double) * stages);
+    assert_true(max_ms && min_ms && caps);
+    tf_profile_durations(&p, max_ms, min_ms);
+    for (int i = 0; i < n; i++)
+        min_ms[i] = max_ms[i] - c * (max_ms[i] - min_ms[i]);
+    for (int st = 0; st < stages; st++)
+        caps[st] = fmin(1.0, p.max_freeze_ratio[st] / c);
+    tf_dag g;
+    assert_int_equal(tf_dag_build(&p.schedule, p.p2p_ms, &g, &err), 0);
+    tf_freeze_result fr;
+    assert_int_equal(tf_freeze_solve(&p.schedule, &g, max_ms, min_ms, caps,
+                                     TF_OBJECTIVE_LEAST_FREEZE, &fr, &err), 0);
+    assert_true(fabs(fr.makespan - capped.batch_ms_planned) < 1e-6 * fr.makespan);
+    double sum_lp = 0, sum_plan = 0;
+    for (int i = 0; i < n; i++) {
+        sum_lp += c * fr.ratio[i];
+        sum_plan += capped.actions[i].freeze_ratio;
+    }
+    assert_true(fabs(sum_lp - sum_plan) < 1e-6 * (1 + sum_lp));
+
+    char *json = NULL;
+    tf_plan back;
+    assert_int_equal(tf_plan_to_json(&capped, &json, &err), 0);
+    assert_non_null(strstr(json, "\"max_action_ratio\""));
+    assert_int_equal(tf_plan_parse(json, "capped.json", &back, &err), 0);
+    assert_true(back.max_action_ratio == c);
+    free(json);
+    tf_plan_free(&back);
+    assert_int_equal(tf_plan_to_json(&plain, &json, &err), 0);
+    assert_null(strstr(json, "max_action_ratio"));
+    assert_int_equal(tf_plan_parse(json, "plain.json", &back, &err), 0);
+    assert_true(back.max_action_ratio == 1.0);
+    free(json);
+    tf_plan_free(&back);
+
+    tf_plan bad;
+    o.max_action_ratio = 0.0;
+    assert_int_equal(tf_plan_from_profile(&p, &o, &bad, &err), TF_EINVAL);
+    assert_contains(err.msg, "max_action_ratio = 0: must be in (0, 1]");
+    tf_freeze_result_free(&fr);
+    tf_dag_free(&g);
+    free(max_ms);
+    free(min_ms);
+    free(caps);
+    tf_plan_free(&plain);
+    tf_plan_free(&one);
+    tf_plan_free(&capped);
+    tf_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -501,6 +591,7 @@ int main(void)
         cmocka_unit_test(rejects_bad_plans),
         cmocka_unit_test(solver_choice_is_recorded),
         cmocka_unit_test(plan_size_limits),
+        cmocka_unit_test(per_action_cap),
         cmocka_unit_test(solver_failure_falls_back),
         cmocka_unit_test(pair_lp_by_hand),
         cmocka_unit_test(pair_in_plan_json),

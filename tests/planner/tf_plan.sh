@@ -50,6 +50,18 @@ check "--max-freeze-ratio=0.5 not taken" \
 check "--solver=fast not taken" grep -Eq '"name":[[:space:]]*"fast"' "$work/equals.json"
 expect_status 2 "--max-freeze-ratio=2" "$TF_PLAN" "$trace" -q --max-freeze-ratio=2
 expect_stderr "--max-freeze-ratio=2" '--max-freeze-ratio: expected a number in [0, 1], got "2"'
+# A per-action cap: said in the summary, kept in the plan, never exceeded.
+expect_status 0 "--max-action-ratio 0.5" "$TF_PLAN" "$trace" --max-action-ratio 0.5 \
+    -o "$work/action-cap.json"
+expect_stdout "--max-action-ratio 0.5" "cap           0.80 on every stage, at most 0.50 on each action"
+check "--max-action-ratio 0.5: a ratio above 0.5 in the plan" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+r = [a.get("freeze_ratio", 0) for a in p["actions"]]
+sys.exit(not (p["max_action_ratio"] == 0.5 and max(r) <= 0.5 + 1e-9 and max(r) > 0.49))' \
+    "$work/action-cap.json"
+expect_status 2 "--max-action-ratio 0" "$TF_PLAN" "$trace" -q --max-action-ratio 0
+expect_stderr "--max-action-ratio 0" '--max-action-ratio: expected a number in (0, 1], got "0"'
 
 # --schedule-csv replaces the order: GPipe's order on a 1F1B profile.
 printf '0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n' >"$work/gpipe.csv"

@@ -60,6 +60,7 @@ typedef struct tfx_exec_options {
     const char *plan_out;       /* auto_plan: write the plan in use here */
     tf_objective objective;     /* auto_plan: the LP's tie-break (tf-plan --objective) */
     tf_solver solver;           /* auto_plan: tf-plan --solver */
+    double max_action_ratio;    /* auto_plan: tf-plan --max-action-ratio (default 1: none) */
     double replan_threshold;    /* re-plan when a stage drifts by more than this share of
                                    its planned time (default 0.1; 0: never) */
     int replan_patience;        /* ... for this many steps in a row (default 3) */

@@ -37,6 +37,7 @@ void tfx_exec_options_default(tfx_exec_options *o)
     o->objective = TF_OBJECTIVE_LEAST_FREEZE;
     o->solver = TF_SOLVER_AUTO;
     o->replan_threshold = 0.1;
+    o->max_action_ratio = 1.0;
     o->replan_patience = 3;
     o->replan_interval = 20;
     o->replan_steps = 2;

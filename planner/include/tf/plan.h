@@ -29,6 +29,7 @@ typedef struct tf_plan {
     double microbatch_tokens;     /* 0 if unknown */
     double p2p_ms;
     double *max_freeze_ratio;     /* schedule.stages caps */
+    double max_action_ratio;      /* no action's ratio above it; 1: no such cap */
     tf_objective objective;
     double batch_ms_unfrozen, batch_ms_all_frozen, batch_ms_planned;
     double speedup;               /* unfrozen / planned */
@@ -52,12 +53,19 @@ typedef struct tf_plan {
 typedef struct tf_plan_options {
     tf_objective objective;
     double max_freeze_ratio;      /* < 0: use the profile's caps */
+    /* In (0, 1]: no action's ratio above it (1, the default: none).  A
+     * stage cap alone lets the LP freeze some microbatches' backwards
+     * entirely, which drops those microbatches' weight gradients: in
+     * fine-tuning that costs far more accuracy than the same mean ratio
+     * spread out (docs/accuracy.md). */
+    double max_action_ratio;
     tf_solver solver;             /* TF_SOLVER_AUTO: tf_solver_for_size picks */
     tf_freeze_control control;    /* time limit, fallback to the other solver, progress */
 } tf_plan_options;
 
-/* Defaults: least-freeze, caps from the profile, solver auto, and
- * tf_freeze_control_init's control (no time limit, fallback, silent). */
+/* Defaults: least-freeze, caps from the profile, no per-action cap, solver
+ * auto, and tf_freeze_control_init's control (no time limit, fallback,
+ * silent). */
 void tf_plan_options_init(tf_plan_options *o);
 
 /* The planner: builds the DAG of p->schedule, computes the unfrozen and

@@ -87,7 +87,10 @@ void tf_plan_print_summary(const tf_plan *plan, FILE *f)
         same &= plan->max_freeze_ratio[st] == plan->max_freeze_ratio[0];
     for (int st = 0; st < (same ? 1 : s->stages); st++)
         fprintf(f, "%s%.2f", st ? " " : "", plan->max_freeze_ratio[st]);
-    fprintf(f, "%s\n", same ? " on every stage" : " per stage");
+    fprintf(f, "%s", same ? " on every stage" : " per stage");
+    if (plan->max_action_ratio < 1.0)
+        fprintf(f, ", at most %.2f on each action", plan->max_action_ratio);
+    fputc('\n', f);
     /* "lp_solve 5.5.2.5 (auto): optimal, ..." - the solver that ran, and
      * "(auto)" when tf_solver_for_size chose it. */
     fprintf(f, "solver        %s%s%s%s: %s, ", plan->solver_name,

@@ -53,6 +53,8 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
     else
         cJSON_AddItemToObject(root, "max_freeze_ratio",
                               number_array(plan->max_freeze_ratio, s->stages));
+    if (plan->max_action_ratio < 1.0)
+        tfj_add_number(root, "max_action_ratio", plan->max_action_ratio);
     cJSON_AddStringToObject(root, "objective", tf_objective_name(plan->objective));
     cJSON *batch = cJSON_AddObjectToObject(root, "batch_ms");
     tfj_add_number(batch, "unfrozen", plan->batch_ms_unfrozen);
@@ -367,8 +369,9 @@ static int parse_plan_actions(const tfj_ctx *ctx, const cJSON *root, const plan_
     return 0;
 }
 
-/* "max_freeze_ratio": one cap, or one per stage.  Informative (the plan's
- * ratios are what counts), but checked for type. */
+/* "max_freeze_ratio": one cap, or one per stage, and "max_action_ratio"
+ * (absent: 1).  Informative (the plan's ratios are what counts), but
+ * checked for type and range. */
 static int parse_plan_caps(const tfj_ctx *ctx, const cJSON *root, tf_plan *plan, tf_error *err)
 {
     const int stages = plan->schedule.stages;
@@ -378,12 +381,16 @@ static int parse_plan_caps(const tfj_ctx *ctx, const cJSON *root, tf_plan *plan,
         const cJSON *c;
         cJSON_ArrayForEach(c, caps) plan->max_freeze_ratio[st++] =
             cJSON_IsNumber(c) ? c->valuedouble : 0.9;
-        return 0;
+        return tfj_number(ctx, root, "max_action_ratio", 0, 1.0, 0, 1, &plan->max_action_ratio,
+                          err);
     }
     double cap;
     int rc = tfj_number(ctx, root, "max_freeze_ratio", 0, 0.9, 0, 1, &cap, err);
     for (int st = 0; !rc && st < stages; st++)
         plan->max_freeze_ratio[st] = cap;
+    if (!rc)
+        rc = tfj_number(ctx, root, "max_action_ratio", 0, 1.0, 0, 1, &plan->max_action_ratio,
+                        err);
     return rc;
 }
 

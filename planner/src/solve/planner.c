@@ -14,6 +14,7 @@ void tf_plan_options_init(tf_plan_options *o)
 {
     o->objective = TF_OBJECTIVE_LEAST_FREEZE;
     o->max_freeze_ratio = -1.0;
+    o->max_action_ratio = 1.0;
     o->solver = TF_SOLVER_AUTO;
     tf_freeze_control_init(&o->control);
 }
@@ -36,6 +37,20 @@ static int plan_init(tf_plan *plan, const tf_profile *p, const double *caps)
     return 0;
 }
 
+/* A per-action cap c < 1 without touching the solvers: each action's
+ * frozen time moves to max - c (max - min), so the solvers' ratio r' in
+ * [0, 1] is the plan's r = c r', and a stage cap R on the mean of r is R / c
+ * on the mean of r' (no cap at all from 1 on).  The objectives (least
+ * total ratio, smallest largest ratio) scale by c and keep their optimum. */
+static void cap_each_action(double c, int n, const double *max_ms, double *min_ms, int stages,
+                            double *caps)
+{
+    for (int i = 0; i < n; i++)
+        min_ms[i] = max_ms[i] - c * (max_ms[i] - min_ms[i]);
+    for (int st = 0; st < stages; st++)
+        caps[st] = caps[st] >= c ? 1.0 : caps[st] / c;
+}
+
 /* Shared body of tf_plan_from_profile and tf_plan_unfrozen. */
 static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, tf_plan *out,
                      tf_error *err)
@@ -45,6 +60,8 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     double *caps = calloc((size_t)s->stages + 1, sizeof *caps);
     double *max_ms = malloc(((size_t)n + 1) * sizeof *max_ms);
     double *min_ms = malloc(((size_t)n + 1) * sizeof *min_ms);
+    double *solve_min_ms = malloc(((size_t)n + 1) * sizeof *solve_min_ms);
+    double *solve_caps = calloc((size_t)s->stages + 1, sizeof *solve_caps);
     double *zeros = calloc((size_t)n + 1, sizeof *zeros);
     double *start = malloc(((size_t)n + 1) * sizeof *start);
     unsigned char *critical = malloc((size_t)n + 1);
@@ -52,7 +69,8 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     tf_freeze_result fr = {0};
     int rc = 0;
     memset(out, 0, sizeof *out);
-    if (!caps || !max_ms || !min_ms || !zeros || !start || !critical) {
+    if (!caps || !max_ms || !min_ms || !solve_min_ms || !solve_caps || !zeros || !start ||
+        !critical) {
         rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
         goto done;
     }
@@ -66,6 +84,8 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
         goto done;
     }
     out->objective = o ? o->objective : TF_OBJECTIVE_LEAST_FREEZE;
+    const double per_action = o ? o->max_action_ratio : 1.0;
+    out->max_action_ratio = per_action;
     /* start doubles as scratch for the all-frozen pass, so no pass allocates. */
     out->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, start);
     out->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, start);
@@ -77,10 +97,20 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
             rc = tf_fail(err, TF_ENOMEM, "out of memory planning %d actions", n);
         goto done;
     }
-    tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
-    if ((rc = tf_freeze_solve_ctl(o ? &o->control : NULL, requested, s, &g, max_ms, min_ms, caps,
-                                  out->objective, &fr, err)))
+    if (!(per_action > 0.0 && per_action <= 1.0)) {
+        rc = tf_fail(err, TF_EINVAL, "max_action_ratio = %g: must be in (0, 1]", per_action);
         goto done;
+    }
+    memcpy(solve_min_ms, min_ms, (size_t)n * sizeof *min_ms);
+    memcpy(solve_caps, caps, (size_t)s->stages * sizeof *caps);
+    if (per_action < 1.0)
+        cap_each_action(per_action, n, max_ms, solve_min_ms, s->stages, solve_caps);
+    tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
+    if ((rc = tf_freeze_solve_ctl(o ? &o->control : NULL, requested, s, &g, max_ms,
+                                  solve_min_ms, solve_caps, out->objective, &fr, err)))
+        goto done;
+    for (int i = 0; i < n; i++)
+        fr.ratio[i] *= per_action;
     out->batch_ms_planned = fr.makespan;
     snprintf(out->solver_name, sizeof out->solver_name, "%s", fr.solver);
     snprintf(out->solver_requested, sizeof out->solver_requested, "%s",
@@ -107,6 +137,8 @@ done:
     free(caps);
     free(max_ms);
     free(min_ms);
+    free(solve_min_ms);
+    free(solve_caps);
     free(zeros);
     free(start);
     free(critical);

@@ -580,6 +580,37 @@ static void per_action_cap(void **state)
     tf_profile_free(&p);
 }
 
+/* A cap of exactly 0 freezes nothing, for either solver and without the
+ * fallback (the fast solver's master LP was infeasible on this 16-rank
+ * profile, whose stages mix given and default frozen times; found by
+ * fuzz_profile, tests/fuzz/regressions/fuzz_profile/zero-cap.json). */
+static void zero_cap_freezes_nothing(void **state)
+{
+    (void)state;
+    char path[512];
+    tf_profile p;
+    tf_error err = {0};
+    if (tf_profile_load(source_path("tests/fuzz/regressions/fuzz_profile/zero-cap.json", path,
+                                    sizeof path),
+                        &p, &err))
+        fail_msg("%s", err.msg);
+    for (int k = 0; k < 2; k++) {
+        tf_plan_options o;
+        tf_plan_options_init(&o);
+        o.solver = k ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
+        o.control.fallback = 0;
+        tf_plan plan;
+        if (tf_plan_from_profile(&p, &o, &plan, &err))
+            fail_msg("%s", err.msg);
+        assert_string_equal(plan.solver_name, k ? "fast" : "lp_solve");
+        assert_true(plan.batch_ms_planned == plan.batch_ms_unfrozen);
+        for (int i = 0; i < plan.schedule.n_actions; i++)
+            assert_true(plan.actions[i].freeze_ratio == 0.0);
+        tf_plan_free(&plan);
+    }
+    tf_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -592,6 +623,7 @@ int main(void)
         cmocka_unit_test(solver_choice_is_recorded),
         cmocka_unit_test(plan_size_limits),
         cmocka_unit_test(per_action_cap),
+        cmocka_unit_test(zero_cap_freezes_nothing),
         cmocka_unit_test(solver_failure_falls_back),
         cmocka_unit_test(pair_lp_by_hand),
         cmocka_unit_test(pair_in_plan_json),

@@ -1006,9 +1006,10 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
     return tf_freeze_fast_run(NULL, s, g, max_ms, min_ms, cap, objective, out, err);
 }
 
-int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
-                       const double *max_ms, const double *min_ms, const double *cap,
-                       tf_objective objective, tf_freeze_result *out, tf_error *err)
+/* The solve, for caps above 0 (tf_freeze_fast_run). */
+static int fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
+                    const double *max_ms, const double *min_ms, const double *cap,
+                    tf_objective objective, tf_freeze_result *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     double started = tf_now_seconds();
@@ -1097,5 +1098,36 @@ done:
     out->seconds = tf_now_seconds() - started;
     if (rc)
         tf_freeze_result_free(out);
+    return rc;
+}
+
+int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
+                       const double *max_ms, const double *min_ms, const double *cap,
+                       tf_objective objective, tf_freeze_result *out, tf_error *err)
+{
+    int zero = 0;
+    for (int st = 0; st < s->stages; st++)
+        zero |= cap[st] == 0.0;
+    if (!zero)
+        return fast_run(lim, s, g, max_ms, min_ms, cap, objective, out, err);
+    /* A cap row of exactly 0 leaves the master LP infeasible (found by
+     * fuzz_profile): such a stage freezes nothing, so its actions go in as
+     * fixed (frozen time = full time) and its row as no cap at all. */
+    const int n = s->n_actions;
+    double *fixed_min = malloc(((size_t)n + 1) * sizeof *fixed_min);
+    double *open_cap = malloc(((size_t)s->stages + 1) * sizeof *open_cap);
+    int rc;
+    if (!fixed_min || !open_cap) {
+        memset(out, 0, sizeof *out);
+        rc = tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model");
+    } else {
+        for (int i = 0; i < n; i++)
+            fixed_min[i] = cap[s->actions[i].stage] == 0.0 ? max_ms[i] : min_ms[i];
+        for (int st = 0; st < s->stages; st++)
+            open_cap[st] = cap[st] == 0.0 ? 1.0 : cap[st];
+        rc = fast_run(lim, s, g, max_ms, fixed_min, open_cap, objective, out, err);
+    }
+    free(fixed_min);
+    free(open_cap);
     return rc;
 }

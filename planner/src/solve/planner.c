@@ -37,27 +37,18 @@ static int plan_init(tf_plan *plan, const tf_profile *p, const double *caps)
     return 0;
 }
 
-/* What the solvers are given: the LP with the same optimum, put in the
- * form they handle best.
- * - A stage capped at 0 freezes nothing: its actions become fixed (frozen
- *   time = full time) and its cap row goes.  (A cap row of exactly 0 left
- *   the fast solver's master LP infeasible; found by fuzz_profile.)
- * - A per-action cap c < 1: each action's frozen time moves to
- *   max - c (max - min), so the solvers' ratio r' in [0, 1] is the plan's
- *   r = c r', and a stage cap R on the mean of r is R / c on the mean of r'
- *   (no cap at all from 1 on).  The objectives (least total ratio,
- *   smallest largest ratio) scale by c and keep their optimum. */
-static void solver_inputs(const tf_schedule *s, double c, const double *max_ms, double *min_ms,
-                          double *caps)
+/* A per-action cap c < 1 without touching the solvers: each action's
+ * frozen time moves to max - c (max - min), so the solvers' ratio r' in
+ * [0, 1] is the plan's r = c r', and a stage cap R on the mean of r is R / c
+ * on the mean of r' (no cap at all from R >= c on).  The objectives (least
+ * total ratio, smallest largest ratio) scale by c and keep their optimum. */
+static void cap_each_action(double c, int n, const double *max_ms, double *min_ms, int stages,
+                            double *caps)
 {
-    for (int i = 0; i < s->n_actions; i++) {
-        if (caps[s->actions[i].stage] == 0.0)
-            min_ms[i] = max_ms[i];
-        else if (c < 1.0) /* (at 1, max - (max - min) could differ from min by rounding) */
-            min_ms[i] = max_ms[i] - c * (max_ms[i] - min_ms[i]);
-    }
-    for (int st = 0; st < s->stages; st++)
-        caps[st] = caps[st] == 0.0 || caps[st] >= c ? 1.0 : caps[st] / c;
+    for (int i = 0; i < n; i++)
+        min_ms[i] = max_ms[i] - c * (max_ms[i] - min_ms[i]);
+    for (int st = 0; st < stages; st++)
+        caps[st] = caps[st] >= c ? 1.0 : caps[st] / c;
 }
 
 /* Shared body of tf_plan_from_profile and tf_plan_unfrozen. */
@@ -112,7 +103,9 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     }
     memcpy(solve_min_ms, min_ms, (size_t)n * sizeof *min_ms);
     memcpy(solve_caps, caps, (size_t)s->stages * sizeof *caps);
-    solver_inputs(s, per_action, max_ms, solve_min_ms, solve_caps);
+    /* (At c = 1, max - (max - min) could differ from min by rounding.) */
+    if (per_action < 1.0)
+        cap_each_action(per_action, n, max_ms, solve_min_ms, s->stages, solve_caps);
     tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
     if ((rc = tf_freeze_solve_ctl(o ? &o->control : NULL, requested, s, &g, max_ms,
                                   solve_min_ms, solve_caps, out->objective, &fr, err)))

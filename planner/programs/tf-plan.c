@@ -108,23 +108,17 @@ static int take_timeline(const char *value, plan_args *a)
     return TF_EXIT_USAGE;
 }
 
-static int take_cap(const char *value, plan_args *a)
+/* A ratio option: a number in [0, 1], or (0, 1] when zero is not one. */
+static int take_ratio(const char *flag, const char *value, int zero_ok, double *out)
 {
     double ratio;
-    if (tf_cli_parse_number(value, &ratio) || !(ratio >= 0.0 && ratio <= 1.0))
-        return tf_cli_bad_value(prog, "--max-freeze-ratio", "expected a number in [0, 1]",
+    if (tf_cli_parse_number(value, &ratio) || !((zero_ok ? ratio >= 0.0 : ratio > 0.0) &&
+                                                ratio <= 1.0))
+        return tf_cli_bad_value(prog, flag,
+                                zero_ok ? "expected a number in [0, 1]"
+                                        : "expected a number in (0, 1]",
                                 value);
-    a->options.max_freeze_ratio = ratio;
-    return 0;
-}
-
-static int take_action_cap(const char *value, plan_args *a)
-{
-    double ratio;
-    if (tf_cli_parse_number(value, &ratio) || !(ratio > 0.0 && ratio <= 1.0))
-        return tf_cli_bad_value(prog, "--max-action-ratio", "expected a number in (0, 1]",
-                                value);
-    a->options.max_action_ratio = ratio;
+    *out = ratio;
     return 0;
 }
 
@@ -158,8 +152,10 @@ static int take_option(int c, const char *value, void *ctx)
     case OPT_OBJECTIVE: return tf_cli_objective(prog, value, &a->options.objective);
     case OPT_SOLVER: return tf_cli_solver(prog, value, &a->options.solver);
     case OPT_TIMELINE: return take_timeline(value, a);
-    case OPT_MAX_FREEZE_RATIO: return take_cap(value, a);
-    case OPT_MAX_ACTION_RATIO: return take_action_cap(value, a);
+    case OPT_MAX_FREEZE_RATIO:
+        return take_ratio("--max-freeze-ratio", value, 1, &a->options.max_freeze_ratio);
+    case OPT_MAX_ACTION_RATIO:
+        return take_ratio("--max-action-ratio", value, 0, &a->options.max_action_ratio);
     case OPT_TIME_LIMIT: return take_time_limit(value, a);
     default: return TF_EXIT_USAGE;
     }

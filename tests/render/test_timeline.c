@@ -136,6 +136,26 @@ static int attr_in(const char *from, const char *end, const char *attr, char *ou
     return 1;
 }
 
+/* Widens b's corners to the polygon's points ("x,y x,y ..."). */
+static void add_points(box *b, const char *points)
+{
+    b->x0 = b->y0 = HUGE_VAL;
+    b->x1 = b->y1 = -HUGE_VAL;
+    for (char *p = (char *)points; *p;) {
+        char *next;
+        double x = strtod(p, &next);
+        if (next == p || *next != ',')
+            break;
+        double y = strtod(next + 1, &p);
+        b->x0 = fmin(b->x0, x);
+        b->x1 = fmax(b->x1, x);
+        b->y0 = fmin(b->y0, y);
+        b->y1 = fmax(b->y1, y);
+        while (*p == ' ')
+            p++;
+    }
+}
+
 static box find_box(const char *svg, const char *id)
 {
     box b = {0};
@@ -149,21 +169,7 @@ static box find_box(const char *svg, const char *id)
         !attr_in(polygon, end, "fill", fill, sizeof fill) || fill[0] != '#')
         return b;
     b.fill = (unsigned)strtoul(fill + 1, NULL, 16);
-    b.x0 = b.y0 = HUGE_VAL;
-    b.x1 = b.y1 = -HUGE_VAL;
-    for (char *p = points; *p;) {
-        char *next;
-        double x = strtod(p, &next);
-        if (next == p || *next != ',')
-            break;
-        double y = strtod(next + 1, &p);
-        b.x0 = fmin(b.x0, x);
-        b.x1 = fmax(b.x1, x);
-        b.y0 = fmin(b.y0, y);
-        b.y1 = fmax(b.y1, y);
-        while (*p == ' ')
-            p++;
-    }
+    add_points(&b, points);
     attr_in(g, end, "xlink:title", b.tooltip, sizeof b.tooltip);
     const char *text = strstr(polygon, "<text");
     if (text && text < end) {
@@ -692,19 +698,7 @@ static box find_frame(const char *svg, const char *id)
     if (!g || !polygon || polygon >= end || !attr_in(g, end, "class", b.cls, sizeof b.cls) ||
         !attr_in(polygon, end, "points", points, sizeof points))
         return b;
-    b.x0 = b.y0 = HUGE_VAL;
-    b.x1 = b.y1 = -HUGE_VAL;
-    for (char *p = points; *p;) {
-        char *next;
-        double x = strtod(p, &next);
-        if (next == p || *next != ',')
-            break;
-        double y = strtod(next + 1, &p);
-        b.x0 = fmin(b.x0, x), b.x1 = fmax(b.x1, x);
-        b.y0 = fmin(b.y0, y), b.y1 = fmax(b.y1, y);
-        while (*p == ' ')
-            p++;
-    }
+    add_points(&b, points);
     attr_in(g, end, "xlink:title", b.tooltip, sizeof b.tooltip);
     b.found = 1;
     return b;

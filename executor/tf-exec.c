@@ -153,13 +153,13 @@ static int parse_objective(tfx_exec_options *o, const char *flag, const char *va
     return tf_fail(err, TF_EINVAL, "%s \"%s\": expected least-freeze or spread", flag, value);
 }
 
+/* parse_double's range, but 0 excluded: a cap of 0 on each action would
+ * leave nothing to plan. */
 static int parse_action_cap(tfx_exec_options *o, const char *flag, const char *value,
                             tf_error *err)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(value, &end);
-    if (errno || end == value || *end || !(v > 0.0 && v <= 1.0))
+    double v;
+    if (parse_double(flag, value, 0.0, 1.0, &v, err) < 0 || v == 0.0)
         return tf_fail(err, TF_EINVAL, "%s \"%s\": expected a number in (0, 1]", flag, value);
     o->max_action_ratio = v;
     return 0;

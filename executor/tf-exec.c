@@ -158,7 +158,7 @@ static int parse_objective(tfx_exec_options *o, const char *flag, const char *va
 static int parse_action_cap(tfx_exec_options *o, const char *flag, const char *value,
                             tf_error *err)
 {
-    double v;
+    double v = 0.0;
     if (parse_double(flag, value, 0.0, 1.0, &v, err) < 0 || v == 0.0)
         return tf_fail(err, TF_EINVAL, "%s \"%s\": expected a number in (0, 1]", flag, value);
     o->max_action_ratio = v;

@@ -247,8 +247,14 @@ EOF2
     local ratios per_stage='import json, sys
 print(" ".join("%.6f" % r for r in json.load(open(sys.argv[1]))["freeze_ratio"]["per_stage"]))'
     ratios=$(python3 -c "$per_stage" "$work/replan-plan.json")
-    check "launched re-plan: the new plan freezes $ratios per stage, expected 0.25 0.9" \
-        [ "$ratios" = "0.250000 0.900000" ]
+    # The slowed stage at its cap, the other freezing far less: in one
+    # process exactly its last backward (0.25, tests/executor/
+    # cli_tf_exec_autoplan.sh); across two processes sharing 2 cores with
+    # other tests, a re-measured stage-0 action now and then lands on the
+    # critical path too (once 0.33 in many runs).
+    check "launched re-plan: the new plan freezes $ratios per stage, expected stage 1 at 0.9 \
+and stage 0 at 0.25 to 0.5" awk -v r="$ratios" 'BEGIN { split(r, x, " ");
+        exit !(x[2] == 0.9 && x[1] >= 0.25 - 1e-9 && x[1] <= 0.5) }'
 }
 
 # 3. failures.

@@ -38,7 +38,16 @@ enum {
  * their idle slots take about 4 MB. */
 #define TF_MAX_CSV_BYTES ((size_t)16 << 20)
 
-typedef enum { TF_ACT_F = 0, TF_ACT_B = 1, TF_ACT_I = 2, TF_ACT_W = 3 } tf_action_type;
+/* R, recomputation of a forward's dropped activations, appears only in
+ * plans: tf-plan places it before the backward it serves (tf/memory.h). */
+typedef enum {
+    TF_ACT_F = 0,
+    TF_ACT_B = 1,
+    TF_ACT_I = 2,
+    TF_ACT_W = 3,
+    TF_ACT_R = 4
+} tf_action_type;
+enum { TF_ACTION_TYPES = 5 };
 
 /* An action's part in an overlapped pair. */
 typedef enum { TF_PAIR_NONE = 0, TF_PAIR_FIRST = 1, TF_PAIR_SECOND = 2 } tf_pair_role;

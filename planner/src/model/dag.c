@@ -182,7 +182,8 @@ static int collect_edges(const tf_schedule *s, const int *index, const unsigned 
             push_edge(edges, &n_edges, i, backward_of(s, index, st - 1, m),
                       TF_EDGE_BACKWARD_PREV_STAGE);
             break;
-        case TF_ACT_W: break;
+        case TF_ACT_W:
+        case TF_ACT_R: break;
         }
     }
     return n_edges;

@@ -583,6 +583,7 @@ void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms)
             max_ms[i] = st->backward_weight_ms;
             min_ms[i] = st->backward_weight_frozen_ms;
             break;
+        case TF_ACT_R: max_ms[i] = min_ms[i] = 0.0; break; /* planned, never profiled */
         }
     }
     if (p->n_overrides == 0 && p->n_pairs == 0)

@@ -98,6 +98,7 @@ char tf_action_letter(tf_action_type type)
     case TF_ACT_B: return 'B';
     case TF_ACT_I: return 'I';
     case TF_ACT_W: return 'W';
+    case TF_ACT_R: return 'R';
     }
     return '?';
 }
@@ -360,7 +361,7 @@ int tf_schedule_find(const tf_schedule *s, tf_action_type type, int stage, int m
 
 int *tf_schedule_index(const tf_schedule *s)
 {
-    size_t keys = (size_t)4 * (size_t)s->stages * (size_t)s->microbatches;
+    size_t keys = (size_t)TF_ACTION_TYPES * (size_t)s->stages * (size_t)s->microbatches;
     int *index = malloc((keys > 0 ? keys : 1) * sizeof *index);
     if (!index)
         return NULL;
@@ -378,7 +379,7 @@ int tf_schedule_lookup(const tf_schedule *s, const int *index, tf_action_type ty
 {
     if (!index)
         return tf_schedule_find(s, type, stage, microbatch);
-    if ((int)type < 0 || type > TF_ACT_W || stage < 0 || stage >= s->stages || microbatch < 0 ||
+    if ((int)type < 0 || (int)type >= TF_ACTION_TYPES || stage < 0 || stage >= s->stages || microbatch < 0 ||
         microbatch >= s->microbatches)
         return -1;
     return index[((size_t)type * s->stages + stage) * s->microbatches + microbatch];

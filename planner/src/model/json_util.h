@@ -78,12 +78,15 @@ typedef struct tfj_format {
                                   besides "format", "version" and "meta" */
 } tfj_format;
 
-/* Checks a document's top level: root is an object; "format" is f->name;
- * "version" is an integer from 1 to f->version (a newer one fails with
- * `$.version: version 3 is newer than the tf-plan version this toolkit
- * reads (1): upgrade the toolkit`); "meta", when present, is an object,
- * whose contents are never checked (notes and provenance that other tools
- * write); every other field is in f->fields (tfj_check_fields).  Stores
+/* Checks a document's top level, in this order: root is an object;
+ * "format", when given, is f->name; "version", when given, is an integer
+ * from 1 to f->version (a newer one fails, before any field is looked at,
+ * with `$.version: version 3 is newer than the tf-plan version this
+ * toolkit reads (1): upgrade the toolkit`); "meta", when given, is an
+ * object, whose contents are never checked (notes and provenance that
+ * other tools write); every other field is in f->fields
+ * (tfj_check_fields); last, "format" and "version" are present when
+ * f->required (so that a misspelling of either is named as one).  Stores
  * the version (f->version when absent).  Returns 0 or TF_EINVAL. */
 int tfj_check_document(const tfj_ctx *ctx, const cJSON *root, const tfj_format *f,
                        int *version, tf_error *err);

@@ -54,13 +54,13 @@ enum { STUDY_VERSION = 1 };
  * takes the layer_* keys of fields[], "embedding" and "head" its stage
  * keys (known_fields). */
 static const char *const study_fields[] = {"name", "model", "sweep", NULL};
-static const char *const model_fields[] = {"layers",    "profile",          "embedding", "head",
-                                           "partition", "microbatch_tokens", NULL};
-static const char *const sweep_fields[] = {"schedule",         "ranks",  "stages_per_rank",
-                                           "microbatches",     "max_freeze_ratio",
-                                           "p2p_ms",           NULL};
+static const char *const model_fields[] = {
+    "layers", "profile", "embedding", "head", "partition", "microbatch_tokens", NULL};
+static const char *const sweep_fields[] = {
+    "schedule", "ranks", "stages_per_rank", "microbatches", "max_freeze_ratio", "p2p_ms", NULL};
 
-static const tfj_format study_format = {"tf-study", 0, STUDY_VERSION, study_fields};
+static const tfj_format study_format = {
+    .name = "tf-study", .required = 0, .version = STUDY_VERSION, .fields = study_fields};
 
 /* Fills out (FIELD_COUNT + count of extra + 1 names) with the layer keys
  * (layer 1) or the stage keys (layer 0) of fields[], then extra. */

@@ -21,14 +21,15 @@ static const char *const plan_fields[] = {
 static const char *const batch_fields[] = {"unfrozen", "all_frozen", "planned", NULL};
 static const char *const tokens_fields[] = {"unfrozen", "planned", NULL};
 static const char *const ratio_fields[] = {"mean", "per_stage", NULL};
-static const char *const solver_fields[] = {"name",      "version",   "requested",
-                                            "status",    "fallback",  "variables",
-                                            "constraints", "seconds", NULL};
-static const char *const action_fields[] = {"rank",   "stage",  "microbatch",   "type",
-                                             "start_ms", "ms",   "max_ms",     "min_ms",
-                                             "freeze_ratio", "critical", "pair", NULL};
+static const char *const solver_fields[] = {
+    "name", "version", "requested", "status", "fallback", "variables", "constraints", "seconds",
+    NULL};
+static const char *const action_fields[] = {
+    "rank", "stage", "microbatch", "type", "start_ms", "ms", "max_ms", "min_ms",
+    "freeze_ratio", "critical", "pair", NULL};
 
-static const tfj_format plan_format = {"tf-plan", 1, PLAN_VERSION, plan_fields};
+static const tfj_format plan_format = {
+    .name = "tf-plan", .required = 1, .version = PLAN_VERSION, .fields = plan_fields};
 
 static cJSON *number_array(const double *values, int n)
 {

@@ -20,16 +20,17 @@ enum { PROFILE_VERSION = 1 };
 
 /* The fields of each object of a profile (formats.md). */
 static const char *const profile_fields[] = {
-    "schedule", "ranks",  "stages_per_rank", "microbatches", "microbatch_tokens", "p2p_ms",
+    "schedule", "ranks", "stages_per_rank", "microbatches", "microbatch_tokens", "p2p_ms",
     "max_freeze_ratio", "stages", "actions", "order", "pairs", NULL};
 static const char *const stage_fields[] = {
     "forward_ms", "backward_ms", "backward_frozen_ms", "backward_input_ms",
     "backward_weight_ms", "backward_weight_frozen_ms", "parameters", NULL};
-static const char *const override_fields[] = {"rank", "stage", "microbatch", "type",
-                                              "ms",   "frozen_ms", NULL};
+static const char *const override_fields[] = {
+    "rank", "stage", "microbatch", "type", "ms", "frozen_ms", NULL};
 static const char *const pair_fields[] = {"pair", "ms", "frozen_ms", NULL};
 
-static const tfj_format profile_format = {"tf-profile", 0, PROFILE_VERSION, profile_fields};
+static const tfj_format profile_format = {
+    .name = "tf-profile", .required = 0, .version = PROFILE_VERSION, .fields = profile_fields};
 
 /* Which action types a stage uses in the schedule. */
 typedef struct stage_use {

@@ -78,6 +78,9 @@ printf '{"format": "tf-plan", "version": 1, "schedule": ' >"$work/broken.json"
 refused broken_plan "broken.json" --plan "$work/broken.json"
 sed 's/"ranks":[[:space:]]*2,/"ranks": "two",/' "$work/plan.json" >"$work/typed.json"
 refused wrong_type "ranks" --plan "$work/typed.json" "${model[@]}"
+sed '0,/"start_ms"/s//"strat_ms"/' "$work/plan.json" >"$work/typo.json"
+refused misspelled_field '$.actions[0].strat_ms: unknown field (did you mean start_ms?)' \
+    --plan "$work/typo.json" "${model[@]}"
 refused unreadable_data "--data $work/no-such-file" --plan "$work/plan.json" \
     --data "$work/no-such-file" "${model[@]}"
 printf 'abc' >"$work/tiny.txt"

@@ -186,6 +186,25 @@ cp "$work/t.svg" "$work/keep.svg"
 expect_refused_with 1 "overlap" 'inconsistent plan' "$work/keep.svg" -- \
     "$TF_DOT" "$work/overlap.json" -o "$work/keep.svg"
 
+# A plan with a field this reader does not know, or of a newer version,
+# never replaces a good picture; "meta" holds anything.
+sed '0,/"critical"/s//"critcal"/' "$plan" >"$work/typo-plan.json"
+expect_refused_with 1 "misspelled plan field" \
+    '$.actions[0].critcal: unknown field (did you mean critical?)' "$work/keep.svg" -- \
+    "$TF_DOT" "$work/typo-plan.json" -o "$work/keep.svg"
+sed 's/"version":[[:space:]]*1/"version": 3/' "$plan" >"$work/v3-plan.json"
+expect_refused_with 1 "newer plan" \
+    '$.version: version 3 is newer than the tf-plan version this toolkit reads (1): upgrade the toolkit' \
+    "$work/keep.svg" -- "$TF_DOT" "$work/v3-plan.json" -o "$work/keep.svg"
+sed 's/"version":[[:space:]]*1,/"version": 1, "meta": {"run": [1, {"critcal": null}]},/' "$plan" \
+    >"$work/meta-plan.json"
+dot 0 "$work/meta-plan.json" -o "$work/meta.svg"
+sed 's/"stages_per_rank": 1,/"stages_per_rank": 1, "stages_per_ranks": 1,/' "$work/profile.json" \
+    >"$work/typo-profile.json"
+expect_refused_with 1 "misspelled profile field" \
+    '$.stages_per_ranks: unknown field (did you mean stages_per_rank?)' "$work/keep.svg" -- \
+    "$TF_DOT" "$work/typo-profile.json" -o "$work/keep.svg"
+
 # The picture never replaces the plan it is drawn from, however the two
 # paths are spelled; an endless input is refused at the size limit.
 cp "$plan" "$work/self.json"

@@ -190,6 +190,29 @@ static void test_invalid_studies(void **state)
          {"$.model.partition", "\"random\"", "balanced"}},
         {"{\"model\": {\"layers\": 2, \"profile\": \"/nonexistent/profile.json\"}, " SWEEP "}",
          {"$.model.profile", "/nonexistent/profile.json", NULL}},
+        /* Unknown fields, in every object, named with the nearest known name:
+         * a misspelled cap would otherwise sweep the default cap alone. */
+        {"{" MODEL ", \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": [2], \"microbatches\": [4],"
+         " \"max_freeze_ratios\": [0.5, 0.8]}}",
+         {"test.json: $.sweep.max_freeze_ratios: unknown field (did you mean max_freeze_ratio?)",
+          NULL, NULL}},
+        {"{\"model\": {\"layers\": 4, \"layer_forward_ms\": 1, \"layer_backward_ms\": 2, "
+         "\"layer_backward_frozn_ms\": 1, \"microbatch_tokens\": 8}, " SWEEP "}",
+         {"$.model.layer_backward_frozn_ms: unknown field (did you mean "
+          "layer_backward_frozen_ms?)",
+          NULL, NULL}},
+        {"{\"model\": {\"layers\": 4, \"layer_forward_ms\": 1, \"layer_backward_ms\": 2, "
+         "\"microbatch_tokens\": 8, \"head\": {\"forward\": 1}}, " SWEEP "}",
+         {"$.model.head.forward: unknown field (known fields here: forward_ms, backward_ms, "
+          "backward_frozen_ms, backward_input_ms, backward_weight_ms, "
+          "backward_weight_frozen_ms, parameters;",
+          NULL, NULL}},
+        {"{" MODEL ", " SWEEP ", \"sweeps\": {}}",
+         {"$.sweeps: unknown field (did you mean sweep?)", NULL, NULL}},
+        {"{\"version\": 2, " MODEL ", " SWEEP "}",
+         {"$.version: version 2 is newer than the tf-study version this toolkit reads (1)",
+          NULL, NULL}},
+        {"{\"meta\": 1, " MODEL ", " SWEEP "}", {"$.meta: expected an object", "got 1", NULL}},
         {"{\"model\": {\"layers\": 4,", {"not valid JSON", "line 1", NULL}},
         {"[]", {"$", "tf-study", NULL}},
         {"", {"empty", NULL, NULL}},
@@ -666,6 +689,31 @@ static void test_csv_and_svg(void **state)
     tf_study_free(&s);
 }
 
+/* "meta" holds anything (notes, provenance) and changes nothing; the
+ * current version and no version read alike. */
+static void test_meta(void **state)
+{
+    (void)state;
+    const char *texts[] = {
+        "{" MODEL ", " SWEEP "}",
+        "{\"format\": \"tf-study\", \"version\": 1, " MODEL ", " SWEEP ","
+        " \"meta\": {\"comment\": \"by hand\", \"sweep\": [1, {\"max_freeze_ratios\": 0}]}}",
+    };
+    int configs[2];
+    for (int k = 0; k < 2; k++) {
+        tf_study s;
+        parse_ok(texts[k], &s);
+        tf_study_config *c;
+        tf_error err = {0};
+        assert_int_equal(tf_study_configs(&s, &c, &configs[k], &err), 0);
+        assert_true(c[0].max_freeze_ratio == 0.9);
+        free(c);
+        tf_study_free(&s);
+    }
+    assert_int_equal(configs[0], 1);
+    assert_int_equal(configs[1], 1);
+}
+
 /* The bundled example studies parse. */
 static void test_bundled_examples(void **state)
 {
@@ -702,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_threads_give_same_rows),
         cmocka_unit_test(test_profile_source),
         cmocka_unit_test(test_csv_and_svg),
+        cmocka_unit_test(test_meta),
         cmocka_unit_test(test_bundled_examples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

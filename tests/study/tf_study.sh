@@ -159,6 +159,20 @@ bad_study "not JSON" '{"model": ' 'not valid JSON'
 bad_study "nothing can run" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 8, \"microbatches\": 8}}" \
     'skipped 1F1B ranks=8' 'no configuration of the sweep can run'
 
+# A misspelled field: refused by name, not swept with the default cap alone
+# (24 configurations of the example's 48).
+sed 's/"max_freeze_ratio"/"max_freeze_ratios"/' "$TF_SOURCE_DIR/tools/examples/llama8b-h200.json" \
+    >"$work/typo.json"
+printf 'keep' >"$work/keep-typo.csv"
+expect_refused_with 1 "misspelled sweep field" \
+    "typo.json: \$.sweep.max_freeze_ratios: unknown field (did you mean max_freeze_ratio?)" \
+    "$work/keep-typo.csv" -- "$TF_STUDY" "$work/typo.json" -q -o "$work/keep-typo.csv"
+bad_study "misspelled model field" \
+    '{"model": {"layers": 4, "layer_forward_ms": 1, "layer_backwrd_ms": 2, "microbatch_tokens": 8}, "sweep": {"schedule": "1F1B", "ranks": 2, "microbatches": 4}}' \
+    '$.model.layer_backwrd_ms: unknown field (did you mean layer_backward_ms?)'
+bad_study "newer version" "{\"version\": 2, $model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 4}}" \
+    '$.version: version 2 is newer than the tf-study version this toolkit reads (1)'
+
 repeats='"p2p_ms": [1, 2, 3, 2, 1]'
 bad_study "the first repeat in list order" \
     "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 4, $repeats}}" \

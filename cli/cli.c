@@ -230,7 +230,8 @@ static int check_whole(const parser *ps)
             snprintf(what, sizeof what, "--%s: required", o->name);
             return tf_cli_missing(p, ps->argc, what);
         }
-        if (o->kind == TF_CLI_LIST && ps->given[i] && ((const tf_cli_list *)field_of(ps, o))->n == 0) {
+        const tf_cli_list *list = field_of(ps, o);
+        if (o->kind == TF_CLI_LIST && ps->given[i] && list->n == 0) {
             fprintf(stderr, "%s: --%s: missing value (see --help)\n", p->name, o->name);
             return TF_EXIT_USAGE;
         }

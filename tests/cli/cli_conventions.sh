@@ -73,7 +73,8 @@ for p in tf-exec bench-solvers; do
     [ -n "${bin[$p]:-}" ] || continue
     # shellcheck disable=SC2086
     expect_status 2 "$p --schedule nope" "${bin[$p]}" ${base[$p]} --schedule nope
-    said "$p --schedule nope" "$p: --schedule: expected a built-in schedule ($schedules), got \"nope\""
+    said "$p --schedule nope" \
+        "$p: --schedule: expected a built-in schedule ($schedules), got \"nope\""
 done
 # A word where a number is expected, in an option of each program.
 declare -A numeric=([tf-plan]=--max-freeze-ratio [tf-dot]=--width [tf-study]=--jobs

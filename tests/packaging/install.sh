@@ -46,6 +46,6 @@ expect_status 0 "an executor program builds with pkg-config" \
     build "$work/model_parameters" "$TF_TESTS_DIR/packaging/model_parameters.c" timelyfreeze-exec
 expect_status 0 "it runs" "$work/model_parameters"
 params=$(cat "$work/out")
-expect_status 0 "tf-exec describes the same model" "$prefix/bin/tf-exec" --steps 0
+expect_status 0 "tf-exec describes the same model" "$prefix/bin/tf-exec" --steps 1 --progress lines
 expect_stdout "tf-exec's model has $params parameters" "$params parameters"
 finish "installed package"

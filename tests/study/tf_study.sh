@@ -247,7 +247,7 @@ expect_refused "a profile over -o" "--profiles: the profile $work/prof/$name wou
 expect_status 0 "-o and --plot both on /dev/null" "$TF_STUDY" "$work/good.json" -q \
     -o /dev/null --plot /dev/null
 
-expect_refused_with 2 "bad --solver" '--solver: unknown solver "bogus" (auto, lp_solve, fast)' \
+expect_refused_with 2 "bad --solver" '--solver: expected auto, lp_solve or fast, got "bogus"' \
     "$work/keep.csv" -- "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --solver bogus
 
 # --- usage ---------------------------------------------------------------

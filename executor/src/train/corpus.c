@@ -169,18 +169,30 @@ static size_t validation_bytes(size_t len, int context)
     return v < min ? min : v;
 }
 
+/* The built-in sources; a source's index is whether it is shifted. */
+static const char *const source_names[] = {"base", "shifted"};
+
+static int source_index(const char *name)
+{
+    for (int i = 0; name && i < (int)(sizeof source_names / sizeof *source_names); i++)
+        if (strcmp(name, source_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int tfx_corpus_is_source(const char *name)
+{
+    return source_index(name) >= 0;
+}
+
 int tfx_corpus_builtin(const char *name, size_t len, int context, tfx_corpus *out,
                        tf_error *err)
 {
     int rc = 0;
     double *P = NULL;
     memset(out, 0, sizeof *out);
-    int shifted;
-    if (name && strcmp(name, "base") == 0)
-        shifted = 0;
-    else if (name && strcmp(name, "shifted") == 0)
-        shifted = 1;
-    else
+    int shifted = source_index(name);
+    if (shifted < 0)
         return tf_fail(err, TF_EINVAL, "--source \"%s\": unknown built-in source (known: base, "
                        "shifted)", name ? name : "(null)");
     if (len < 4 * ((size_t)context + 1))

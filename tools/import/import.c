@@ -73,7 +73,7 @@ static double stage_median(const tf_schedule *s, const double *from, int stage,
         if (s->actions[i].stage == stage && s->actions[i].type == type &&
             s->actions[i].pair == TF_PAIR_NONE)
             scratch[n++] = from[i];
-    return n ? tfi_median(scratch, n) : 0.0;
+    return n ? tf_median(scratch, n) : 0.0;
 }
 
 /* A stage whose every B runs in a pair (DualPipeV's first stage, say) has

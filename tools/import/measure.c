@@ -5,18 +5,7 @@
 #include <string.h>
 
 #include "observe.h"
-
-static int by_value(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
-double tfi_median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, by_value);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
+#include "tf/util.h"
 
 /* Action a's time in ms in each of the run's steps, into x. */
 static int times_of(const tfi_run *run, const tf_action *a, double *x, tf_error *err)
@@ -46,7 +35,7 @@ int tfi_action_medians(const tfi_run *run, const tf_schedule *s, double *ms, tf_
         rc = times_of(run, &s->actions[i], x, err);
         if (rc)
             break;
-        ms[i] = tfi_median(x, run->n_steps);
+        ms[i] = tf_median(x, run->n_steps);
         if (ms[i] > TF_MAX_DURATION_MS) {
             char cell[32];
             rc = tf_fail(err, TF_EINVAL, "%s%s: action PP:%s takes %g ms (median), more than "
@@ -130,7 +119,7 @@ void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *
                     x[(*samples)++] = g / 1000.0;
             }
         }
-    *lag_ms = *samples ? tfi_median(x, *samples) : 0.0;
+    *lag_ms = *samples ? tf_median(x, *samples) : 0.0;
     free(off);
     free(x);
 }

@@ -32,8 +32,4 @@ int tfi_action_medians(const tfi_run *run, const tf_schedule *s, double *ms, tf_
  * clocks are not comparable, with *samples 0). */
 void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *samples);
 
-/* The median of x[0..n-1] (n >= 1; sorts x in place): the middle value,
- * or the mean of the two middle values. */
-double tfi_median(double *x, int n);
-
 #endif

@@ -164,12 +164,6 @@ static void table_row(FILE *f, const char *first, const tf_study_row *w)
             w->mean_freeze_ratio);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Index of the best solved row matching the filter (by planned tokens/s,
  * per GPU if per_gpu), the first on ties; -1 if none. */
 static int best_row(const tf_study_result *r, const char *schedule, int ranks, int per_gpu)
@@ -275,8 +269,7 @@ void tf_study_print_summary(const tf_study_result *r, FILE *f)
             bubble_p += w->bubble_ratio_planned;
             freeze += w->mean_freeze_ratio;
         }
-        qsort(speedups, (size_t)n, sizeof *speedups, cmp_double);
-        double median = n % 2 ? speedups[n / 2] : 0.5 * (speedups[n / 2 - 1] + speedups[n / 2]);
+        double median = tf_median(speedups, n); /* sorts: [0] and [n - 1] are the extremes */
         fprintf(f, "| %s | %d | %.3fx | %.3fx | %.3fx | %.1f%% -> %.1f%% | %.2f |\n", name, n,
                 speedups[0], median, speedups[n - 1], 100.0 * bubble_u / n,
                 100.0 * bubble_p / n, freeze / n);

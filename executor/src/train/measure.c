@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "tf/util.h"
 
 /* The action whose message action i receives when that comes from another
  * rank: the forward of the previous stage for an F, the backward (B or I)
@@ -120,7 +121,7 @@ void tfx_measure_add(tfx_measure *m, const tfx_pipeline *p, int frozen,
 static double median_of(const double *v, int n, double *scratch)
 {
     memcpy(scratch, v, (size_t)n * sizeof *v);
-    return tfx_exec_median(scratch, n);
+    return tf_median(scratch, n);
 }
 
 int tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c, tf_error *err)
@@ -144,7 +145,7 @@ void tfx_measure_print_clock(const tfx_clock_figures *c, FILE *out)
     if (c->n_lag)
         fprintf(out, "  messages between ranks: lag %.3f ms (median of %d %s), in the DAG as "
                      "p2p_ms\n",
-                c->lag_ms, c->n_lag, tfx_plural(c->n_lag, "wait", "waits"));
+                c->lag_ms, c->n_lag, tf_plural(c->n_lag, "wait", "waits"));
     else
         fprintf(out, "  messages between ranks: no rank waited for one; p2p_ms 0\n");
     fprintf(out,
@@ -175,13 +176,13 @@ static int action_medians(const tfx_measure *m, tf_profile *prof, tf_error *err)
             sample[c++] = m->full[(size_t)i * S + k];
         for (int k = 0; fi && k < m->n_frozen; k++)
             sample[c++] = m->frozen[(size_t)i * S + k];
-        ov->ms = tfx_exec_median(sample, c);
+        ov->ms = tf_median(sample, c);
         ov->frozen_ms = -1.0;
         if (a->type == TF_ACT_B || a->type == TF_ACT_W) {
             for (int k = 0; k < m->n_frozen; k++)
                 sample[k] = m->frozen[(size_t)i * S + k];
             /* Noise can make a frozen median exceed the full one; never let it. */
-            ov->frozen_ms = fmin(tfx_exec_median(sample, m->n_frozen), ov->ms);
+            ov->frozen_ms = fmin(tf_median(sample, m->n_frozen), ov->ms);
         }
     }
 fail:

@@ -302,12 +302,6 @@ static double x_at(const frame *f, double ms)
     return f->x0 + ms * f->scale;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The most actions any one rank runs. */
 static int busiest_rank(const tl_model *m)
 {
@@ -351,8 +345,7 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
         if (!sorted)
             return tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
         memcpy(sorted, planned->ms, (size_t)m->n * sizeof *sorted);
-        qsort(sorted, (size_t)m->n, sizeof *sorted, compare_doubles);
-        double median = sorted[m->n / 2];
+        double median = tf_median(sorted, m->n); /* and sorts */
         int first = 0;
         while (first < m->n && sorted[first] < 0.2 * median)
             first++;

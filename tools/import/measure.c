@@ -25,24 +25,19 @@ static int times_of(const tfi_run *run, const tf_action *a, double *x, tf_error 
     return 0;
 }
 
-int tfi_action_medians(const tfi_run *run, const tf_schedule *s, double *ms, tf_error *err)
+int tfi_action_samples(const tfi_run *run, const tf_schedule *s, int frozen, tf_sample *into,
+                       size_t *n, tf_error *err)
 {
-    double *x = malloc((size_t)run->n_steps * sizeof *x);
+    double *x = malloc(((size_t)run->n_steps + 1) * sizeof *x);
     if (!x)
         return tf_fail(err, TF_ENOMEM, "out of memory");
     int rc = 0;
     for (int i = 0; rc == 0 && i < s->n_actions; i++) {
+        if (s->actions[i].pair == TF_PAIR_SECOND)
+            continue; /* timed with its pair's first action, as one span */
         rc = times_of(run, &s->actions[i], x, err);
-        if (rc)
-            break;
-        ms[i] = tf_median(x, run->n_steps);
-        if (ms[i] > TF_MAX_DURATION_MS) {
-            char cell[32];
-            rc = tf_fail(err, TF_EINVAL, "%s%s: action PP:%s takes %g ms (median), more than "
-                         "the planner accepts (%g ms)", run->label,
-                         run->traces[s->actions[i].rank].path,
-                         tf_action_format(&s->actions[i], cell), ms[i], TF_MAX_DURATION_MS);
-        }
+        for (int k = 0; rc == 0 && k < run->n_steps; k++)
+            into[(*n)++] = (tf_sample){i, frozen, x[k]};
     }
     free(x);
     return rc;

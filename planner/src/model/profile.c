@@ -9,11 +9,6 @@
 #include "json_util.h"
 #include "tf/util.h"
 
-#define TF_DEFAULT_CAP 0.9
-/* Reference defaults when a frozen time was not measured. */
-#define TF_DEFAULT_B_FROZEN 0.5
-#define TF_DEFAULT_W_FROZEN 0.01
-
 /* Which action types a stage uses in the schedule. */
 typedef struct stage_use {
     int full_backward;  /* has B actions */

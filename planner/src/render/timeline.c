@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "model/json_util.h"
+#include "tf/canvas.h"
 #include "tf/profile.h"
 #include "tf/util.h"
 #include "timeline_internal.h"
@@ -36,17 +37,10 @@ int tf_timeline_format_valid(const char *name)
 
 const char *tf_timeline_format_for_path(const char *path)
 {
-    static const struct {
-        const char *ext, *format;
-    } by_extension[] = {{"dot", "dot"}, {"gv", "dot"},  {"svg", "svg"},
-                        {"png", "png"}, {"pdf", "pdf"}, {"json", "chrome"}};
     const char *dot = path ? strrchr(path, '.') : NULL;
-    if (!dot || strchr(dot, '/'))
-        return NULL;
-    for (size_t k = 0; k < sizeof by_extension / sizeof *by_extension; k++)
-        if (!strcasecmp(dot + 1, by_extension[k].ext))
-            return by_extension[k].format;
-    return NULL;
+    if (dot && !strchr(dot, '/') && !strcasecmp(dot + 1, "json"))
+        return "chrome";
+    return tf_canvas_format_for_path(path);
 }
 
 int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)

@@ -31,6 +31,25 @@ typedef struct tl_model {
     tl_panel panels[2];    /* top to bottom: [unfrozen,] planned */
 } tl_model;
 
+/* The title's two lines (schedule and shape, or opt->title; then batch
+ * times, speedup, mean freeze ratio and bubble) into line1 and line2 of
+ * size bytes each. */
+void tl_title_lines(const tl_model *m, const tf_timeline_options *opt, char *line1,
+                    char *line2, size_t size);
+
+/* The fill of action i at freeze ratio `ratio` (timeline.h: type colour,
+ * darker for a rank's later stages, paler the more frozen), "#rrggbb" into
+ * out; returns out. */
+const char *tl_action_fill(const tl_model *m, int i, double ratio, char out[8]);
+
+struct tf_canvas;
+/* Draws the dependency graph (--dag) into c (a canvas made with
+ * tl_canvas_new_graph(name, 0), laid out by "dot"): the actions in one cluster
+ * per rank, every DAG edge styled by its rule, and a legend.  Returns 0 or
+ * TF_ENOMEM. */
+int tl_draw_dependency_graph(struct tf_canvas *c, const tl_model *m,
+                             const tf_timeline_options *opt, tf_error *err);
+
 /* Renders the model through Graphviz (timeline, or DAG when opt->dag) into a
  * malloc'd buffer.  format: "dot", "svg", "png" or "pdf".  Returns 0,
  * TF_EINVAL (Graphviz cannot render the format) or TF_ENOMEM. */

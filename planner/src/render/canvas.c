@@ -303,6 +303,38 @@ static int render_laid_out(GVC_t *gvc, Agraph_t *g, const char *format, char **d
     return 0;
 }
 
+/* SVG's text has no outline unless it asks for one, but ImageMagick's own
+ * SVG renderer strokes text whose element does not say stroke="none",
+ * and Graphviz's never says it: every label came out bold and smudged.
+ * Returns a copy of the SVG (svg[0..*len - 1]) with stroke="none" on each
+ * <text> element, *len updated; NULL when out of memory.  Graphviz writes
+ * "<" inside text and attributes as "&lt;", so "<text " only starts
+ * elements. */
+static char *svg_unstroked_text(const char *svg, size_t *len)
+{
+    static const char tag[] = "<text ", extra[] = "stroke=\"none\" ";
+    size_t count = 0;
+    for (const char *p = strstr(svg, tag); p; p = strstr(p + 1, tag))
+        count++;
+    size_t out_len = *len + count * (sizeof extra - 1);
+    char *out = malloc(out_len + 1), *w = out;
+    if (!out)
+        return NULL;
+    const char *from = svg;
+    for (const char *p = strstr(svg, tag); p; p = strstr(p + 1, tag)) {
+        size_t keep = (size_t)(p - from) + sizeof tag - 1;
+        memcpy(w, from, keep);
+        w += keep;
+        memcpy(w, extra, sizeof extra - 1);
+        w += sizeof extra - 1;
+        from = p + sizeof tag - 1;
+    }
+    memcpy(w, from, (size_t)(svg + *len - from));
+    out[out_len] = '\0';
+    *len = out_len;
+    return out;
+}
+
 int tl_canvas_render(tf_canvas *c, const char *engine, const char *format, double dpi,
                      char **data, size_t *len, tf_error *err)
 {
@@ -321,6 +353,15 @@ int tl_canvas_render(tf_canvas *c, const char *engine, const char *format, doubl
                        engine);
     int rc = render_laid_out(gvc, c->g, format, data, len, err);
     gvFreeLayout(gvc, c->g);
+    if (rc == 0 && !strcmp(format, "svg")) {
+        char *svg = svg_unstroked_text(*data, len);
+        free(*data);
+        *data = svg;
+        if (!svg) {
+            *len = 0;
+            rc = tf_fail(err, TF_ENOMEM, "out of memory holding the SVG");
+        }
+    }
     return rc;
 }
 

@@ -22,7 +22,7 @@ typedef struct study_args {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tf-study STUDY.json [-o RESULTS.csv] [--plot RESULTS.svg] [options]\n"
+            "usage: tf-study STUDY.json [-o RESULTS.csv] [--plot CHART.svg] [options]\n"
             "\n"
             "Plans every configuration of a sweep (schedule x ranks x stages per rank x\n"
             "microbatches x freeze cap x p2p lag) with the freeze LP and reports which\n"
@@ -32,8 +32,9 @@ static void usage(FILE *f)
             "\n"
             "options:\n"
             "  -o, --output FILE      write one CSV row per planned configuration (atomically)\n"
-            "  --plot FILE            write an SVG chart of throughput and speedup per\n"
-            "                         configuration, grouped by schedule (atomically)\n"
+            "  --plot FILE            write a chart of throughput and speedup per\n"
+            "                         configuration, grouped by schedule (atomically):\n"
+            "                         SVG, PNG or PDF by the suffix (.svg .png .pdf)\n"
             "  --profiles DIR         write each planned configuration's profile.json into\n"
             "                         DIR, ready for tf-plan and tf-dot\n"
             "  -j, --jobs N           solve N configurations at once (default: all CPUs)\n"
@@ -130,6 +131,9 @@ static int parse_args(int argc, char **argv, study_args *a)
          tf_cli_distinct(prog, "-o", a->csv, "the study", a->study) ||
          tf_cli_distinct(prog, "--plot", a->svg, "the study", a->study)))
         rc = TF_EXIT_USAGE;
+    if (rc == TF_CLI_CONTINUE && a->svg && !tf_study_plot_format(a->svg))
+        rc = tf_cli_bad_value(prog, "--plot", "the chart is written as SVG, PNG or PDF: name "
+                              "the file .svg, .png or .pdf", a->svg);
     return rc;
 }
 
@@ -174,16 +178,18 @@ static int report_rows(const study_args *a, const tf_study_result *result)
 static int write_results(const study_args *a, const tf_study *study,
                          const tf_study_result *result, tf_error *err)
 {
-    char *csv = NULL, *svg = NULL;
+    char *csv = NULL, *plot = NULL;
+    size_t plot_len = 0;
     int rc = 0;
     if (a->csv)
         rc = tf_study_to_csv(result, &csv, err);
     if (!rc && a->svg)
-        rc = tf_study_to_svg(result, &svg, err);
+        rc = tf_study_plot(result, tf_study_plot_format(a->svg), &plot, &plot_len, err);
     if (!rc && (a->csv || a->svg || a->profiles))
-        rc = tf_study_write_outputs(study, result, a->csv, csv, a->svg, svg, a->profiles, err);
+        rc = tf_study_write_outputs(study, result, a->csv, csv, a->svg, plot, plot_len,
+                                    a->profiles, err);
     free(csv);
-    free(svg);
+    free(plot);
     return rc;
 }
 

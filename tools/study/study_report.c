@@ -52,8 +52,8 @@ void tf_study_profile_name(const tf_study_config *c, char *buf, size_t size)
 }
 
 int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const char *csv_path,
-                           const char *csv, const char *svg_path, const char *svg,
-                           const char *profile_dir, tf_error *err)
+                           const char *csv, const char *plot_path, const char *plot,
+                           size_t plot_len, const char *profile_dir, tf_error *err)
 {
     int max_files = 2 + (profile_dir ? r->n_rows : 0), count = 0, rc = 0;
     const char **paths = calloc((size_t)max_files + 1, sizeof *paths);
@@ -68,10 +68,10 @@ int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const ch
         data[count] = csv;
         lens[count++] = strlen(csv);
     }
-    if (svg_path) {
-        paths[count] = svg_path;
-        data[count] = svg;
-        lens[count++] = strlen(svg);
+    if (plot_path) {
+        paths[count] = plot_path;
+        data[count] = plot;
+        lens[count++] = plot_len;
     }
     /* Entries from here on are profiles whose path and text are ours. */
     const int first_profile = count;

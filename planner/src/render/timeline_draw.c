@@ -145,13 +145,27 @@ static double title_width(const char *line1, const char *line2)
     return fmax(tf_canvas_text_width(line1, 14), tf_canvas_text_width(line2, 10));
 }
 
+/* The planned durations sorted ascending (malloc'd; NULL when out of
+ * memory), and in *near_zero the duration under which a box counts as near
+ * zero: a fifth of the median (a fully frozen W, typically).  The
+ * automatic width and the count of unlabelled boxes leave those out. */
+static double *sorted_durations(const tl_model *m, double *near_zero)
+{
+    const tl_panel *planned = &m->panels[m->n_panels - 1];
+    double *sorted = malloc(((size_t)m->n + 1) * sizeof *sorted);
+    if (sorted) {
+        memcpy(sorted, planned->ms, (size_t)m->n * sizeof *sorted);
+        *near_zero = 0.2 * tf_median(sorted, m->n); /* and sorts */
+    }
+    return sorted;
+}
+
 /* The axis scale.  Automatic: wide enough that a typical short action (the
  * lower quartile of durations, ignoring near-zero ones such as frozen W)
  * holds a label like "F31", within [MIN_PLOT_W, MAX_PLOT_W]. */
 static int choose_frame(const tl_model *m, const tf_timeline_options *opt, double title_w,
                         frame *f, tf_error *err)
 {
-    const tl_panel *planned = &m->panels[m->n_panels - 1];
     f->axis_ms = 0.0;
     for (int k = 0; k < m->n_panels; k++)
         f->axis_ms = fmax(f->axis_ms, m->panels[k].makespan);
@@ -167,13 +181,12 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
                            "(%d for labels and margins, 100 for the time axis)",
                            opt->width, (int)chrome + 100, (int)chrome);
     } else {
-        double *sorted = malloc(((size_t)m->n + 1) * sizeof *sorted);
+        double near_zero;
+        double *sorted = sorted_durations(m, &near_zero);
         if (!sorted)
             return tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
-        memcpy(sorted, planned->ms, (size_t)m->n * sizeof *sorted);
-        double median = tf_median(sorted, m->n); /* and sorts */
         int first = 0;
-        while (first < m->n && sorted[first] < 0.2 * median)
+        while (first < m->n && sorted[first] < near_zero)
             first++;
         double typical = first < m->n ? sorted[first + (m->n - first) / 4] : 0.0;
         free(sorted);
@@ -187,16 +200,14 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
     return 0;
 }
 
-int tl_points_per_action(const tl_model *m, const tf_timeline_options *opt, double *points,
-                         int *busiest, tf_error *err)
+/* The frame the timeline is drawn in, as tl_render_graphviz would choose
+ * it. */
+static int frame_of(const tl_model *m, const tf_timeline_options *opt, frame *f, tf_error *err)
 {
     char line1[512], line2[512];
     tl_title_lines(m, opt, line1, line2, sizeof line1);
-    frame f = {0};
-    int rc = choose_frame(m, opt, title_width(line1, line2), &f, err);
-    *busiest = busiest_rank(m);
-    *points = rc ? 0.0 : f.plot_w / *busiest;
-    return rc;
+    memset(f, 0, sizeof *f);
+    return choose_frame(m, opt, title_width(line1, line2), f, err);
 }
 
 /* The label of action a that fits a box w points wide, at 9 pt or
@@ -228,6 +239,56 @@ static void fit_label(const tf_action *a, int name_stage, double w, char *label,
             }
     label[0] = '\0';
     *fontsize = LABEL_FONT;
+}
+
+/* The width a box of action a needs for its shortest label ("3", or "W3"
+ * for a W: fit_label's last candidate) at the smallest size, plus a point
+ * for the rounding of box edges. */
+static double shortest_label_need(const tf_action *a)
+{
+    char label[32];
+    if (a->type == TF_ACT_W)
+        snprintf(label, sizeof label, "W%d", a->microbatch);
+    else
+        snprintf(label, sizeof label, "%d", a->microbatch);
+    return tf_canvas_text_width(label, 6.0) + 3 + 1;
+}
+
+int tl_fit_labels(const tl_model *m, const tf_timeline_options *opt, tl_label_fit *fit,
+                  tf_error *err)
+{
+    memset(fit, 0, sizeof *fit);
+    frame f;
+    double near_zero, scale_needed = 0.0;
+    int rc = frame_of(m, opt, &f, err);
+    double *sorted = rc ? NULL : sorted_durations(m, &near_zero);
+    if (rc || !sorted)
+        return rc ? rc : tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
+    free(sorted);
+    const int spr = m->plan->schedule.stages_per_rank;
+    for (int k = 0; k < m->n_panels; k++)
+        for (int i = 0; i < m->n; i++) {
+            const tl_panel *p = &m->panels[k];
+            const tf_action *a = &m->plan->actions[i].action;
+            if (!(p->ms[i] >= near_zero) || !(p->ms[i] > 0))
+                continue;
+            char label[48];
+            double fontsize, x0 = round(x_at(&f, p->start[i]));
+            label[0] = '\0';
+            if (!f.dense)
+                fit_label(a, spr > 1, round(x_at(&f, p->start[i] + p->ms[i])) - x0, label,
+                          &fontsize);
+            fit->boxes++;
+            fit->unlabelled += label[0] == '\0';
+            scale_needed = fmax(scale_needed, shortest_label_need(a) / p->ms[i]);
+        }
+    fit->busiest = busiest_rank(m);
+    fit->points = f.plot_w / fit->busiest;
+    fit->dense = f.dense;
+    const double chrome = MARGIN + GUTTER_LEFT + GUTTER_RIGHT + MARGIN;
+    fit->width_for_labels =
+        ceil(fmax(scale_needed * f.axis_ms, TF_TIMELINE_DENSE_POINTS * fit->busiest)) + chrome;
+    return 0;
 }
 
 /* The overlapped pair action i belongs to, as PyTorch names it, into

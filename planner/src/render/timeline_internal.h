@@ -56,12 +56,23 @@ int tl_draw_dependency_graph(struct tf_canvas *c, const tl_model *m,
 int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const char *format,
                        char **data, size_t *len, tf_error *err);
 
-/* Points of time axis per action on the busiest rank of the timeline
- * tl_render_graphviz would draw with opt, into *points, and that rank's
- * action count into *busiest.  Returns 0, or TF_EINVAL (opt->width too
- * narrow) or TF_ENOMEM as the render would. */
-int tl_points_per_action(const tl_model *m, const tf_timeline_options *opt, double *points,
-                         int *busiest, tf_error *err);
+/* How the labels of the timeline tl_render_graphviz would draw with opt
+ * fit its boxes.  Boxes near zero (under a fifth of the median duration:
+ * a fully frozen W, typically) are left out: no width labels them. */
+typedef struct tl_label_fit {
+    int boxes;               /* boxes counted, every panel's */
+    int unlabelled;          /* of those, the ones too narrow for any label */
+    int busiest;             /* actions on the busiest rank */
+    double points;           /* points of time axis per action on that rank */
+    int dense;               /* rows drawn dense (TF_TIMELINE_DENSE_POINTS) */
+    double width_for_labels; /* the picture width (opt->width) at which every box
+                                counted holds a label */
+} tl_label_fit;
+
+/* Fills *fit.  Returns 0, or TF_EINVAL (opt->width too narrow) or
+ * TF_ENOMEM as the render would. */
+int tl_fit_labels(const tl_model *m, const tf_timeline_options *opt, tl_label_fit *fit,
+                  tf_error *err);
 
 /* Writes the model as Chrome/Perfetto trace JSON (malloc'd, caller frees);
  * flows: also a flow event per cross-rank DAG edge. */

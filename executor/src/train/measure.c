@@ -10,23 +10,6 @@
 #include "tf/profile_samples.h"
 #include "tf/util.h"
 
-/* The action whose message action i receives when that comes from another
- * rank: the forward of the previous stage for an F, the backward (B or I)
- * of the next stage for a B or I; else -1. */
-static int sender_of(const tf_schedule *s, const int *index, int i)
-{
-    const tf_action *a = &s->actions[i];
-    int u = -1;
-    if (a->type == TF_ACT_F && a->stage > 0) {
-        u = tf_schedule_lookup(s, index, TF_ACT_F, a->stage - 1, a->microbatch);
-    } else if ((a->type == TF_ACT_B || a->type == TF_ACT_I) && a->stage < s->stages - 1) {
-        u = tf_schedule_lookup(s, index, TF_ACT_B, a->stage + 1, a->microbatch);
-        if (u < 0)
-            u = tf_schedule_lookup(s, index, TF_ACT_I, a->stage + 1, a->microbatch);
-    }
-    return u >= 0 && s->actions[u].rank != a->rank ? u : -1;
-}
-
 int tfx_measure_init(tfx_measure *m, const tf_schedule *s, int steps, tf_error *err)
 {
     int rc = 0;
@@ -45,7 +28,7 @@ int tfx_measure_init(tfx_measure *m, const tf_schedule *s, int steps, tf_error *
     if (!(index = tf_schedule_index(s)))
         TFX_TRY(tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__));
     for (int i = 0; i < s->n_actions; i++)
-        m->sender[i] = sender_of(s, index, i);
+        m->sender[i] = tf_schedule_sender(s, index, i);
 fail:
     free(index);
     return rc;

@@ -117,38 +117,20 @@ const char *tf_canvas_format_for_path(const char *path)
 
 /* ---- marks -------------------------------------------------------------------- */
 
-void tl_set(void *obj, const char *attr, const char *value)
-{
-    if (obj)
-        agset(obj, (char *)attr, (char *)value);
-}
-
-static void set_formatted(void *obj, const char *attr, const char *fmt, va_list ap)
-{
-    char value[1024];
-    vsnprintf(value, sizeof value, fmt, ap);
-    tl_set(obj, attr, value);
-}
-
-void tl_setf(void *obj, const char *attr, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    set_formatted(obj, attr, fmt, ap);
-    va_end(ap);
-}
-
 void tf_canvas_set(tf_canvas_mark *m, const char *attr, const char *value)
 {
-    tl_set(m, attr, value);
+    if (m)
+        agset(m, (char *)attr, (char *)value);
 }
 
 void tf_canvas_setf(tf_canvas_mark *m, const char *attr, const char *fmt, ...)
 {
+    char value[1024];
     va_list ap;
     va_start(ap, fmt);
-    set_formatted(m, attr, fmt, ap);
+    vsnprintf(value, sizeof value, fmt, ap);
     va_end(ap);
+    tf_canvas_set(m, attr, value);
 }
 
 /* Declares every attribute marks use, with neutral defaults, so that agset

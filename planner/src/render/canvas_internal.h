@@ -31,15 +31,11 @@ static inline Agraph_t *tl_canvas_graph(tf_canvas *c)
 int tl_canvas_render(tf_canvas *c, const char *engine, const char *format, double dpi,
                      char **data, size_t *len, tf_error *err);
 
-/* Sets attribute attr of a cgraph object (graph, node or edge; NULL: no-op),
- * as tf_canvas_set does for marks; tl_setf formats the value (up to 1023
- * bytes). */
-void tl_set(void *obj, const char *attr, const char *value);
-void tl_setf(void *obj, const char *attr, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+/* Sets attribute attr of any cgraph object (graph, node or edge; NULL:
+ * no-op) as tf_canvas_set and tf_canvas_setf do for marks: agset takes
+ * them all alike. */
+#define tl_set(obj, attr, value) tf_canvas_set((tf_canvas_mark *)(obj), attr, value)
+#define tl_setf(obj, attr, ...) tf_canvas_setf((tf_canvas_mark *)(obj), attr, __VA_ARGS__)
 
 /* Copies text into out[size] with backslashes doubled and line ends made
  * spaces: Graphviz labels treat "\N", "\l" etc. as escapes, and titles may

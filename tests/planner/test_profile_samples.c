@@ -191,7 +191,7 @@ static void pair_spans(void **state)
     assert_int_equal(report.defaulted, 0);
     /* The planner splits the span: the forward keeps its 3, the backward
      * gets the rest, 8 unfrozen and 4 frozen. */
-    double max_ms[8], min_ms[8];
+    double max_ms[16], min_ms[16];
     tf_profile_durations(&p, max_ms, min_ms);
     int b = tf_schedule_find(&s, TF_ACT_B, 0, 0);
     assert_true(max_ms[b] == 8 && min_ms[b] == 4);

@@ -4,8 +4,8 @@
 #
 #   timelyfreeze         tf/*.h: schedules, profiles, the DAG, the freeze LP,
 #                        plans (libtfplanner)
-#   timelyfreeze-render  tf/timeline.h: timelines and traces (libtfrender,
-#                        Graphviz)
+#   timelyfreeze-render  tf/timeline.h, tf/canvas.h: timelines, traces and
+#                        the canvas they are drawn on (libtfrender, Graphviz)
 #   timelyfreeze-exec    tfx/*.h: the executor (libtfexec, libtfexec_cuda,
 #                        libtfexec_core)
 #

@@ -20,7 +20,7 @@ typedef struct study_args {
 } study_args;
 
 static const char synopsis[] =
-    "usage: tf-study STUDY.json [-o RESULTS.csv] [--plot RESULTS.svg] [options]\n"
+    "usage: tf-study STUDY.json [-o RESULTS.csv] [--plot CHART.svg] [options]\n"
     "\n"
     "Plans every configuration of a sweep (schedule x ranks x stages per rank x\n"
     "microbatches x freeze cap x p2p lag) with the freeze LP and reports which\n"
@@ -59,8 +59,8 @@ static const tf_cli_option options[] = {
     {"output", 'o', TF_CLI_PATH, AT(csv), .arg = "FILE",
      .help = "write one CSV row per planned configuration (atomically)"},
     {"plot", 0, TF_CLI_PATH, AT(svg), .arg = "FILE",
-     .help = "write an SVG chart of throughput and speedup per configuration, grouped by "
-             "schedule (atomically)"},
+     .help = "write a chart of throughput and speedup per configuration, grouped by "
+             "schedule (atomically): SVG, PNG or PDF by the suffix (.svg .png .pdf)"},
     {"profiles", 0, TF_CLI_PATH, AT(profiles), .arg = "DIR",
      .help = "write each planned configuration's profile.json into DIR, ready for tf-plan "
              "and tf-dot"},
@@ -90,6 +90,9 @@ static int parse_args(int argc, char **argv, study_args *a)
          tf_cli_distinct(prog, "-o", a->csv, "the study", a->study) ||
          tf_cli_distinct(prog, "--plot", a->svg, "the study", a->study)))
         rc = TF_EXIT_USAGE;
+    if (rc == TF_CLI_CONTINUE && a->svg && !tf_study_plot_format(a->svg))
+        rc = tf_cli_bad_value(prog, "--plot", "the chart is written as SVG, PNG or PDF: name "
+                              "the file .svg, .png or .pdf", a->svg);
     return rc;
 }
 
@@ -134,16 +137,18 @@ static int report_rows(const study_args *a, const tf_study_result *result)
 static int write_results(const study_args *a, const tf_study *study,
                          const tf_study_result *result, tf_error *err)
 {
-    char *csv = NULL, *svg = NULL;
+    char *csv = NULL, *plot = NULL;
+    size_t plot_len = 0;
     int rc = 0;
     if (a->csv)
         rc = tf_study_to_csv(result, &csv, err);
     if (!rc && a->svg)
-        rc = tf_study_to_svg(result, &svg, err);
+        rc = tf_study_plot(result, tf_study_plot_format(a->svg), &plot, &plot_len, err);
     if (!rc && (a->csv || a->svg || a->profiles))
-        rc = tf_study_write_outputs(study, result, a->csv, csv, a->svg, svg, a->profiles, err);
+        rc = tf_study_write_outputs(study, result, a->csv, csv, a->svg, plot, plot_len,
+                                    a->profiles, err);
     free(csv);
-    free(svg);
+    free(plot);
     return rc;
 }
 

@@ -110,8 +110,8 @@ static int parse_args(int argc, char **argv, dot_args *a)
     return rc;
 }
 
-/* Says on stderr when the picture is too dense to read (a PNG of tens of
- * thousands of actions) and which formats suit that size. */
+/* Says on stderr when the picture is too dense to label (its boxes too
+ * narrow for their labels) and what to do about it. */
 static void note_density(const dot_args *a, const tf_plan *plan)
 {
     char note[512];

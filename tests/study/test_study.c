@@ -662,12 +662,28 @@ static void test_csv_and_svg(void **state)
     for (const char *p = csv; *p; p++)
         lines += *p == '\n';
     assert_int_equal(lines, r.solved + 1);
-    assert_int_equal(tf_study_to_svg(&r, &svg, NULL), 0);
-    assert_true(strncmp(svg, "<?xml", 5) == 0);
+    size_t len = 0;
+    assert_int_equal(tf_study_plot(&r, "svg", &svg, &len, NULL), 0);
+    assert_true(strncmp(svg, "<?xml", 5) == 0 && len == strlen(svg));
     assert_non_null(strstr(svg, "</svg>\n"));
     assert_non_null(strstr(svg, ">ZBVZeroBubble</text>"));
     assert_non_null(strstr(svg, "tokens/s per GPU"));
+    /* Each bar's tooltip carries its configuration's figures. */
+    char tip[160];
+    const tf_study_row *w = &r.rows[0];
+    snprintf(tip, sizeof tip, "%.0f \xe2\x86\x92 %.0f tokens/s per GPU, speedup %.3fx",
+             w->tokens_per_s_unfrozen / w->config.ranks, w->tokens_per_s_planned / w->config.ranks,
+             w->speedup);
+    assert_int_equal(w->status, TF_STUDY_SOLVED);
+    assert_non_null(strstr(svg, tip));
     free(csv);
+    free(svg);
+    /* The same drawing as PNG and PDF. */
+    assert_int_equal(tf_study_plot(&r, "png", &svg, &len, NULL), 0);
+    assert_true(len > 8 && memcmp(svg, "\x89PNG\r\n\x1a\n", 8) == 0);
+    free(svg);
+    assert_int_equal(tf_study_plot(&r, "pdf", &svg, &len, NULL), 0);
+    assert_true(len > 5 && memcmp(svg, "%PDF-", 5) == 0);
     free(svg);
     /* The summary names the best configurations. */
     char *summary = NULL;
@@ -684,7 +700,8 @@ static void test_csv_and_svg(void **state)
         r.rows[i].status = TF_STUDY_SKIPPED;
     r.solved = 0;
     tf_error err = {0};
-    assert_int_equal(tf_study_to_svg(&r, &svg, &err), TF_EINVAL);
+    assert_int_equal(tf_study_plot(&r, "svg", &svg, &len, &err), TF_EINVAL);
+    assert_null(svg);
     tf_study_result_free(&r);
     tf_study_free(&s);
 }
@@ -712,6 +729,19 @@ static void test_meta(void **state)
     }
     assert_int_equal(configs[0], 1);
     assert_int_equal(configs[1], 1);
+}
+
+/* The chart's format comes from the suffix; a name without one is SVG. */
+static void test_plot_format(void **state)
+{
+    (void)state;
+    assert_string_equal(tf_study_plot_format("r.svg"), "svg");
+    assert_string_equal(tf_study_plot_format("out/R.PNG"), "png");
+    assert_string_equal(tf_study_plot_format("r.pdf"), "pdf");
+    assert_string_equal(tf_study_plot_format("/dev/null"), "svg");
+    assert_string_equal(tf_study_plot_format("runs.v2/chart"), "svg");
+    assert_null(tf_study_plot_format("r.jpg"));
+    assert_null(tf_study_plot_format("r.dot"));
 }
 
 /* The bundled example studies parse. */
@@ -751,6 +781,7 @@ int main(void)
         cmocka_unit_test(test_profile_source),
         cmocka_unit_test(test_csv_and_svg),
         cmocka_unit_test(test_meta),
+        cmocka_unit_test(test_plot_format),
         cmocka_unit_test(test_bundled_examples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

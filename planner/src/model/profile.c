@@ -9,11 +9,6 @@
 #include "json_util.h"
 #include "tf/util.h"
 
-#define TF_DEFAULT_CAP 0.9
-/* Reference defaults when a frozen time was not measured. */
-#define TF_DEFAULT_B_FROZEN 0.5
-#define TF_DEFAULT_W_FROZEN 0.01
-
 /* The newest version of profile.json this reader reads, and the one the
  * writer writes. */
 enum { PROFILE_VERSION = 1 };

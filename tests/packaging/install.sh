@@ -48,11 +48,12 @@ planned=$(python3 -c 'import json,sys; print("%.6f" % json.load(open(sys.argv[1]
 # --static link there can only take the archives and must get everything
 # they need from the .pc files.
 static=$work/static
-mkdir -p "$static/${libdir#"$prefix"/}"
-cp -r "$pcdir" "$static/${libdir#"$prefix"/}/"
+static_libdir=$static/${libdir#"$prefix"/}
+mkdir -p "$static_libdir"
+cp -r "$pcdir" "$static_libdir/"
 ln -s "$prefix/include" "$static/include"
 for lib in "${libraries[@]}"; do
-    ln -s "$libdir/lib$lib.a" "$static/${libdir#"$prefix"/}/lib$lib.a"
+    ln -s "$libdir/lib$lib.a" "$static_libdir/lib$lib.a"
 done
 
 read -r -a flags <<<"${TF_TEST_CFLAGS:-}"
@@ -97,7 +98,7 @@ check_program() {
     expect_status 0 "$name runs" "$bin" "$@"
     check "$name prints what the installed programs print" cmp -s "$work/out" "$work/$name.want"
     expect_status 0 "$name builds with pkg-config --static against the archives" \
-        build "$bin-static" "$src" "$static/${libdir#"$prefix"/}/pkgconfig" --static --cflags --libs "$package"
+        build "$bin-static" "$src" "$static_libdir/pkgconfig" --static --cflags --libs "$package"
     check "$name (static) names no libtf shared library" [ -z "$(needs_tf "$bin-static")" ]
     expect_status 0 "$name (static) runs" "$bin-static" "$@"
     check "$name (static) prints what the installed programs print" \

@@ -25,7 +25,7 @@ py=$venv/bin/python3
 
 expect_status 0 "a plan for the module" \
     "$TF_PLAN" "$TF_SOURCE_DIR/traces/examples/1f1b-p4-m8.profile.json" -q -o "$work/plan.json"
-choices=(-m timelyfreeze_plan "$work/plan.json" --tensors 6,5,5,4 --steps 12)
+choices=(-m timelyfreeze_plan "$work/plan.json" --tensors "6,5,5,4" --steps 12)
 expect_status 0 "the source tree's module runs" env PYTHONPATH="$src" python3 "${choices[@]}"
 cp "$work/out" "$work/choices.want"
 check "it prints choices" [ -s "$work/choices.want" ]

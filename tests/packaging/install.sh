@@ -6,8 +6,9 @@
 # libraries with the plain pkg-config line (shared libraries, found through
 # the run path the .pc files add, no LD_LIBRARY_PATH) and with --static
 # (the archives alone), and agree with the programs.  Run by ctest with
-# TF_BUILD_DIR, TF_SOURCE_DIR, TF_TESTS_DIR, TF_SOVERSION and
-# TF_TEST_CFLAGS (the sanitizer flags of this build, if any).
+# TF_BUILD_DIR, TF_SOURCE_DIR, TF_TESTS_DIR, TF_SOVERSION, TF_TEST_CC (this
+# build's compiler; cc without it) and TF_TEST_CFLAGS (the sanitizer flags
+# of this build, if any).
 . "$(dirname "$0")/../lib.sh"
 need TF_BUILD_DIR TF_SOURCE_DIR TF_TESTS_DIR TF_SOVERSION
 unset LD_LIBRARY_PATH
@@ -63,7 +64,7 @@ build() {
     local out=$1 src=$2 pc_path=$3
     shift 3
     # shellcheck disable=SC2046
-    cc -std=c11 "${flags[@]}" -o "$out" "$src" \
+    "${TF_TEST_CC:-cc}" -std=c11 "${flags[@]}" -o "$out" "$src" \
         $(PKG_CONFIG_PATH=$pc_path pkg-config "$@")
 }
 # needs_tf BINARY: the libtf*.so files BINARY names (readelf's NEEDED), one a line.

@@ -40,7 +40,8 @@ profile=$TF_SOURCE_DIR/traces/examples/1f1b-p4-m8.profile.json
 expect_status 0 "installed tf-plan" "$prefix/bin/tf-plan" "$profile" -o "$work/plan.json" -q
 expect_status 0 "installed tf-dot" "$prefix/bin/tf-dot" "$work/plan.json" -o "$work/tf-dot.svg"
 expect_status 0 "installed tf-exec --version" "$prefix/bin/tf-exec" --version
-expect_status 0 "tf-exec describes its default model" "$prefix/bin/tf-exec" --steps 0
+expect_status 0 "tf-exec describes its default model in a one-step run" \
+    "$prefix/bin/tf-exec" --steps 1 --progress lines
 tf_exec_model=$(cat "$work/out")
 planned=$(python3 -c 'import json,sys; print("%.6f" % json.load(open(sys.argv[1]))["batch_ms"]["planned"])' \
     "$work/plan.json")

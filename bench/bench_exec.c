@@ -100,18 +100,6 @@ done:
     return result;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int parse_args(int argc, char **argv, options *o)
 {
     static const struct option longs[] = {
@@ -185,7 +173,7 @@ int main(int argc, char **argv)
                r1[r], two, r2[r]);
         fflush(stdout);
     }
-    printf("\nmedian ratio: 1 rank %.2f, 2 ranks %.2f per rank\n", median(r1, o.rounds),
-           median(r2, o.rounds));
+    printf("\nmedian ratio: 1 rank %.2f, 2 ranks %.2f per rank\n", tf_median(r1, o.rounds),
+           tf_median(r2, o.rounds));
     return 0;
 }

@@ -50,13 +50,15 @@
  * ru_maxrss from wait4 covers it (Linux folds a reaped child's peak into
  * its parent's), and a timeout kills the child's whole process group.
  *
- * Exit status: 0 when every solve finished or timed out (timeouts are
- * measurements), 1 when a solver failed or a child crashed, 2 usage error.
+ * Exit status (the toolkit's, cli.h): 0 when every solve finished or timed
+ * out (timeouts are measurements), 1 when a profile could not be made or
+ * saved, 2 for a bad command line, 3 when a solver failed or its child
+ * crashed.
  * Like bench-plan, it asserts nothing about speed.
  */
 #define _DEFAULT_SOURCE /* wait4 */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -80,7 +82,6 @@
 #include "bench_clp.h"
 #endif
 
-enum { EXIT_FAILED = 1, EXIT_USAGE = TF_EXIT_USAGE };
 enum { SOLVER_LP_SOLVE = 0, SOLVER_FAST = 1, SOLVER_CLP = 2, SOLVER_HIGHS = 3, N_SOLVERS = 4 };
 
 /* The name of a SOLVER_* index, as --solvers and the rows spell it. */
@@ -97,14 +98,15 @@ static const char *solver_label(int solver)
 #define MAX_SIZES 64
 
 typedef struct bench_options {
-    char schedule[64];           /* canonical built-in name */
+    const char *schedule;        /* canonical built-in name */
     int ranks;
     int stages_per_rank;         /* 0: the schedule's default */
     double limit;                /* seconds per solve */
     tf_objective objective;
     int use[N_SOLVERS];          /* solvers to run */
-    char highs_dir[4096];        /* bench/highs: solve.mjs and node_modules */
+    const char *highs_dir;       /* bench/highs: solve.mjs and node_modules */
     const char *profile_dir;     /* where to save each size's profile, or NULL */
+    tf_cli_list actions;         /* the ACTIONS operands */
     int sizes[MAX_SIZES];
     int n_sizes;
 } bench_options;
@@ -138,39 +140,29 @@ typedef struct measurement {
     int wait_status;             /* for RUN_CRASHED */
 } measurement;
 
-static void usage(FILE *f)
+static const char synopsis[] =
+    "usage: bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]\n"
+    "                     [--objective least-freeze|spread] [--limit S]\n"
+    "                     [--solvers LIST] [--highs-dir DIR]\n"
+    "                     [--save-profiles DIR] [ACTIONS...]\n"
+    "\n"
+    "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
+    "on synthetic profiles of about ACTIONS actions (default 2048 8192 32768\n"
+    "131072), each solve in a fork()ed child: seconds, peak memory, batch time and\n"
+    "total freeze found, and the speed-up over lp_solve.  A solve that times out is\n"
+    "a measurement; one that fails or crashes exits 3 after the other rows.\n";
+
+static void notes(FILE *f)
 {
-    fprintf(f,
-            "usage: bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]\n"
-            "                     [--objective least-freeze|spread] [--limit S]\n"
-            "                     [--solvers LIST] [--highs-dir DIR]\n"
-            "                     [--save-profiles DIR] [ACTIONS...]\n"
-            "\n"
-            "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
-            "on synthetic profiles of about ACTIONS actions (default 2048 8192 32768 131072),\n"
-            "each solve in a fork()ed child: seconds, peak memory, batch time and total\n"
-            "freeze found, and the speed-up over lp_solve.\n"
-            "\n"
-            "options:\n"
-            "  --schedule NAME        built-in schedule (default 1F1B): %s\n"
-            "  --ranks P              pipeline ranks (default 8)\n"
-            "  --stages-per-rank V    stages per rank (default: the schedule's)\n"
-            "  --objective NAME       least-freeze (default) or spread (not for clp, highs)\n"
-            "  --limit S              seconds per solve before the child is killed (default 300)\n"
-            "  --solvers LIST         comma-separated subset of lp_solve,fast,clp,highs\n"
-            "                         (default all)\n"
-            "  --highs-dir DIR        where solve.mjs and the npm package highs are\n"
-            "                         (default %s)\n"
-            "  --save-profiles DIR    also write each size's profile to\n"
-            "                         DIR/profile-ACTIONS.json, to time tf-plan on it\n"
-            "                         with its JSON I/O (an existing file is an error)\n"
-            "  -h, --help             show this help\n",
-            tf_schedule_builtin_names(), TF_BENCH_HIGHS_DIR);
+    tf_cli_print_schedules(f);
+    fprintf(f, "--highs-dir by default: %s\n", TF_BENCH_HIGHS_DIR);
 }
 
-static int parse_solvers(const char *list, int use[N_SOLVERS])
+/* --solvers LIST into use[N_SOLVERS] (TF_CLI_CUSTOM). */
+static int parse_solvers(const char *list, void *field, const char **expected)
 {
-    int any = 0;
+    int *use = field, any = 0;
+    *expected = "a comma-separated list of lp_solve, fast, clp, highs";
     for (int s = 0; s < N_SOLVERS; s++)
         use[s] = 0;
     const char *p = list;
@@ -191,103 +183,45 @@ static int parse_solvers(const char *list, int use[N_SOLVERS])
 
 static const char *const prog = "bench-solvers";
 
-enum {
-    OPT_SCHEDULE = 256,
-    OPT_RANKS,
-    OPT_STAGES_PER_RANK,
-    OPT_OBJECTIVE,
-    OPT_LIMIT,
-    OPT_SOLVERS,
-    OPT_HIGHS_DIR,
-    OPT_SAVE_PROFILES
+#define AT(field) offsetof(bench_options, field)
+
+static const tf_cli_option options[] = {
+    {.name = "actions", .kind = TF_CLI_OPERANDS, .offset = AT(actions)},
+    {"schedule", 0, TF_CLI_CUSTOM, AT(schedule), .parse = tf_cli_schedule, .arg = "NAME",
+     .help = "built-in schedule (default 1F1B)"},
+    {"ranks", 0, TF_CLI_INT, AT(ranks), 1, 4096, .arg = "P",
+     .help = "pipeline ranks (default 8)"},
+    {"stages-per-rank", 0, TF_CLI_INT, AT(stages_per_rank), 1, 64, .arg = "V",
+     .help = "stages per rank (default: the schedule's)"},
+    {"objective", 0, TF_CLI_CUSTOM, AT(objective), .parse = tf_cli_objective, .arg = "NAME",
+     .help = "least-freeze (default) or spread (not for clp, highs)"},
+    {"limit", 0, TF_CLI_NUMBER, AT(limit), 0, 86400, .flags = TF_CLI_ABOVE_MIN, .arg = "S",
+     .help = "seconds per solve before the child is killed (default 300)"},
+    {"solvers", 0, TF_CLI_CUSTOM, AT(use), .parse = parse_solvers, .arg = "LIST",
+     .help = "comma-separated subset of lp_solve,fast,clp,highs (default all)"},
+    {"highs-dir", 0, TF_CLI_PATH, AT(highs_dir), .arg = "DIR",
+     .help = "where solve.mjs and the npm package highs are"},
+    {"save-profiles", 0, TF_CLI_PATH, AT(profile_dir), .arg = "DIR",
+     .help = "also write each size's profile to DIR/profile-ACTIONS.json, to time tf-plan on "
+             "it with its JSON I/O (an existing file is an error)"},
 };
 
-static const struct option long_options[] = {
-    {"schedule", required_argument, NULL, OPT_SCHEDULE},
-    {"ranks", required_argument, NULL, OPT_RANKS},
-    {"stages-per-rank", required_argument, NULL, OPT_STAGES_PER_RANK},
-    {"objective", required_argument, NULL, OPT_OBJECTIVE},
-    {"limit", required_argument, NULL, OPT_LIMIT},
-    {"solvers", required_argument, NULL, OPT_SOLVERS},
-    {"highs-dir", required_argument, NULL, OPT_HIGHS_DIR},
-    {"save-profiles", required_argument, NULL, OPT_SAVE_PROFILES},
-    {"help", no_argument, NULL, TF_CLI_HELP},
-    {NULL, 0, NULL, 0},
-};
-
-static const tf_cli_program program = {prog, NULL, "h", long_options, usage, NULL};
-
-static int take_schedule(const char *value, bench_options *o)
-{
-    const char *name = tf_schedule_canonical_name(value);
-    if (!name)
-        return tf_cli_unknown(prog, "--schedule", "schedule", value,
-                              tf_schedule_builtin_names());
-    snprintf(o->schedule, sizeof o->schedule, "%s", name);
-    return 0;
-}
-
-static int take_limit(const char *value, bench_options *o)
-{
-    double v;
-    if (tf_cli_parse_number(value, &v) || !(v > 0.0 && v <= 86400.0))
-        return tf_cli_bad_value(prog, "--limit", "expected seconds in (0, 86400]", value);
-    o->limit = v;
-    return 0;
-}
-
-/* One option (tf_cli_take): 0, or EXIT_USAGE after printing the error
- * (flag and value). */
-static int take_option(int c, const char *value, void *ctx)
-{
-    bench_options *o = ctx;
-    switch (c) {
-    case OPT_SCHEDULE: return take_schedule(value, o);
-    case OPT_RANKS:
-        if (tf_cli_parse_int(value, 1, 4096, &o->ranks))
-            return tf_cli_bad_value(prog, "--ranks", "expected an integer in [1, 4096]", value);
-        return 0;
-    case OPT_STAGES_PER_RANK:
-        if (tf_cli_parse_int(value, 1, 64, &o->stages_per_rank))
-            return tf_cli_bad_value(prog, "--stages-per-rank", "expected an integer in [1, 64]",
-                                    value);
-        return 0;
-    case OPT_OBJECTIVE: return tf_cli_objective(prog, value, &o->objective);
-    case OPT_LIMIT: return take_limit(value, o);
-    case OPT_SOLVERS:
-        if (parse_solvers(value, o->use))
-            return tf_cli_bad_value(prog, "--solvers",
-                                    "expected a comma-separated list of lp_solve, fast, clp, "
-                                    "highs",
-                                    value);
-        return 0;
-    case OPT_HIGHS_DIR:
-        if (strlen(value) >= sizeof o->highs_dir) {
-            fprintf(stderr, "bench-solvers: --highs-dir: path too long\n");
-            return EXIT_USAGE;
-        }
-        snprintf(o->highs_dir, sizeof o->highs_dir, "%s", value);
-        return 0;
-    case OPT_SAVE_PROFILES:
-        o->profile_dir = value;
-        return 0;
-    default: return EXIT_USAGE;
-    }
-}
+static const tf_cli_program program = {prog, NULL, synopsis, options,
+                                       sizeof options / sizeof options[0], notes, 1};
 
 /* The ACTIONS operands, or the default sizes without any.  Returns
- * TF_CLI_CONTINUE or EXIT_USAGE. */
-static int take_sizes(int argc, char **argv, bench_options *o)
+ * TF_CLI_CONTINUE or TF_EXIT_USAGE. */
+static int take_sizes(bench_options *o)
 {
     static const int default_sizes[] = {2048, 8192, 32768, 131072};
-    for (int i = optind; i < argc; i++) {
+    for (int i = 0; i < o->actions.n; i++) {
+        const char *size = o->actions.items[i];
         if (o->n_sizes == MAX_SIZES) {
-            fprintf(stderr, "bench-solvers: at most %d sizes, got \"%s\" too\n", MAX_SIZES,
-                    argv[i]);
-            return EXIT_USAGE;
+            fprintf(stderr, "bench-solvers: at most %d sizes, got \"%s\" too\n", MAX_SIZES, size);
+            return TF_EXIT_USAGE;
         }
-        if (tf_cli_parse_int(argv[i], 1, 100000000, &o->sizes[o->n_sizes]))
-            return tf_cli_bad_value(prog, "ACTIONS", "expected an integer in [1, 1e8]", argv[i]);
+        if (tf_cli_parse_int(size, 1, 100000000, &o->sizes[o->n_sizes]))
+            return tf_cli_bad_value(prog, "ACTIONS", "an integer in [1, 100000000]", size);
         o->n_sizes++;
     }
     if (o->n_sizes == 0) {
@@ -298,20 +232,22 @@ static int take_sizes(int argc, char **argv, bench_options *o)
 }
 
 /* Returns TF_CLI_CONTINUE, or the exit status: 0 after --help,
- * EXIT_USAGE after printing the error (flag and value). */
+ * TF_EXIT_USAGE after printing the error (flag and value). */
 static int parse_args(int argc, char **argv, bench_options *o)
 {
     memset(o, 0, sizeof *o);
     o->objective = TF_OBJECTIVE_LEAST_FREEZE;
-    snprintf(o->schedule, sizeof o->schedule, "1F1B");
+    o->schedule = "1F1B";
     o->ranks = 8;
     o->limit = 300.0;
     for (int s = 0; s < N_SOLVERS; s++)
         o->use[s] = 1;
-    snprintf(o->highs_dir, sizeof o->highs_dir, "%s", TF_BENCH_HIGHS_DIR);
-    int rc = tf_cli_parse(&program, argc, argv, take_option, o, NULL);
-    if (rc == TF_CLI_CONTINUE)
-        rc = take_sizes(argc, argv, o);
+    o->highs_dir = TF_BENCH_HIGHS_DIR;
+    int rc = tf_cli_parse(&program, argc, argv, o);
+    if (rc == TF_CLI_CONTINUE) {
+        rc = take_sizes(o);
+        tf_cli_free(&program, o);
+    }
     if (o->stages_per_rank == 0)
         o->stages_per_rank = tf_schedule_default_stages_per_rank(o->schedule);
     return rc;
@@ -646,7 +582,7 @@ static run_outcome row_without_child(int solver, const bench_options *o,
 }
 
 /* Every chosen solver on profile p, a row each, then the speed-ups.
- * Returns 0, EXIT_FAILED when a solve failed or crashed (the other rows
+ * Returns 0, TF_EXIT_SOLVER when a solve failed or crashed (the other rows
  * still run), or -1 when a child could not be started. */
 static int run_solvers(const tf_profile *p, int microbatches, const bench_options *o,
                        const char *highs_status)
@@ -668,7 +604,7 @@ static int run_solvers(const tf_profile *p, int microbatches, const bench_option
         if (measure(p, s, o, &m[s]))
             return -1;
         if (m[s].outcome == RUN_FAILED || m[s].outcome == RUN_CRASHED)
-            status = EXIT_FAILED;
+            status = TF_EXIT_SOLVER;
         print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib,
                   o->use[SOLVER_LP_SOLVE] ? &m[SOLVER_LP_SOLVE] : NULL, o, highs_status);
         fflush(stdout);
@@ -680,7 +616,7 @@ static int run_solvers(const tf_profile *p, int microbatches, const bench_option
 
 /* One size of about `size` actions: its profile, saved when asked, and
  * the solvers on it.  Returns as run_solvers does; a profile that cannot
- * be made is EXIT_FAILED, one that cannot be saved -1. */
+ * be made is TF_EXIT_INPUT, one that cannot be saved -1. */
 static int bench_size(int size, const bench_options *o, const char *highs_status)
 {
     tf_error err = {0};
@@ -691,7 +627,7 @@ static int bench_size(int size, const bench_options *o, const char *highs_status
         bench_make_profile(o->schedule, o->ranks, o->stages_per_rank, microbatches, &p, &err)) {
         fprintf(stderr, "bench-solvers: %d %s: %s\n", size, tf_plural(size, "action", "actions"),
                 err.msg);
-        return EXIT_FAILED;
+        return TF_EXIT_INPUT;
     }
     int rc = o->profile_dir && save_profile(&p, o->profile_dir, p.schedule.n_actions)
                  ? -1
@@ -715,7 +651,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < o.n_sizes; k++) {
         rc = bench_size(o.sizes[k], &o, highs_status);
         if (rc < 0)
-            return EXIT_FAILED;
+            return TF_EXIT_INPUT;
         if (rc)
             status = rc;
     }

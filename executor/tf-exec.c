@@ -1,439 +1,336 @@
 /* tf-exec - trains a small byte-level GPT on a pipeline with a
  * TimelyFreeze plan, or measures the profile tf-plan reads.  This file only
  * parses the command line; the work is in the tfexec library (tfx/exec.h). */
-#include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "tf/error.h"
-#include "tf/schedule.h"
+#include "tfx/corpus.h"
 #include "tfx/exec.h"
 #include "tfx/launch.h"
 #include "tfx/registry.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tf-exec --profile-out profile.json [pipeline] [model] [options]\n"
-            "       tf-exec --plan plan.json --steps N [model] [options]\n"
-            "       tf-exec --auto-plan --steps N [pipeline] [model] [options]  (measure,\n"
-            "               plan and train in one run)\n"
-            "       tf-exec --schedule S --ranks P --microbatches M --steps N  (no freezing)\n"
-            "\n"
-            "pipeline:  --backend cpu|cuda  --schedule NAME (%s)\n"
-            "           --ranks P  --stages-per-rank V  --microbatches M\n"
-            "           --schedule-csv FILE (a per-rank order: PyTorch compute-only CSV)\n",
-            tf_schedule_builtin_names());
-    if (tfx_registry_has_backend("cuda"))
-        fputs("cuda:      --devices LIST (GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on\n"
-              "           GPU 0, one stream each; default rank mod GPUs)\n"
-              "           --transport cuda|nccl (cuda: in-process device copies, the default;\n"
-              "           nccl: one GPU per rank, the default when launched)\n"
-              "           --tf32 (TF32 tensor-core GEMMs, FP32 accumulation)\n",
-              f);
-    else
-        fputs("cuda:      not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
-              "           cuBLAS and NCCL are installed\n",
-              f);
-    fputs("model:     --layers L (4)  --hidden C (192)  --heads A (C/32)  --ffn F (4C)\n"
-          "           --context T (64)  --microbatch-size B (8 sequences)  --lr X (0.003)\n"
-          "training:  --steps N (60)  --warmup N (10)  --ramp N (10)  --no-freeze\n"
-          "           --freeze-select random|rotate (random)  --seed S (1)\n"
-          "           --freeze-ratio R (without a plan: freeze R on every backward)\n"
-          "           --freeze-rescale (scale a tensor frozen in k of M microbatches by\n"
-          "           M/(M-k): the mean gradient of the others, not a shrunk sum)\n"
-          "data:      --data FILE (any bytes) or --source base|shifted (built-in order-2\n"
-          "           sources; shifted is base with a quarter of its pairs redrawn)\n"
-          "           5% held out: --eval-every N (0: after the last step)\n"
-          "           --eval-batches K (4)\n"
-          "weights:   --init DIR (start from that checkpoint's weights: fine-tuning)\n"
-          "           --checkpoint DIR  --checkpoint-every N (10)\n"
-          "output:    --log FILE (JSON lines)  --progress auto|bar|lines\n"
-          "profiling: --profile-out FILE  --profile-warmup N (3)  --profile-steps N (5)\n"
-          "           --max-freeze-ratio R (0.9, written into the profile)\n"
-          "auto-plan: --auto-plan: --warmup steps unfrozen, --profile-steps unfrozen and as\n"
-          "           many fully frozen (alternating), the LP solved in the run, the plan's\n"
-          "           ratios ramped in over --ramp steps, then training with the plan\n"
-          "           --plan-out FILE (the plan in use)  --profile-out FILE (its profile)\n"
-          "           --objective least-freeze|spread  --solver auto|lp_solve|fast\n"
-          "           --max-action-ratio R (tf-plan's)\n"
-          "           re-plan when a stage's actions drift from the plan by more than\n"
-          "           --replan-threshold X (0.1; 0: never) for --replan-patience N (3)\n"
-          "           steps, at least --replan-interval N (20) steps after the last plan,\n"
-          "           measuring --replan-steps N (2) steps of each kind\n"
-          "testing:   --inject-failure RANK:ACTION (that rank fails before that action)\n"
-          "           --test-slow-rank RANK:FACTOR[:STEP] (from STEP on, 1 by default, the\n"
-          "           rank's actions take FACTOR times their compute time)\n"
-          "cpu:       --transport local|socket (local: in-process, the default; socket: TCP,\n"
-          "           the default when launched)\n"
-          "launched:  one process per rank (or per block of ranks) when RANK/WORLD_SIZE,\n"
-          "           OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS say so (mpirun,\n"
-          "           srun, by hand); processes meet in $TFX_RENDEZVOUS_DIR (/tmp) under\n"
-          "           $TFX_RUN_ID; a silent peer fails the run after $TFX_TIMEOUT s (600);\n"
-          "           $TFX_SOCKET_BIND / $TFX_SOCKET_HOST for several nodes; process 0\n"
-          "           prints and writes --log / --profile-out; no --checkpoint\n"
-          "other:     -h, --help (this text)  --version\n",
-          f);
-}
+static const char *const prog = "tf-exec";
 
-static int parse_int(const char *flag, const char *s, int lo, int hi, int *out, tf_error *err)
+static const char synopsis[] =
+    "usage: tf-exec --steps N [options]                   train without a plan\n"
+    "       tf-exec --plan PLAN.json [options]            train with a plan\n"
+    "       tf-exec --auto-plan [options]                 measure, plan and train\n"
+    "       tf-exec --profile-out PROFILE.json [options]  measure a profile\n"
+    "\n"
+    "Trains a small byte-level GPT on a pipeline of ranks with a TimelyFreeze plan's\n"
+    "freezing, or measures every action of the pipeline for a profile.  One of\n"
+    "--steps, --plan, --auto-plan and --profile-out says what to do; training runs\n"
+    "60 steps unless --steps says otherwise.\n";
+
+/* --seed S: a whole number a double holds exactly, as the seed is also
+ * written into logs and checkpoints as a JSON number. */
+static int parse_seed(const char *text, void *field, const char **expected)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return tf_fail(err, TF_EINVAL, "%s \"%s\": expected an integer from %d to %d", flag, s,
-                       lo, hi);
-    *out = (int)v;
+    double v;
+    *expected = "an integer in [0, 9007199254740992]";
+    if (tf_cli_parse_number(text, &v) || !(v >= 0 && v <= 9007199254740992.0) ||
+        v != (double)(uint64_t)v)
+        return -1;
+    *(uint64_t *)field = (uint64_t)v;
     return 0;
 }
 
-static int parse_double(const char *flag, const char *s, double lo, double hi, double *out,
-                        tf_error *err)
+/* --lr X: AdamW's learning rate, a float. */
+static int parse_lr(const char *text, void *field, const char **expected)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi))
-        return tf_fail(err, TF_EINVAL, "%s \"%s\": expected a number from %g to %g", flag, s,
-                       lo, hi);
-    *out = v;
+    double v;
+    *expected = "a number in [0, 10]";
+    if (tf_cli_parse_number(text, &v) || !(v >= 0 && v <= 10))
+        return -1;
+    *(float *)field = (float)v;
     return 0;
 }
 
-static int parse_seed(tfx_exec_options *o, const char *flag, const char *value, tf_error *err)
+static int parse_select(const char *text, void *field, const char **expected)
 {
-    double d = 0.0;
-    int rc = parse_double(flag, value, 0, 9007199254740992.0, &d, err);
-    if (rc == 0)
-        o->seed = (uint64_t)d;
-    return rc;
+    *expected = "random or rotate";
+    return tfx_select_method_parse(text, field, NULL) == 0 ? 0 : -1;
 }
 
-static int parse_lr(tfx_exec_options *o, const char *flag, const char *value, tf_error *err)
+static int parse_source(const char *text, void *field, const char **expected)
 {
-    double d = 0.0;
-    int rc = parse_double(flag, value, 0, 10, &d, err);
-    if (rc == 0)
-        o->adamw.lr = (float)d;
-    return rc;
-}
-
-static int parse_select(tfx_exec_options *o, const char *flag, const char *value,
-                        tf_error *err)
-{
-    (void)flag;
-    return tfx_select_method_parse(value, &o->select, err);
-}
-
-static int parse_progress(tfx_exec_options *o, const char *flag, const char *value,
-                          tf_error *err)
-{
-    (void)flag;
-    if (!strcmp(value, "auto"))
-        o->progress = -1;
-    else if (!strcmp(value, "bar"))
-        o->progress = 1;
-    else if (!strcmp(value, "lines"))
-        o->progress = 0;
-    else
-        return tf_fail(err, TF_EINVAL, "--progress \"%s\": expected auto, bar or lines", value);
+    *expected = "base or shifted";
+    if (!tfx_corpus_is_source(text))
+        return -1;
+    *(const char **)field = text;
     return 0;
 }
 
-static int parse_objective(tfx_exec_options *o, const char *flag, const char *value,
-                           tf_error *err)
+/* Testing: RANK:ACTION makes that rank fail before its ACTION-th action.
+ * field is the whole tfx_exec_options (offset 0). */
+static int parse_failure(const char *text, void *field, const char **expected)
 {
-    if (tf_objective_parse(value, &o->objective) == 0)
-        return 0;
-    return tf_fail(err, TF_EINVAL, "%s \"%s\": expected least-freeze or spread", flag, value);
-}
-
-/* parse_double's range, but 0 excluded: a cap of 0 on each action would
- * leave nothing to plan. */
-static int parse_action_cap(tfx_exec_options *o, const char *flag, const char *value,
-                            tf_error *err)
-{
-    double v = 0.0;
-    if (parse_double(flag, value, 0.0, 1.0, &v, err) < 0 || v == 0.0)
-        return tf_fail(err, TF_EINVAL, "%s \"%s\": expected a number in (0, 1]", flag, value);
-    o->max_action_ratio = v;
+    tfx_exec_options *o = field;
+    int rank, action, used = 0;
+    *expected = "RANK:ACTION";
+    if (sscanf(text, "%d:%d%n", &rank, &action, &used) != 2 || text[used] || rank < 0 ||
+        action < 0)
+        return -1;
+    o->fail_rank = rank;
+    o->fail_action = action;
     return 0;
-}
-
-static int parse_solver(tfx_exec_options *o, const char *flag, const char *value,
-                        tf_error *err)
-{
-    if (tf_solver_parse(value, &o->solver) == 0)
-        return 0;
-    return tf_fail(err, TF_EINVAL, "%s: unknown solver \"%s\" (auto, lp_solve, fast)", flag,
-                   value);
 }
 
 /* Testing: RANK:FACTOR[:STEP] stretches that rank's compute by FACTOR from
- * step STEP (1-based, default 1) on. */
-static int parse_slow(tfx_exec_options *o, const char *flag, const char *value, tf_error *err)
+ * step STEP (1-based, default 1) on.  field is the whole options. */
+static int parse_slow(const char *text, void *field, const char **expected)
 {
+    tfx_exec_options *o = field;
     int rank = -1, from = 1, used = 0;
     double factor = 0.0;
-    int n = sscanf(value, "%d:%lf%n:%d%n", &rank, &factor, &used, &from, &used);
-    if (n < 2 || value[used] != '\0' || rank < 0 || !(factor >= 1.0 && factor <= 1000.0) ||
+    *expected = "RANK:FACTOR[:STEP] (FACTOR from 1 to 1000, STEP >= 1)";
+    int n = sscanf(text, "%d:%lf%n:%d%n", &rank, &factor, &used, &from, &used);
+    if (n < 2 || text[used] != '\0' || rank < 0 || !(factor >= 1.0 && factor <= 1000.0) ||
         from < 1)
-        return tf_fail(err, TF_EINVAL,
-                       "%s \"%s\": expected RANK:FACTOR[:STEP] (FACTOR from 1 to 1000, STEP >= "
-                       "1)",
-                       flag, value);
+        return -1;
     o->slow_rank = rank;
     o->slow_factor = factor;
     o->slow_from = from;
     return 0;
 }
 
-/* Testing: RANK:ACTION makes that rank fail before its ACTION-th action. */
-static int parse_failure(tfx_exec_options *o, const char *flag, const char *value,
-                         tf_error *err)
-{
-    (void)flag;
-    if (sscanf(value, "%d:%d", &o->fail_rank, &o->fail_action) != 2)
-        return tf_fail(err, TF_EINVAL, "--inject-failure \"%s\": expected RANK:ACTION", value);
-    return 0;
-}
+static const tf_cli_choice progress_choices[] = {
+    {"auto", -1}, {"bar", 1}, {"lines", 0}, {NULL, 0}};
 
-typedef enum { ARG_TEXT, ARG_INT, ARG_REAL, ARG_OWN } arg_kind;
+#define AT(field) offsetof(tfx_exec_options, field)
+#define SECTION(name_, help_) {.name = name_, .kind = TF_CLI_SECTION, .help = help_}
+#define STEPS_MAX (INT_MAX - 1) /* a step count plus one must still be an int */
 
-/* An option with a value, and the field of tfx_exec_options it sets. */
-typedef struct value_option {
-    const char *name;
-    arg_kind kind;
-    size_t field;  /* TEXT: a const char *, INT: an int, REAL: a double */
-    double lo, hi; /* INT and REAL: the range accepted */
-    int (*parse)(tfx_exec_options *o, const char *flag, const char *value, tf_error *err);
-    int auto_only; /* means something only with --auto-plan */
-} value_option;
-
-#define TEXT(name, f) {name, ARG_TEXT, offsetof(tfx_exec_options, f), 0, 0, NULL, 0}
-#define INT(name, f, lo, hi) {name, ARG_INT, offsetof(tfx_exec_options, f), lo, hi, NULL, 0}
-#define REAL(name, f, lo, hi) {name, ARG_REAL, offsetof(tfx_exec_options, f), lo, hi, NULL, 0}
-#define OWN(name, fn) {name, ARG_OWN, 0, 0, 0, fn, 0}
-/* Options of --auto-plan. */
-#define AUTO_TEXT(name, f) {name, ARG_TEXT, offsetof(tfx_exec_options, f), 0, 0, NULL, 1}
-#define AUTO_INT(name, f, lo, hi) {name, ARG_INT, offsetof(tfx_exec_options, f), lo, hi, NULL, 1}
-#define AUTO_REAL(name, f, lo, hi) {name, ARG_REAL, offsetof(tfx_exec_options, f), lo, hi, NULL, 1}
-#define AUTO_OWN(name, fn) {name, ARG_OWN, 0, 0, 0, fn, 1}
-
-static const value_option value_options[] = {
-    TEXT("backend", backend),
-    TEXT("devices", devices),
-    TEXT("transport", transport),
-    TEXT("schedule", schedule),
-    TEXT("schedule-csv", schedule_csv),
-    TEXT("plan", plan_path),
-    TEXT("profile-out", profile_out),
-    TEXT("log", log_path),
-    TEXT("data", data_path),
-    TEXT("source", source),
-    TEXT("init", init_dir),
-    TEXT("checkpoint", checkpoint_dir),
-    INT("ranks", ranks, 1, 1024),
-    INT("stages-per-rank", stages_per_rank, 1, 64),
-    INT("microbatches", microbatches, 1, 4096),
-    INT("steps", steps, 0, INT_MAX - 1),
-    INT("warmup", warmup, 0, INT_MAX - 1),
-    INT("ramp", ramp, 0, INT_MAX - 1),
-    INT("checkpoint-every", checkpoint_every, 0, INT_MAX),
-    INT("layers", model.layers, 1, 65536),
-    INT("hidden", model.hidden, 1, 65536),
-    INT("heads", model.heads, 1, 65536),
-    INT("ffn", model.ffn, 1, 65536),
-    INT("context", model.context, 1, 65536),
-    INT("microbatch-size", model.microbatch_size, 1, 65536),
-    INT("eval-every", eval_every, 0, INT_MAX),
-    INT("eval-batches", eval_batches, 1, 1000),
-    INT("profile-warmup", profile_warmup, 0, 1000),
-    INT("profile-steps", profile_steps, 1, 1000),
-    OWN("seed", parse_seed),
-    OWN("lr", parse_lr),
-    REAL("freeze-ratio", freeze_ratio, 0, 1),
-    REAL("max-freeze-ratio", max_freeze_ratio, 0, 1),
-    OWN("freeze-select", parse_select),
-    OWN("progress", parse_progress),
-    OWN("inject-failure", parse_failure),
-    OWN("test-slow-rank", parse_slow),
-    AUTO_TEXT("plan-out", plan_out),
-    AUTO_OWN("objective", parse_objective),
-    AUTO_OWN("solver", parse_solver),
-    AUTO_OWN("max-action-ratio", parse_action_cap),
-    AUTO_REAL("replan-threshold", replan_threshold, 0, 100),
-    AUTO_INT("replan-patience", replan_patience, 1, INT_MAX),
-    AUTO_INT("replan-interval", replan_interval, 1, INT_MAX),
-    AUTO_INT("replan-steps", replan_steps, 1, 1000),
+static const tf_cli_option options[] = {
+    SECTION("pipeline", NULL),
+    {"backend", 0, TF_CLI_TEXT, AT(backend), .arg = "cpu|cuda",
+     .help = "where the ranks compute (default cpu)"},
+    {"schedule", 0, TF_CLI_CUSTOM, AT(schedule), .parse = tf_cli_schedule, .arg = "NAME",
+     .help = "a built-in schedule (below; default: the plan's, else 1F1B)"},
+    {"ranks", 0, TF_CLI_INT, AT(ranks), 1, 1024, .arg = "P",
+     .help = "pipeline ranks (default: the plan's, else 2)"},
+    {"stages-per-rank", 0, TF_CLI_INT, AT(stages_per_rank), 1, 64, .arg = "V",
+     .help = "stages per rank (default: the plan's, else the schedule's)"},
+    {"microbatches", 0, TF_CLI_INT, AT(microbatches), 1, 4096, .arg = "M",
+     .help = "microbatches per step (default: the plan's, else 4)"},
+    {"schedule-csv", 0, TF_CLI_PATH, AT(schedule_csv), .arg = "FILE",
+     .help = "a per-rank order instead of --schedule: PyTorch's compute-only CSV"},
+    {"transport", 0, TF_CLI_TEXT, AT(transport), .arg = "NAME",
+     .help = "how ranks exchange activations: cpu backend: local (in-process, the default) "
+             "or socket (TCP, the default when launched); cuda backend: cuda (in-process "
+             "device copies, the default) or nccl (one GPU per rank, the default when "
+             "launched)"},
+    SECTION("cuda", NULL),
+    {"devices", 0, TF_CLI_TEXT, AT(devices), .arg = "LIST",
+     .help = "GPU of each rank, e.g. 0,1,2,3; \"0\" puts every rank on GPU 0, one stream "
+             "each (default: rank mod GPUs)"},
+    {"tf32", 0, TF_CLI_FLAG, AT(tf32), .help = "TF32 tensor-core GEMMs, FP32 accumulation"},
+    SECTION("model", NULL),
+    {"layers", 0, TF_CLI_INT, AT(model.layers), 1, 65536, .arg = "L", .help = "(default 4)"},
+    {"hidden", 0, TF_CLI_INT, AT(model.hidden), 1, 65536, .arg = "C", .help = "(default 192)"},
+    {"heads", 0, TF_CLI_INT, AT(model.heads), 1, 65536, .arg = "A", .help = "(default C/32)"},
+    {"ffn", 0, TF_CLI_INT, AT(model.ffn), 1, 65536, .arg = "F", .help = "(default 4C)"},
+    {"context", 0, TF_CLI_INT, AT(model.context), 1, 65536, .arg = "T",
+     .help = "tokens per sequence (default 64)"},
+    {"microbatch-size", 0, TF_CLI_INT, AT(model.microbatch_size), 1, 65536, .arg = "B",
+     .help = "sequences per microbatch (default 8)"},
+    {"lr", 0, TF_CLI_CUSTOM, AT(adamw.lr), .parse = parse_lr, .arg = "X",
+     .help = "AdamW's learning rate (default 0.003)"},
+    SECTION("training", NULL),
+    {"steps", 0, TF_CLI_INT, AT(steps), 1, STEPS_MAX, .arg = "N",
+     .help = "training steps (default 60)"},
+    {"plan", 0, TF_CLI_PATH, AT(plan_path), .arg = "FILE",
+     .help = "train with this plan's freezing (tf-plan's plan.json)"},
+    {"warmup", 0, TF_CLI_INT, AT(warmup), 0, STEPS_MAX, .arg = "N",
+     .help = "steps without freezing first (default 10)"},
+    {"ramp", 0, TF_CLI_INT, AT(ramp), 0, STEPS_MAX, .arg = "N",
+     .help = "steps over which the freeze ratios ramp up to the plan's (default 10)"},
+    {"no-freeze", 0, TF_CLI_FLAG, AT(no_freeze), .help = "freeze nothing: the baseline"},
+    {"freeze-ratio", 0, TF_CLI_RATIO, AT(freeze_ratio), .arg = "R",
+     .help = "without a plan: freeze R of every backward"},
+    {"freeze-select", 0, TF_CLI_CUSTOM, AT(select), .parse = parse_select,
+     .arg = "random|rotate",
+     .help = "which tensors a microbatch freezes: random (default) or each stage's in turn"},
+    {"freeze-rescale", 0, TF_CLI_FLAG, AT(freeze_rescale),
+     .help = "scale a tensor frozen in k of M microbatches by M/(M-k): the mean gradient of "
+             "the others, not a shrunk sum"},
+    {"seed", 0, TF_CLI_CUSTOM, AT(seed), .parse = parse_seed, .arg = "S",
+     .help = "(default 1)"},
+    SECTION("data", "5% of the data is held out for the validation loss."),
+    {"data", 0, TF_CLI_PATH, AT(data_path), .arg = "FILE", .help = "train on any bytes"},
+    {"source", 0, TF_CLI_CUSTOM, AT(source), .parse = parse_source, .arg = "base|shifted",
+     .help = "a built-in order-2 source instead (default base; shifted is base with a "
+             "quarter of its pairs redrawn)"},
+    {"eval-every", 0, TF_CLI_INT, AT(eval_every), 0, INT_MAX, .arg = "N",
+     .help = "validation loss every N steps (default 0: after the last step)"},
+    {"eval-batches", 0, TF_CLI_INT, AT(eval_batches), 1, 1000, .arg = "K",
+     .help = "held-out batches per evaluation (default 4)"},
+    SECTION("weights", NULL),
+    {"init", 0, TF_CLI_PATH, AT(init_dir), .arg = "DIR",
+     .help = "start from that checkpoint's weights: fine-tuning"},
+    {"checkpoint", 0, TF_CLI_PATH, AT(checkpoint_dir), .arg = "DIR",
+     .help = "save here, and resume from here"},
+    {"checkpoint-every", 0, TF_CLI_INT, AT(checkpoint_every), 0, INT_MAX, .arg = "N",
+     .help = "steps between saves (default 10; the last step always)"},
+    SECTION("output", NULL),
+    {"log", 0, TF_CLI_PATH, AT(log_path), .arg = "FILE", .help = "JSON lines, one per step"},
+    {"progress", 0, TF_CLI_CHOICE, AT(progress), .choices = progress_choices,
+     .help = "a bar redrawn in place, or lines (default auto: a bar on a terminal)"},
+    SECTION("profiling", NULL),
+    {"profile-out", 0, TF_CLI_PATH, AT(profile_out), .arg = "FILE",
+     .help = "measure every action unfrozen and fully frozen, write the profile here"},
+    {"profile-warmup", 0, TF_CLI_INT, AT(profile_warmup), 0, 1000, .arg = "N",
+     .help = "unmeasured steps first (default 3)"},
+    {"profile-steps", 0, TF_CLI_INT, AT(profile_steps), 1, 1000, .arg = "N",
+     .help = "measured steps of each kind (default 5)"},
+    {"max-freeze-ratio", 0, TF_CLI_RATIO, AT(max_freeze_ratio), .arg = "R",
+     .help = "the cap written into the profile (default 0.9)"},
+    SECTION("auto-plan",
+            "--auto-plan runs --warmup steps unfrozen, --profile-steps unfrozen and as many "
+            "fully frozen (alternating), solves the LP in the run, ramps the plan's ratios "
+            "in over --ramp steps, then trains with the plan; --profile-out writes the "
+            "profile it measured.  It re-plans when a stage's actions drift from the plan."),
+    {"auto-plan", 0, TF_CLI_FLAG, AT(auto_plan), .help = "measure, plan and train in one run"},
+    {"plan-out", 0, TF_CLI_PATH, AT(plan_out), .needs = "auto-plan", .arg = "FILE",
+     .help = "write the plan in use here"},
+    {"objective", 0, TF_CLI_CUSTOM, AT(objective), .parse = tf_cli_objective,
+     .needs = "auto-plan", .arg = "NAME", .help = "least-freeze (default) or spread, as tf-plan's"},
+    {"solver", 0, TF_CLI_CUSTOM, AT(solver), .parse = tf_cli_solver, .needs = "auto-plan",
+     .arg = "NAME", .help = "auto (default), lp_solve or fast, as tf-plan's"},
+    {"max-action-ratio", 0, TF_CLI_RATIO, AT(max_action_ratio), .flags = TF_CLI_ABOVE_MIN,
+     .needs = "auto-plan", .arg = "R", .help = "no action's ratio above R, as tf-plan's"},
+    {"replan-threshold", 0, TF_CLI_NUMBER, AT(replan_threshold), 0, 100, .needs = "auto-plan",
+     .arg = "X",
+     .help = "re-plan when a stage's actions drift from the plan by more than X of its "
+             "planned time (default 0.1; 0: never)"},
+    {"replan-patience", 0, TF_CLI_INT, AT(replan_patience), 1, INT_MAX, .needs = "auto-plan",
+     .arg = "N", .help = "for N steps in a row (default 3)"},
+    {"replan-interval", 0, TF_CLI_INT, AT(replan_interval), 1, INT_MAX, .needs = "auto-plan",
+     .arg = "N", .help = "and at least N steps after the last plan (default 20)"},
+    {"replan-steps", 0, TF_CLI_INT, AT(replan_steps), 1, 1000, .needs = "auto-plan", .arg = "N",
+     .help = "steps of each kind a re-plan measures (default 2)"},
+    SECTION("testing", NULL),
+    {"inject-failure", 0, TF_CLI_CUSTOM, 0, .parse = parse_failure, .arg = "RANK:ACTION",
+     .help = "that rank fails before that action"},
+    {"test-slow-rank", 0, TF_CLI_CUSTOM, 0, .parse = parse_slow, .arg = "RANK:FACTOR[:STEP]",
+     .help = "from STEP on (1 by default) the rank's actions take FACTOR times their compute "
+             "time"},
 };
 
-enum {
-    N_VALUE_OPTIONS = sizeof value_options / sizeof value_options[0],
-    OPT_NO_FREEZE = 256,
-    OPT_TF32,
-    OPT_FREEZE_RESCALE,
-    OPT_AUTO_PLAN,
-    OPT_VERSION,
-    OPT_VALUE /* + index into value_options */
-};
-
-/* getopt_long's table: the N_FLAGS flags, then every option with a value. */
-enum { N_FLAGS = 6 };
-
-static void long_options(struct option *out)
+static void notes(FILE *f)
 {
-    out[0] = (struct option){"help", no_argument, NULL, 'h'};
-    out[1] = (struct option){"no-freeze", no_argument, NULL, OPT_NO_FREEZE};
-    out[2] = (struct option){"tf32", no_argument, NULL, OPT_TF32};
-    out[3] = (struct option){"freeze-rescale", no_argument, NULL, OPT_FREEZE_RESCALE};
-    out[4] = (struct option){"auto-plan", no_argument, NULL, OPT_AUTO_PLAN};
-    out[5] = (struct option){"version", no_argument, NULL, OPT_VERSION};
-    for (int i = 0; i < N_VALUE_OPTIONS; i++)
-        out[N_FLAGS + i] = (struct option){value_options[i].name, required_argument, NULL,
-                                           OPT_VALUE + i};
-    out[N_FLAGS + N_VALUE_OPTIONS] = (struct option){NULL, 0, NULL, 0};
+    tf_cli_print_schedules(f);
+    if (tfx_registry_has_backend("cuda"))
+        fputs("cuda backend: in this build\n", f);
+    else
+        fputs("cuda backend: not built; reconfigure with -DTF_CUDA=ON where the CUDA Toolkit,\n"
+              "  cuBLAS and NCCL are installed\n",
+              f);
+    fputs("\nlaunched: one process per rank (or per block of ranks) when RANK/WORLD_SIZE,\n"
+          "  OMPI_COMM_WORLD_*, PMI_* or SLURM_PROCID/SLURM_NTASKS say so (mpirun, srun,\n"
+          "  by hand); processes meet in $TFX_RENDEZVOUS_DIR (/tmp) under $TFX_RUN_ID; a\n"
+          "  silent peer fails the run after $TFX_TIMEOUT s (600); $TFX_SOCKET_BIND /\n"
+          "  $TFX_SOCKET_HOST for several nodes; process 0 prints and writes --log and\n"
+          "  --profile-out; no --checkpoint\n",
+          f);
 }
 
-static int set_value(tfx_exec_options *o, const value_option *v, const char *value,
-                     tf_error *err)
+static const tf_cli_program program = {prog, TF_VERSION, synopsis, options,
+                                       sizeof options / sizeof options[0], notes, 1};
+
+/* "PROG: A and B: give one of them", and the usage status. */
+static int one_of(const char *a, const char *b)
 {
-    char flag[64];
-    char *field = (char *)o + v->field;
-    snprintf(flag, sizeof flag, "--%s", v->name);
-    switch (v->kind) {
-    case ARG_TEXT: *(const char **)field = value; return 0;
-    case ARG_INT: return parse_int(flag, value, (int)v->lo, (int)v->hi, (int *)field, err);
-    case ARG_REAL: return parse_double(flag, value, v->lo, v->hi, (double *)field, err);
-    default: return v->parse(o, flag, value, err);
-    }
+    fprintf(stderr, "%s: %s and %s: give one of them\n", prog, a, b);
+    return TF_EXIT_USAGE;
 }
 
-/* getopt_long refused argv[optind - 1]: c is ':' for a missing value, '?'
- * for an unknown option or a flag given a value. */
-static int refuse(int c, const char *arg, tf_error *err)
+/* --auto-plan and the options it cannot go with. */
+static int check_auto_plan(const tfx_exec_options *o)
 {
-    if (c == ':')
-        return tf_fail(err, TF_EINVAL, "%s: missing value", arg);
-    if (optopt >= OPT_NO_FREEZE)
-        return tf_fail(err, TF_EINVAL, "%.*s: takes no value (see --help)",
-                       (int)strcspn(arg, "="), arg);
-    if (optopt)
-        return tf_fail(err, TF_EINVAL, "unexpected argument \"-%c\" (see --help)", optopt);
-    return tf_fail(err, TF_EINVAL, "unknown option %.*s (see --help)", (int)strcspn(arg, "="),
-                   arg);
-}
-
-/* --auto-plan and the options it cannot go with, or that need it
- * (auto_only: the first such option given, or NULL). */
-static int check_auto_plan(const tfx_exec_options *o, const char *auto_only, tf_error *err)
-{
-    if (!o->auto_plan) {
-        if (auto_only)
-            return tf_fail(err, TF_EINVAL, "--%s: only with --auto-plan", auto_only);
+    if (!o->auto_plan)
         return 0;
-    }
     if (o->plan_path)
-        return tf_fail(err, TF_EINVAL, "--auto-plan and --plan: give one of them");
+        return one_of("--auto-plan", "--plan");
     if (o->freeze_ratio > 0)
-        return tf_fail(err, TF_EINVAL, "--auto-plan and --freeze-ratio: give one of them");
+        return one_of("--auto-plan", "--freeze-ratio");
     if (o->no_freeze)
-        return tf_fail(err, TF_EINVAL, "--auto-plan and --no-freeze: give one of them");
-    if (o->checkpoint_dir)
-        return tf_fail(err, TF_EINVAL,
-                       "--auto-plan and --checkpoint: a resumed run would need the plan; write "
-                       "it with --plan-out and resume with --plan");
+        return one_of("--auto-plan", "--no-freeze");
+    if (o->checkpoint_dir) {
+        fprintf(stderr, "%s: --auto-plan and --checkpoint: a resumed run would need the plan; "
+                        "write it with --plan-out and resume with --plan\n",
+                prog);
+        return TF_EXIT_USAGE;
+    }
     return 0;
 }
 
-/* Options that cannot go together, and the defaults that depend on others. */
-static int finish_options(tfx_exec_options *o, const char *auto_only, tf_error *err)
+/* Options that cannot go together.  Returns 0 or TF_EXIT_USAGE. */
+static int check_together(const tfx_exec_options *o)
 {
+    if (o->plan_path && o->freeze_ratio > 0)
+        return one_of("--plan", "--freeze-ratio");
+    if (o->plan_path && o->profile_out)
+        return one_of("--plan", "--profile-out");
+    if (o->data_path && o->source)
+        return one_of("--data", "--source");
+    if (o->schedule_csv && (o->schedule || o->plan_path))
+        return one_of("--schedule-csv", o->schedule ? "--schedule" : "--plan");
+    return check_auto_plan(o);
+}
+
+/* Parses argv into o.  Returns TF_CLI_CONTINUE, or the exit status (0
+ * after --help or --version). */
+static int parse_args(int argc, char **argv, tfx_exec_options *o)
+{
+    tfx_exec_options_default(o);
+    const int default_steps = o->steps;
+    /* 0 until given: --steps is one way to say what to do, and --ffn and
+     * --heads default to multiples of --hidden. */
+    o->steps = 0;
+    o->model.ffn = 0;
+    o->model.heads = 0;
+    int rc = tf_cli_parse(&program, argc, argv, o);
+    if (rc != TF_CLI_CONTINUE)
+        return rc;
+    if (check_together(o))
+        return TF_EXIT_USAGE;
+    if (!o->steps && !o->plan_path && !o->auto_plan && !o->profile_out)
+        return tf_cli_missing(&program, argc,
+                              "nothing to do: give --steps N to train, --plan FILE, "
+                              "--auto-plan or --profile-out FILE");
+    if (!o->steps)
+        o->steps = default_steps;
     if (!o->model.ffn)
         o->model.ffn = tfx_model_default_ffn(o->model.hidden);
     if (!o->model.heads)
         o->model.heads = tfx_model_default_heads(o->model.hidden);
-    if (o->plan_path && o->freeze_ratio > 0)
-        return tf_fail(err, TF_EINVAL, "--plan and --freeze-ratio: give one of them");
-    if (o->plan_path && o->profile_out)
-        return tf_fail(err, TF_EINVAL, "--plan and --profile-out: give one of them");
-    if (o->data_path && o->source)
-        return tf_fail(err, TF_EINVAL, "--data and --source: give one of them");
-    if (o->schedule_csv && (o->schedule || o->plan_path))
-        return tf_fail(err, TF_EINVAL, "--schedule-csv and --%s: give one of them",
-                       o->schedule ? "schedule" : "plan");
-    return check_auto_plan(o, auto_only, err);
-}
-
-/* Parses argv into o (--name VALUE or --name=VALUE).  Returns 0, 1 for
- * --help, 2 for --version, or TF_EINVAL naming the option. */
-static int parse_args(int argc, char **argv, tfx_exec_options *o, tf_error *err)
-{
-    struct option longopts[N_FLAGS + N_VALUE_OPTIONS + 1];
-    long_options(longopts);
-    o->model.ffn = 0;   /* 4C unless --ffn says otherwise */
-    o->model.heads = 0; /* heads of 32 unless --heads says otherwise */
-    opterr = 0;
-    const char *auto_only = NULL;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        int rc = 0;
-        if (c == 'h')
-            return 1;
-        if (c == OPT_VERSION)
-            return 2;
-        if (c == OPT_NO_FREEZE)
-            o->no_freeze = 1;
-        else if (c == OPT_TF32)
-            o->tf32 = 1;
-        else if (c == OPT_FREEZE_RESCALE)
-            o->freeze_rescale = 1;
-        else if (c == OPT_AUTO_PLAN)
-            o->auto_plan = 1;
-        else if (c >= OPT_VALUE) {
-            const value_option *v = &value_options[c - OPT_VALUE];
-            if (v->auto_only && !auto_only)
-                auto_only = v->name;
-            rc = set_value(o, v, optarg, err);
-        } else
-            rc = refuse(c, argv[optind - 1], err);
-        if (rc < 0)
-            return rc;
-    }
-    if (optind < argc)
-        return tf_fail(err, TF_EINVAL, "unexpected argument \"%s\" (see --help)", argv[optind]);
-    return finish_options(o, auto_only, err);
+    return TF_CLI_CONTINUE;
 }
 
 int main(int argc, char **argv)
 {
     tfx_exec_options o;
     tf_error err = {0};
-    tfx_exec_options_default(&o);
-    /* Exit status as tf-plan's: 1 invalid input, 2 usage, 3 a failed run. */
-    int rc = parse_args(argc, argv, &o, &err);
-    if (rc == 1) {
-        usage(stdout);
-        return 0;
-    }
-    if (rc == 2) {
-        printf("tf-exec %s\n", TF_VERSION);
-        return 0;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "tf-exec: error: %s\n", err.msg[0] ? err.msg : tf_strerror(rc));
-        return 2;
-    }
+    int rc = parse_args(argc, argv, &o);
+    if (rc != TF_CLI_CONTINUE)
+        return rc;
     /* Started by a launcher (mpirun, srun, RANK/WORLD_SIZE by hand)?  One
      * process of several runs only its own ranks. */
-    if (tfx_launch_env_read(&o.launch, &err) < 0) {
-        fprintf(stderr, "tf-exec: error: %s\n", err.msg);
-        return 2;
+    if ((rc = tfx_launch_env_read(&o.launch, &err)) < 0) {
+        tf_cli_report(prog, rc, &err);
+        return TF_EXIT_INPUT;
+    }
+    /* --backend and --transport are checked here, where the number of
+     * processes is known, so that a bad one is a usage error like any
+     * other bad option value. */
+    if ((rc = tfx_registry_check_transport(o.backend, o.transport, o.launch.world_size, &err))) {
+        tf_cli_report(prog, rc, &err);
+        return TF_EXIT_USAGE;
     }
     char who[64] = "tf-exec";
     if (o.launch.world_size > 1)
@@ -443,8 +340,7 @@ int main(int argc, char **argv)
                                        : tfx_exec_train(&o, NULL, &err);
     if (rc < 0) {
         fflush(stdout);
-        fprintf(stderr, "%s: error: %s\n", who, err.msg[0] ? err.msg : tf_strerror(rc));
-        return rc == TF_ERUNTIME || rc == TF_ESOLVER ? 3 : 1;
+        tf_cli_report(who, rc, &err);
     }
-    return 0;
+    return tf_cli_status(rc);
 }

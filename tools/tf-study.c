@@ -1,6 +1,6 @@
 /* tf-study: capacity-planning sweeps.  Parses arguments and calls the study
  * library (tools/study). */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,35 +19,15 @@ typedef struct study_args {
     tf_study_run_options options;
 } study_args;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tf-study STUDY.json [-o RESULTS.csv] [--plot RESULTS.svg] [options]\n"
-            "\n"
-            "Plans every configuration of a sweep (schedule x ranks x stages per rank x\n"
-            "microbatches x freeze cap x p2p lag) with the freeze LP and reports which\n"
-            "configurations give the most throughput and what freezing buys at each.\n"
-            "A markdown summary of the best configurations goes to stdout; configurations\n"
-            "a schedule cannot run are skipped with the reason on stderr.\n"
-            "\n"
-            "options:\n"
-            "  -o, --output FILE      write one CSV row per planned configuration (atomically)\n"
-            "  --plot FILE            write an SVG chart of throughput and speedup per\n"
-            "                         configuration, grouped by schedule (atomically)\n"
-            "  --profiles DIR         write each planned configuration's profile.json into\n"
-            "                         DIR, ready for tf-plan and tf-dot\n"
-            "  -j, --jobs N           solve N configurations at once (default: all CPUs)\n"
-            "  --objective NAME       least-freeze (default) or spread, as in tf-plan\n"
-            "  --solver NAME          auto (default), lp_solve or fast, as in tf-plan\n"
-            "  -q, --quiet            no summary and no progress bar\n"
-            "  -h, --help             show this help\n"
-            "  --version              show the version\n"
-            "\n"
-            "built-in schedules: %s\n"
-            "exit status: 0 ok, 1 invalid study, 2 usage error, 3 a configuration failed to\n"
-            "solve (no output is written then)\n",
-            tf_schedule_builtin_names());
-}
+static const char synopsis[] =
+    "usage: tf-study STUDY.json [-o RESULTS.csv] [--plot CHART.svg] [options]\n"
+    "\n"
+    "Plans every configuration of a sweep (schedule x ranks x stages per rank x\n"
+    "microbatches x freeze cap x p2p lag) with the freeze LP and reports which\n"
+    "configurations give the most throughput and what freezing buys at each.\n"
+    "A markdown summary of the best configurations goes to stdout; configurations\n"
+    "a schedule cannot run are skipped with the reason on stderr.  When a\n"
+    "configuration fails to solve, no output is written.\n";
 
 /* Progress bar on a terminal: redrawn in place on stderr. */
 static void draw_progress(void *ctx, int done, int total)
@@ -72,50 +52,30 @@ static void note_progress(void *ctx, int done, int total)
     tf_progress_note(ctx, "%d of %d configurations planned", done, total);
 }
 
-enum { OPT_PLOT = 256, OPT_PROFILES, OPT_OBJECTIVE, OPT_SOLVER };
+#define AT(field) offsetof(study_args, field)
 
-static const struct option long_options[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {"profiles", required_argument, NULL, OPT_PROFILES},
-    {"jobs", required_argument, NULL, 'j'},
-    {"objective", required_argument, NULL, OPT_OBJECTIVE},
-    {"solver", required_argument, NULL, OPT_SOLVER},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, TF_CLI_HELP},
-    {"version", no_argument, NULL, TF_CLI_VERSION},
-    {NULL, 0, NULL, 0},
+static const tf_cli_option options[] = {
+    {.name = "study", .kind = TF_CLI_OPERAND, .offset = AT(study)},
+    {"output", 'o', TF_CLI_PATH, AT(csv), .arg = "FILE",
+     .help = "write one CSV row per planned configuration (atomically)"},
+    {"plot", 0, TF_CLI_PATH, AT(svg), .arg = "FILE",
+     .help = "write a chart of throughput and speedup per configuration, grouped by "
+             "schedule (atomically): SVG, PNG or PDF by the suffix (.svg .png .pdf)"},
+    {"profiles", 0, TF_CLI_PATH, AT(profiles), .arg = "DIR",
+     .help = "write each planned configuration's profile.json into DIR, ready for tf-plan "
+             "and tf-dot"},
+    {"jobs", 'j', TF_CLI_INT, AT(options.threads), 1, 1024, .arg = "N",
+     .help = "solve N configurations at once (default: all CPUs)"},
+    {"objective", 0, TF_CLI_CUSTOM, AT(options.objective), .parse = tf_cli_objective,
+     .arg = "NAME", .help = "least-freeze (default) or spread, as in tf-plan"},
+    {"solver", 0, TF_CLI_CUSTOM, AT(options.solver), .parse = tf_cli_solver, .arg = "NAME",
+     .help = "auto (default), lp_solve or fast, as in tf-plan"},
+    {"quiet", 'q', TF_CLI_FLAG, AT(quiet), .help = "no summary and no progress bar"},
 };
 
-static const tf_cli_program program = {prog, TF_VERSION, "o:j:qh", long_options, usage,
-                                       "study"};
-
-/* One option (tf_cli_take). */
-static int take_option(int c, const char *value, void *ctx)
-{
-    study_args *a = ctx;
-    switch (c) {
-    case 'q':
-        a->quiet = 1;
-        return 0;
-    case 'o':
-        a->csv = value;
-        return 0;
-    case OPT_PLOT:
-        a->svg = value;
-        return 0;
-    case OPT_PROFILES:
-        a->profiles = value;
-        return 0;
-    case 'j':
-        if (tf_cli_parse_int(value, 1, 1024, &a->options.threads))
-            return tf_cli_bad_value(prog, "--jobs", "expected an integer in [1, 1024]", value);
-        return 0;
-    case OPT_OBJECTIVE: return tf_cli_objective(prog, value, &a->options.objective);
-    case OPT_SOLVER: return tf_cli_solver(prog, value, &a->options.solver);
-    default: return TF_EXIT_USAGE;
-    }
-}
+static const tf_cli_program program = {prog, TF_VERSION, synopsis, options,
+                                       sizeof options / sizeof options[0],
+                                       tf_cli_print_schedules, 1};
 
 /* Fills *a from the command line.  Returns TF_CLI_CONTINUE, or the exit
  * status (0 after --help or --version). */
@@ -123,13 +83,16 @@ static int parse_args(int argc, char **argv, study_args *a)
 {
     memset(a, 0, sizeof *a);
     tf_study_run_options_init(&a->options);
-    int rc = tf_cli_parse(&program, argc, argv, take_option, a, &a->study);
+    int rc = tf_cli_parse(&program, argc, argv, a);
     /* An output must not replace the study or the other output. */
     if (rc == TF_CLI_CONTINUE &&
         (tf_cli_distinct(prog, "-o", a->csv, "--plot", a->svg) ||
          tf_cli_distinct(prog, "-o", a->csv, "the study", a->study) ||
          tf_cli_distinct(prog, "--plot", a->svg, "the study", a->study)))
         rc = TF_EXIT_USAGE;
+    if (rc == TF_CLI_CONTINUE && a->svg && !tf_study_plot_format(a->svg))
+        rc = tf_cli_bad_value(prog, "--plot", "the chart is written as SVG, PNG or PDF: name "
+                              "the file .svg, .png or .pdf", a->svg);
     return rc;
 }
 
@@ -174,16 +137,18 @@ static int report_rows(const study_args *a, const tf_study_result *result)
 static int write_results(const study_args *a, const tf_study *study,
                          const tf_study_result *result, tf_error *err)
 {
-    char *csv = NULL, *svg = NULL;
+    char *csv = NULL, *plot = NULL;
+    size_t plot_len = 0;
     int rc = 0;
     if (a->csv)
         rc = tf_study_to_csv(result, &csv, err);
     if (!rc && a->svg)
-        rc = tf_study_to_svg(result, &svg, err);
+        rc = tf_study_plot(result, tf_study_plot_format(a->svg), &plot, &plot_len, err);
     if (!rc && (a->csv || a->svg || a->profiles))
-        rc = tf_study_write_outputs(study, result, a->csv, csv, a->svg, svg, a->profiles, err);
+        rc = tf_study_write_outputs(study, result, a->csv, csv, a->svg, plot, plot_len,
+                                    a->profiles, err);
     free(csv);
-    free(svg);
+    free(plot);
     return rc;
 }
 

@@ -166,7 +166,7 @@ rc=$?
 if [ $rc = 124 ]; then
     record failure FAIL "tf-exec hung after an injected failure (killed after 300 s)"
 elif [ $rc -ne 0 ] && grep -q "rank 1 failed" "$OUT/failure.txt"; then
-    record failure PASS "exit $rc: $(grep -m1 'error' "$OUT/failure.txt" | cut -c1-100)"
+    record failure PASS "exit $rc: $(grep -m1 'rank 1 failed' "$OUT/failure.txt" | cut -c1-100)"
 else
     record failure FAIL "exit $rc without the failing rank's message (failure.txt)"
 fi

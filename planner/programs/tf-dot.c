@@ -1,7 +1,8 @@
 /* tf-dot: draws a plan (or a profile's unfrozen schedule) as a timeline, a
  * comparison with the unfrozen timeline, or the dependency graph.  Parses
  * arguments and calls the render library (tf/timeline.h). */
-#include <getopt.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,108 +19,57 @@ typedef struct dot_args {
     tf_timeline_options options;
 } dot_args;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tf-dot INPUT.json [-o FILE] [-T FORMAT] [options]\n"
-            "\n"
-            "Draws a freeze plan (plan.json from tf-plan) or a profile's unfrozen schedule\n"
-            "(profile.json) as a timeline: one row per rank, one box per action at its\n"
-            "start time and as wide as its duration, backward boxes paler the more they\n"
-            "freeze, critical-path actions outlined.  Boxes are labelled F3, or as PyTorch\n"
-            "names actions (2F3) where a rank runs several stages; an overlapped pair's\n"
-            "two boxes are framed together.\n"
-            "\n"
-            "options:\n"
-            "  -o, --output FILE      write here (atomically); the format follows the\n"
-            "                         extension: .dot/.gv .svg .png .pdf .json (Chrome trace)\n"
-            "                         (default: DOT on stdout)\n"
-            "  -T, --format FORMAT    dot, svg, png, pdf or chrome (Chrome/Perfetto trace)\n"
-            "  --compare unfrozen     draw the unfrozen timeline above the planned one on a\n"
-            "                         shared time axis (a plan: not for a profile)\n"
-            "  --dag                  draw the dependency graph instead (small schedules)\n"
-            "  --flows                with -T chrome: a flow event per dependency between\n"
-            "                         ranks, which Perfetto draws as an arrow\n"
-            "  --width POINTS         picture width in points (1/72 in; default: wide enough\n"
-            "                         for typical actions to hold their labels)\n"
-            "  --dpi N                PNG resolution (default 96: pixels = points x 4/3)\n"
-            "  --title TEXT           replace the first title line\n"
-            "  -h, --help             show this help\n"
-            "  --version              show the version\n"
-            "\n"
-            "exit status: 0 ok, 1 invalid input or output error, 2 usage error\n");
-}
-
-enum { OPT_FORMAT = 256, OPT_COMPARE, OPT_DAG, OPT_WIDTH, OPT_DPI, OPT_TITLE, OPT_FLOWS };
-
-static const struct option long_options[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"compare", required_argument, NULL, OPT_COMPARE},
-    {"dag", no_argument, NULL, OPT_DAG},
-    {"flows", no_argument, NULL, OPT_FLOWS},
-    {"width", required_argument, NULL, OPT_WIDTH},
-    {"dpi", required_argument, NULL, OPT_DPI},
-    {"title", required_argument, NULL, OPT_TITLE},
-    {"help", no_argument, NULL, TF_CLI_HELP},
-    {"version", no_argument, NULL, TF_CLI_VERSION},
-    {NULL, 0, NULL, 0},
-};
-
-static const tf_cli_program program = {prog, TF_VERSION, "o:T:h", long_options, usage,
-                                       "input"};
+static const char synopsis[] =
+    "usage: tf-dot INPUT.json [-o FILE] [-T FORMAT] [options]\n"
+    "\n"
+    "Draws a freeze plan (plan.json from tf-plan) or a profile's unfrozen schedule\n"
+    "(profile.json) as a timeline: one row per rank, one box per action at its\n"
+    "start time and as wide as its duration, backward boxes paler the more they\n"
+    "freeze, critical-path actions outlined.  Boxes are labelled F3, or as PyTorch\n"
+    "names actions (2F3) where a rank runs several stages; an overlapped pair's\n"
+    "two boxes are framed together.\n";
 
 /* -T/--format FORMAT (also -TFORMAT, as dot takes it). */
-static int take_format(const char *option, const char *value, dot_args *a)
+static int parse_format(const char *text, void *field, const char **expected)
 {
-    if (!tf_timeline_format_valid(value))
-        return tf_cli_unknown(prog, option, "format", value, "dot, svg, png, pdf, chrome");
-    a->format = value;
+    *expected = "dot, svg, png, pdf or chrome";
+    if (!tf_timeline_format_valid(text))
+        return -1;
+    *(const char **)field = text;
     return 0;
 }
 
-/* --width and --dpi: a positive number. */
-static int take_positive(const char *option, const char *what, const char *value, double *out)
-{
-    double v;
-    if (tf_cli_parse_number(value, &v) || !(v > 0))
-        return tf_cli_bad_value(prog, option, what, value);
-    *out = v;
-    return 0;
-}
+static const tf_cli_choice compare_choices[] = {{"unfrozen", 1}, {NULL, 0}};
 
-/* One option (tf_cli_take). */
-static int take_option(int c, const char *value, void *ctx)
-{
-    dot_args *a = ctx;
-    switch (c) {
-    case 'o':
-        a->output = value;
-        return 0;
-    case 'T': return take_format("-T", value, a);
-    case OPT_FORMAT: return take_format("--format", value, a);
-    case OPT_COMPARE:
-        if (strcmp(value, "unfrozen") != 0)
-            return tf_cli_bad_value(prog, "--compare", "expected \"unfrozen\"", value);
-        a->options.compare_unfrozen = 1;
-        return 0;
-    case OPT_DAG:
-        a->options.dag = 1;
-        return 0;
-    case OPT_FLOWS:
-        a->options.flows = 1;
-        return 0;
-    case OPT_WIDTH:
-        return take_positive("--width", "expected a positive number of points", value,
-                             &a->options.width);
-    case OPT_DPI:
-        return take_positive("--dpi", "expected a positive number", value, &a->options.dpi);
-    case OPT_TITLE:
-        a->options.title = value;
-        return 0;
-    default: return TF_EXIT_USAGE;
-    }
-}
+#define AT(field) offsetof(dot_args, field)
+
+static const tf_cli_option options[] = {
+    {.name = "input", .kind = TF_CLI_OPERAND, .offset = AT(input)},
+    {"output", 'o', TF_CLI_PATH, AT(output), .arg = "FILE",
+     .help = "write here (atomically); the format follows the extension: .dot/.gv .svg .png "
+             ".pdf .json (Chrome trace) (default: DOT on stdout)"},
+    {"format", 'T', TF_CLI_CUSTOM, AT(format), .parse = parse_format, .arg = "FORMAT",
+     .help = "dot, svg, png, pdf or chrome (Chrome/Perfetto trace)"},
+    {"compare", 0, TF_CLI_CHOICE, AT(options.compare_unfrozen), .choices = compare_choices,
+     .help = "draw the unfrozen timeline above the planned one on a shared time axis (a "
+             "plan: not for a profile)"},
+    {"dag", 0, TF_CLI_FLAG, AT(options.dag),
+     .help = "draw the dependency graph instead (small schedules)"},
+    {"flows", 0, TF_CLI_FLAG, AT(options.flows),
+     .help = "with -T chrome: a flow event per dependency between ranks, which Perfetto "
+             "draws as an arrow"},
+    {"width", 0, TF_CLI_NUMBER, AT(options.width), 0, INFINITY, .flags = TF_CLI_ABOVE_MIN,
+     .arg = "POINTS",
+     .help = "picture width in points (1/72 in; default: wide enough for typical actions to "
+             "hold their labels)"},
+    {"dpi", 0, TF_CLI_NUMBER, AT(options.dpi), 0, INFINITY, .flags = TF_CLI_ABOVE_MIN,
+     .arg = "N", .help = "PNG resolution (default 96: pixels = points x 4/3)"},
+    {"title", 0, TF_CLI_TEXT, AT(options.title), .arg = "TEXT",
+     .help = "replace the first title line"},
+};
+
+static const tf_cli_program program = {prog, TF_VERSION, synopsis, options,
+                                       sizeof options / sizeof options[0], NULL, 0};
 
 /* The format a picture is written in: -T, else the output's extension,
  * else dot (standard output). */
@@ -136,7 +86,7 @@ static int parse_args(int argc, char **argv, dot_args *a)
 {
     memset(a, 0, sizeof *a);
     tf_timeline_options_init(&a->options);
-    int rc = tf_cli_parse(&program, argc, argv, take_option, a, &a->input);
+    int rc = tf_cli_parse(&program, argc, argv, a);
     /* Check the output name before any work, so a typo costs nothing. */
     if (rc == TF_CLI_CONTINUE && a->output && strcmp(a->output, "-") != 0 && !a->format &&
         !tf_timeline_format_for_path(a->output)) {
@@ -160,8 +110,8 @@ static int parse_args(int argc, char **argv, dot_args *a)
     return rc;
 }
 
-/* Says on stderr when the picture is too dense to read (a PNG of tens of
- * thousands of actions) and which formats suit that size. */
+/* Says on stderr when the picture is too dense to label (its boxes too
+ * narrow for their labels) and what to do about it. */
 static void note_density(const dot_args *a, const tf_plan *plan)
 {
     char note[512];
@@ -198,5 +148,5 @@ int main(int argc, char **argv)
     else
         note_density(&a, &plan);
     tf_plan_free(&plan);
-    return rc ? TF_EXIT_INPUT : 0;
+    return tf_cli_status(rc);
 }

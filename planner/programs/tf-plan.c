@@ -1,6 +1,6 @@
 /* tf-plan: profiled stage timings in, freeze plan out.  Parses arguments
  * and calls the planner library. */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@ static const char *const prog = "tf-plan";
 /* The default --time-limit: several times the slowest solve within the
  * size limits measured on a 2-core machine (75-90 s, 131,072 actions), so
  * only a solve gone wrong reaches it. */
-enum { TF_PLAN_TIME_LIMIT_S = 600 };
+#define TF_PLAN_TIME_LIMIT_S 600
 
 typedef struct plan_args {
     const char *profile, *output, *csv, *timeline, *write_csv;
@@ -25,141 +25,66 @@ typedef struct plan_args {
     tf_plan_options options;
 } plan_args;
 
-static void usage(FILE *f)
+#define TF_PLAN_STR(x) #x
+#define TF_PLAN_STRING(x) TF_PLAN_STR(x)
+
+static const char synopsis[] =
+    "usage: tf-plan PROFILE.json [-o PLAN.json] [options]\n"
+    "\n"
+    "Builds the schedule DAG of a profiled pipeline, solves the freeze LP for the\n"
+    "least batch time under the freeze caps, writes the plan and prints a summary.\n";
+
+/* --timeline FILE: a name whose extension tells the format. */
+static int parse_timeline(const char *text, void *field, const char **expected)
 {
-    fprintf(f,
-            "usage: tf-plan PROFILE.json [-o PLAN.json] [options]\n"
-            "\n"
-            "Builds the schedule DAG of a profiled pipeline, solves the freeze LP for the\n"
-            "least batch time under the freeze caps, writes the plan and prints a summary.\n"
-            "\n"
-            "options:\n"
-            "  -o, --output FILE          write plan.json here (atomically)\n"
-            "  --objective NAME           least-freeze (default): among the fastest plans,\n"
-            "                             the one that freezes least; spread: the one whose\n"
-            "                             largest freeze ratio is smallest\n"
-            "  --max-freeze-ratio R       cap on every stage's mean freeze ratio, in [0, 1]\n"
-            "                             (default: the profile's, else 0.9)\n"
-            "  --max-action-ratio R       no action's ratio above R, in (0, 1] (default 1:\n"
-            "                             none); keeps the LP from freezing whole\n"
-            "                             microbatches, which costs accuracy\n"
-            "  --solver NAME              auto (default: chosen by the schedule's size),\n"
-            "                             lp_solve, or fast (the structured exact solver);\n"
-            "                             the plan records the solver that ran (the other one\n"
-            "                             takes over if it fails, and the plan says why)\n"
-            "  --time-limit S             stop solving after S seconds (default %d; 0: none)\n"
-            "  --schedule-csv FILE        run the per-rank order in FILE (PyTorch compute-only\n"
-            "                             CSV: one row per rank, cells like 0F3 1B2 2I0 2W0\n"
-            "                             and pairs (0F7;7B3)OVERLAP_F_B); the CSV gives the\n"
-            "                             ranks, stages and microbatches, the profile the\n"
-            "                             timings per stage (its schedule name is not used)\n"
-            "  --write-csv FILE           also write the schedule's per-rank order as PyTorch's\n"
-            "                             compute-only CSV (what --schedule-csv reads)\n"
-            "  --timeline FILE            also draw the plan (format from the extension: .svg\n"
-            "                             .png .pdf .dot, or .json for a Chrome/Perfetto trace)\n"
-            "  -q, --quiet                print no summary and no progress lines\n"
-            "  -h, --help                 show this help\n"
-            "  --version                  show the version\n"
-            "\n"
-            "built-in schedules: %s\n"
-            "exit status: 0 ok, 1 invalid input or unwritable output, 2 usage error,\n"
-            "3 solver failure\n",
-            TF_PLAN_TIME_LIMIT_S, tf_schedule_builtin_names());
-}
-
-enum {
-    OPT_OBJECTIVE = 256,
-    OPT_MAX_FREEZE_RATIO,
-    OPT_MAX_ACTION_RATIO,
-    OPT_SOLVER,
-    OPT_SCHEDULE_CSV,
-    OPT_TIMELINE,
-    OPT_TIME_LIMIT,
-    OPT_WRITE_CSV
-};
-
-static const struct option long_options[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"objective", required_argument, NULL, OPT_OBJECTIVE},
-    {"max-freeze-ratio", required_argument, NULL, OPT_MAX_FREEZE_RATIO},
-    {"max-action-ratio", required_argument, NULL, OPT_MAX_ACTION_RATIO},
-    {"solver", required_argument, NULL, OPT_SOLVER},
-    {"schedule-csv", required_argument, NULL, OPT_SCHEDULE_CSV},
-    {"timeline", required_argument, NULL, OPT_TIMELINE},
-    {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
-    {"write-csv", required_argument, NULL, OPT_WRITE_CSV},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, TF_CLI_HELP},
-    {"version", no_argument, NULL, TF_CLI_VERSION},
-    {NULL, 0, NULL, 0},
-};
-
-static const tf_cli_program program = {prog, TF_VERSION, "o:qh", long_options, usage,
-                                       "profile"};
-
-static int take_timeline(const char *value, plan_args *a)
-{
-    a->timeline = value;
-    if (tf_timeline_format_for_path(value))
-        return 0;
-    fprintf(stderr, "tf-plan: --timeline: cannot tell the format of \"%s\" (use .svg, .png, "
-                    ".pdf, .dot or .json)\n",
-            value);
-    return TF_EXIT_USAGE;
-}
-
-/* A ratio option: a number in [0, 1], or (0, 1] when zero is not one. */
-static int take_ratio(const char *flag, const char *value, int zero_ok, double *out)
-{
-    double ratio;
-    if (tf_cli_parse_number(value, &ratio) || !((zero_ok ? ratio >= 0.0 : ratio > 0.0) &&
-                                                ratio <= 1.0))
-        return tf_cli_bad_value(prog, flag,
-                                zero_ok ? "expected a number in [0, 1]"
-                                        : "expected a number in (0, 1]",
-                                value);
-    *out = ratio;
+    *expected = "a file name ending in .svg, .png, .pdf, .dot or .json";
+    if (!tf_timeline_format_for_path(text))
+        return -1;
+    *(const char **)field = text;
     return 0;
 }
 
-static int take_time_limit(const char *value, plan_args *a)
-{
-    double seconds;
-    if (tf_cli_parse_number(value, &seconds) || !(seconds >= 0.0 && seconds <= 1e9))
-        return tf_cli_bad_value(prog, "--time-limit", "expected seconds >= 0 (0: no limit)",
-                                value);
-    a->options.control.time_limit_s = seconds;
-    return 0;
-}
+#define AT(field) offsetof(plan_args, field)
 
-/* One option (tf_cli_take). */
-static int take_option(int c, const char *value, void *ctx)
-{
-    plan_args *a = ctx;
-    switch (c) {
-    case 'q':
-        a->quiet = 1;
-        return 0;
-    case 'o':
-        a->output = value;
-        return 0;
-    case OPT_SCHEDULE_CSV:
-        a->csv = value;
-        return 0;
-    case OPT_WRITE_CSV:
-        a->write_csv = value;
-        return 0;
-    case OPT_OBJECTIVE: return tf_cli_objective(prog, value, &a->options.objective);
-    case OPT_SOLVER: return tf_cli_solver(prog, value, &a->options.solver);
-    case OPT_TIMELINE: return take_timeline(value, a);
-    case OPT_MAX_FREEZE_RATIO:
-        return take_ratio("--max-freeze-ratio", value, 1, &a->options.max_freeze_ratio);
-    case OPT_MAX_ACTION_RATIO:
-        return take_ratio("--max-action-ratio", value, 0, &a->options.max_action_ratio);
-    case OPT_TIME_LIMIT: return take_time_limit(value, a);
-    default: return TF_EXIT_USAGE;
-    }
-}
+static const tf_cli_option options[] = {
+    {.name = "profile", .kind = TF_CLI_OPERAND, .offset = AT(profile)},
+    {"output", 'o', TF_CLI_PATH, AT(output), .arg = "FILE",
+     .help = "write plan.json here (atomically)"},
+    {"objective", 0, TF_CLI_CUSTOM, AT(options.objective), .parse = tf_cli_objective,
+     .arg = "NAME",
+     .help = "least-freeze (default): among the fastest plans, the one that freezes least; "
+             "spread: the one whose largest freeze ratio is smallest"},
+    {"max-freeze-ratio", 0, TF_CLI_RATIO, AT(options.max_freeze_ratio), .arg = "R",
+     .help = "cap on every stage's mean freeze ratio, in [0, 1] (default: the profile's, "
+             "else 0.9)"},
+    {"max-action-ratio", 0, TF_CLI_RATIO, AT(options.max_action_ratio),
+     .flags = TF_CLI_ABOVE_MIN, .arg = "R",
+     .help = "no action's ratio above R, in (0, 1] (default 1: none); keeps the LP from "
+             "freezing whole microbatches, which costs accuracy"},
+    {"solver", 0, TF_CLI_CUSTOM, AT(options.solver), .parse = tf_cli_solver, .arg = "NAME",
+     .help = "auto (default: chosen by the schedule's size), lp_solve, or fast (the "
+             "structured exact solver); the plan records the solver that ran (the other one "
+             "takes over if it fails, and the plan says why)"},
+    {"time-limit", 0, TF_CLI_NUMBER, AT(options.control.time_limit_s), 0, 1e9, .arg = "S",
+     .help = "stop solving after S seconds (default " TF_PLAN_STRING(TF_PLAN_TIME_LIMIT_S)
+             "; 0: none)"},
+    {"schedule-csv", 0, TF_CLI_PATH, AT(csv), .arg = "FILE",
+     .help = "run the per-rank order in FILE (PyTorch compute-only CSV: one row per rank, "
+             "cells like 0F3 1B2 2I0 2W0 and pairs (0F7;7B3)OVERLAP_F_B); the CSV gives the "
+             "ranks, stages and microbatches, the profile the timings per stage (its schedule "
+             "name is not used)"},
+    {"write-csv", 0, TF_CLI_PATH, AT(write_csv), .arg = "FILE",
+     .help = "also write the schedule's per-rank order as PyTorch's compute-only CSV (what "
+             "--schedule-csv reads)"},
+    {"timeline", 0, TF_CLI_CUSTOM, AT(timeline), .parse = parse_timeline, .arg = "FILE",
+     .help = "also draw the plan (format from the extension: .svg .png .pdf .dot, or .json "
+             "for a Chrome/Perfetto trace)"},
+    {"quiet", 'q', TF_CLI_FLAG, AT(quiet), .help = "print no summary and no progress lines"},
+};
+
+static const tf_cli_program program = {prog, TF_VERSION, synopsis, options,
+                                       sizeof options / sizeof options[0],
+                                       tf_cli_print_schedules, 1};
 
 /* No output may be written over another output or over an input: the
  * picture would replace the plan, or the plan the profile it came from.
@@ -183,7 +108,7 @@ static int parse_args(int argc, char **argv, plan_args *a)
     memset(a, 0, sizeof *a);
     tf_plan_options_init(&a->options);
     a->options.control.time_limit_s = TF_PLAN_TIME_LIMIT_S;
-    int rc = tf_cli_parse(&program, argc, argv, take_option, a, &a->profile);
+    int rc = tf_cli_parse(&program, argc, argv, a);
     if (rc == TF_CLI_CONTINUE && check_paths(a))
         rc = TF_EXIT_USAGE;
     return rc;
@@ -301,6 +226,6 @@ int main(int argc, char **argv)
     tf_plan_free(&plan);
     tf_profile_free(&profile);
     if (rc)
-        return rc == TF_ESOLVER ? TF_EXIT_SOLVER : TF_EXIT_INPUT;
+        return tf_cli_status(rc);
     return a.quiet ? 0 : status;
 }

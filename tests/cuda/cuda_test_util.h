@@ -45,7 +45,7 @@ static inline int cuda_tests_available(const char *test)
 /* Uniform values in [-scale, scale). */
 static inline void random_fill(float *x, size_t n, uint64_t seed, double scale)
 {
-    tfx_rng r = tfx_rng_for(seed, 7, n, 0);
+    tfx_rng r = tfx_rng_for(seed, TFX_RNG_TEST, n, 0, 0);
     for (size_t i = 0; i < n; i++)
         x[i] = (float)((2.0 * tfx_rng_uniform(&r) - 1.0) * scale);
 }

@@ -127,9 +127,9 @@ static void test_embedding(void **state)
     float *dout = malloc(sizeof(float) * rows * cols), *dtable = malloc(sizeof(float) * vocab * cols);
     float *got = malloc(sizeof(float) * vocab * cols);
     int32_t *tokens = malloc(sizeof(int32_t) * rows);
-    tfx_rng r = tfx_rng_for(11, 0, 0, 0);
+    tfx_rng r = tfx_rng_for(11, TFX_RNG_TEST, 0, 0, 0);
     for (int i = 0; i < rows; i++) /* few distinct tokens: many repeats to add up */
-        tokens[i] = (int32_t)(tfx_rng_next(&r) % 17) * 13;
+        tokens[i] = (int32_t)tfx_rng_below(&r, 17) * 13;
     random_fill(table, (size_t)vocab * cols, 12, 1.0);
     random_fill(dout, (size_t)rows * cols, 13, 1.0);
     random_fill(dtable, (size_t)vocab * cols, 14, 1.0);
@@ -330,9 +330,9 @@ static void test_softmax_xent(void **state)
     float *logits = malloc(n * 4), *dl = malloc(n * 4), *got = malloc(n * 4);
     int32_t *targets = malloc(rows * sizeof(int32_t));
     random_fill(logits, n, 51, 6.0);
-    tfx_rng r = tfx_rng_for(52, 0, 0, 0);
+    tfx_rng r = tfx_rng_for(52, TFX_RNG_TEST, 0, 0, 0);
     for (int i = 0; i < rows; i++)
-        targets[i] = (int32_t)(tfx_rng_next(&r) % vocab);
+        targets[i] = (int32_t)tfx_rng_below(&r, vocab);
     float *d_logits = device_copy_of(&p->gpu, logits, n * 4);
     int32_t *d_targets = device_copy_of(&p->gpu, targets, rows * sizeof(int32_t));
     double loss_cpu = 0, loss_gpu = -1;

@@ -183,10 +183,10 @@ static void batch(reference *ref)
     const int n = tfx_model_microbatch_tokens(&ref->cfg) * MICROBATCHES;
     ref->tokens = malloc(sizeof(int32_t) * n);
     ref->targets = malloc(sizeof(int32_t) * n);
-    tfx_rng r = tfx_rng_for(99, 0, 0, 0);
+    tfx_rng r = tfx_rng_for(99, TFX_RNG_TEST, 0, 0, 0);
     for (int i = 0; i < n; i++) {
-        ref->tokens[i] = (int32_t)(tfx_rng_next(&r) % 256);
-        ref->targets[i] = (int32_t)(tfx_rng_next(&r) % 256);
+        ref->tokens[i] = (int32_t)tfx_rng_below(&r, 256);
+        ref->targets[i] = (int32_t)tfx_rng_below(&r, 256);
     }
 }
 

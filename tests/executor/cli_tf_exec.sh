@@ -78,20 +78,36 @@ printf '{"format": "tf-plan", "version": 1, "schedule": ' >"$work/broken.json"
 refused broken_plan "broken.json" --plan "$work/broken.json"
 sed 's/"ranks":[[:space:]]*2,/"ranks": "two",/' "$work/plan.json" >"$work/typed.json"
 refused wrong_type "ranks" --plan "$work/typed.json" "${model[@]}"
+sed '0,/"start_ms"/s//"strat_ms"/' "$work/plan.json" >"$work/typo.json"
+refused misspelled_field '$.actions[0].strat_ms: unknown field (did you mean start_ms?)' \
+    --plan "$work/typo.json" "${model[@]}"
 refused unreadable_data "--data $work/no-such-file" --plan "$work/plan.json" \
     --data "$work/no-such-file" "${model[@]}"
 printf 'abc' >"$work/tiny.txt"
 refused tiny_data "has 3 bytes" --plan "$work/plan.json" --data "$work/tiny.txt" "${model[@]}"
-refused unknown_schedule '--schedule "Wavy"' --schedule Wavy --steps 1
-refused bad_number '--steps "ten"' --steps ten
+# A bad command line is a usage error (exit 2) that says what was wrong with it.
+usage_error() {
+    local name=$1 needle=$2
+    shift 2
+    expect_refused_with 2 "$name" "$needle" -- "$TF_EXEC" "$@"
+}
+usage_error unknown_schedule '--schedule: expected a built-in schedule (GPipe 1F1B' \
+    --schedule Wavy --steps 1
+usage_error bad_number '--steps: expected an integer in [1, 2147483646], got "ten"' --steps ten
+usage_error no_steps '--steps: expected an integer in [1, 2147483646], got "0"' --steps 0
+usage_error nothing_to_do 'nothing to do: give --steps N to train, --plan FILE, --auto-plan or --profile-out FILE' \
+    "${model[@]}"
+expect_status 2 "no arguments" "$TF_EXEC"
+check "no arguments: the usage on stderr" grep -q '^usage: tf-exec --steps N' "$work/err"
+check "no arguments: nothing trained" [ ! -s "$work/out" ]
 refused too_many_stages "--layers 2" --schedule 1F1B --ranks 4 --steps 1 "${model[@]}"
-refused unknown_backend '--backend "tpu"' --backend tpu --steps 1
-refused cpu_nccl_transport '--transport "nccl"' --transport nccl --steps 1 "${model[@]}"
+usage_error unknown_backend '--backend "tpu"' --backend tpu --steps 1
+usage_error cpu_nccl_transport '--transport "nccl"' --transport nccl --steps 1 "${model[@]}"
 # --help names the cuda backend, and says so when this build has none.
 expect_status 0 "--help" "$TF_EXEC" --help
 expect_stdout "--help lists the cuda backend" '--backend cpu|cuda'
-check "--help says how to use cuda or that it was not built" \
-    grep -q -e '--transport cuda|nccl' -e 'cuda: *not built' "$work/out"
+check "--help says whether this build has the cuda backend" \
+    grep -q -e '^cuda backend: in this build' -e '^cuda backend: not built' "$work/out"
 refused rank_failure "rank 1 failed" --schedule 1F1B --ranks 2 --steps 2 "${model[@]}" \
     --inject-failure 1:3
 # A failed profiling run leaves no profile behind.
@@ -182,8 +198,9 @@ refused init_other_model "hidden = 32, but this run has hidden = 64" --init "$wo
 refused init_missing "--init $work/nothing: no checkpoint there" --init "$work/nothing" --steps 1
 refused heads_not_dividing "--heads 5: --hidden 64 is not a multiple of it" --heads 5 \
     "${model[@]}" --steps 1
-refused data_and_source "--data and --source: give one of them" --data "$work/data.bin" \
+usage_error data_and_source "--data and --source: give one of them" --data "$work/data.bin" \
     --source shifted --steps 1
-refused unknown_source '--source "other"' --source other "${model[@]}" --steps 1
+usage_error unknown_source '--source: expected base or shifted, got "other"' --source other \
+    "${model[@]}" --steps 1
 
 finish "tf-exec command line"

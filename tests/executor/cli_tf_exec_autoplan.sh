@@ -158,16 +158,19 @@ refused with_plan 2 "--auto-plan and --plan: give one of them" --auto-plan \
 refused with_no_freeze 2 "--auto-plan and --no-freeze" --auto-plan --no-freeze "${small[@]}"
 refused with_checkpoint 2 "--auto-plan and --checkpoint" --auto-plan --checkpoint "$work/ck" \
     "${small[@]}"
-refused bad_solver 2 '--solver: unknown solver "bogus"' --auto-plan --solver bogus "${small[@]}"
-refused bad_objective 2 '--objective "most"' --auto-plan --objective most "${small[@]}"
-refused bad_slow 2 '--test-slow-rank "1"' --test-slow-rank 1 "${small[@]}"
+refused bad_solver 2 '--solver: expected auto, lp_solve or fast, got "bogus"' --auto-plan \
+    --solver bogus "${small[@]}"
+refused bad_objective 2 '--objective: expected least-freeze or spread, got "most"' --auto-plan \
+    --objective most "${small[@]}"
+refused bad_slow 2 '--test-slow-rank: expected RANK:FACTOR[:STEP] (FACTOR from 1 to 1000, STEP >= 1), got "1"' \
+    --test-slow-rank 1 "${small[@]}"
 refused slow_no_rank 1 "--test-slow-rank 5: the pipeline has 2 ranks" --test-slow-rank 5:2 \
     "${pipe[@]}" "${small[@]}" --steps 1
 refused too_few_steps 1 "--steps 5: --auto-plan needs --warmup 2 + 2 x --profile-steps 2 = 6" \
     "${pipe[@]}" "${small[@]}" "${auto[@]}" --steps 5
 refused csv_and_schedule 2 "--schedule-csv and --schedule: give one of them" \
     --schedule-csv "$work/x.csv" --schedule GPipe "${small[@]}"
-refused failed_run 3 "rank 1 failed" "${pipe[@]}" "${small[@]}" "${auto[@]}" --steps 8 \
+refused failed_run 1 "rank 1 failed" "${pipe[@]}" "${small[@]}" "${auto[@]}" --steps 8 \
     --plan-out "$work/failed.json" --inject-failure 1:3
 # (injected failures strike in the first step, before any plan is solved)
 check "a run that failed before its plan wrote no --plan-out $work/failed.json" \

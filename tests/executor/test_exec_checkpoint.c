@@ -254,11 +254,33 @@ static void test_valid_checksum_bad_fields(void **state)
     /* The file as it was still resumes. */
     assert_int_equal(tf_write_file_atomic(path, data, len, NULL), 0);
     assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
-    /* A checkpoint of the model without attention says so. */
-    memcpy(data, "TFXCKPT1", 8);
-    assert_int_equal(tf_write_file_atomic(path, data, len, NULL), 0);
-    assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
-    assert_contains(err.msg, "older tf-exec");
+    /* Older formats are refused, naming theirs and this one, by a resume
+     * and by --init, and the file is left as it was: TFXCKPT1 (a model
+     * without attention) and TFXCKPT2 (other random streams). */
+    static const char *const old[2][2] = {{"TFXCKPT1", "no attention"},
+                                          {"TFXCKPT2", "random streams"}};
+    for (int i = 0; i < 2; i++) {
+        memcpy(data, old[i][0], 8);
+        assert_int_equal(tf_write_file_atomic(path, data, len, NULL), 0);
+        o.checkpoint_dir = dir;
+        o.init_dir = NULL;
+        assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+        char want[64];
+        snprintf(want, sizeof want, "format %s, written by an older tf-exec", old[i][0]);
+        assert_contains(err.msg, want);
+        assert_contains(err.msg, old[i][1]);
+        assert_contains(err.msg, "this tf-exec reads TFXCKPT3 only");
+        o.checkpoint_dir = NULL;
+        o.init_dir = dir;
+        assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+        assert_contains(err.msg, want);
+        char *now;
+        size_t now_len;
+        assert_int_equal(tf_read_file(path, &now, &now_len, NULL), 0);
+        assert_int_equal(now_len, len);
+        assert_memory_equal(now, data, len);
+        free(now);
+    }
     free(data);
 }
 

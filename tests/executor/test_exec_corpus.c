@@ -128,7 +128,8 @@ static void test_builtin_sources(void **state)
     /* The shift: a quarter of the pairs get new successors, so the most
      * frequent byte after a pair changes for about a quarter of the pairs
      * (a redrawn row may keep its top successor; of 256 pairs about 64 +- 7
-     * are redrawn: 0.223 with these seeds). */
+     * are redrawn: 55 with these seeds, and the top successor of 0.219 of
+     * the pairs changed). */
     double changed = shifted_share(&a, &b);
     assert_true(changed > 0.18 && changed < 0.34);
     /* 5% held out. */
@@ -196,6 +197,119 @@ static void test_batches_train_and_validate_apart(void **state)
     tfx_corpus_free(&c);
 }
 
+/* ---- the windows a run draws ---------------------------------------------------- */
+
+/* The accuracy study's shape: a 1 MiB source, 4 microbatches of 8
+ * sequences of 64 tokens, 240 steps. */
+enum { STUDY_BYTES = 1 << 20, STUDY_MB = 4, STUDY_SEQ = 8, STUDY_T = 64, STUDY_STEPS = 240 };
+enum { STUDY_ROWS = STUDY_MB * STUDY_SEQ, STUDY_WINDOWS = STUDY_ROWS * STUDY_STEPS };
+
+/* A corpus of the study's size and split whose bytes are random: then the
+ * first 8 bytes of a window name its position (two of the 23,040 windows
+ * three runs draw share them by chance with probability below 2^-35), so
+ * windows are counted without searching the corpus for them. */
+static void random_study_corpus(tfx_corpus *c)
+{
+    assert_int_equal(tfx_corpus_builtin("base", STUDY_BYTES, STUDY_T, c, NULL), 0);
+    uint64_t state = 0x5eed;
+    for (size_t i = 0; i < c->len; i++)
+        c->bytes[i] = (unsigned char)(test_random(&state) * 256);
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distinct windows a run of seed `seed` draws, as sorted 8-byte
+ * prefixes in keys[0, returned). */
+static size_t study_windows(const tfx_corpus *c, uint64_t seed, uint64_t *keys)
+{
+    static int32_t in[STUDY_ROWS * STUDY_T], tg[STUDY_ROWS * STUDY_T];
+    for (long step = 0; step < STUDY_STEPS; step++) {
+        tfx_corpus_batch(c, seed, step, STUDY_MB, STUDY_SEQ, STUDY_T, in, tg);
+        for (int row = 0; row < STUDY_ROWS; row++) {
+            uint64_t key = 0;
+            for (int t = 0; t < 8; t++)
+                key = key << 8 | (uint64_t)in[row * STUDY_T + t];
+            keys[step * STUDY_ROWS + row] = key;
+        }
+    }
+    qsort(keys, STUDY_WINDOWS, sizeof *keys, compare_u64);
+    size_t distinct = 0;
+    for (size_t i = 0; i < STUDY_WINDOWS; i++)
+        if (i == 0 || keys[i] != keys[distinct - 1])
+            keys[distinct++] = keys[i];
+    return distinct;
+}
+
+/* Elements common to two sorted sets. */
+static size_t common(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+{
+    size_t i = 0, j = 0, both = 0;
+    while (i < na && j < nb) {
+        if (a[i] == b[j])
+            both++;
+        if (a[i] <= b[j])
+            i++;
+        else
+            j++;
+    }
+    return both;
+}
+
+/* A run draws as many distinct windows as k uniform draws over N start
+ * positions do: N (1 - (1 - 1/N)^k) in expectation (7,650 of 7,680 here; the
+ * spread is about 5.4, so 1% is a loose bound that a sampler which repeats
+ * windows still fails by far). */
+static void test_windows_as_many_as_chance(void **state)
+{
+    (void)state;
+    tfx_corpus c;
+    random_study_corpus(&c);
+    uint64_t *keys = malloc(STUDY_WINDOWS * sizeof *keys);
+    const double N = (double)(c.train_len - STUDY_T), k = STUDY_WINDOWS;
+    const double expect = -N * expm1(k * log1p(-1.0 / N));
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        size_t distinct = study_windows(&c, seed, keys);
+        if (fabs((double)distinct - expect) > 0.01 * expect)
+            fail_msg("seed %llu: %zu distinct windows of %d, expected %.1f within 1%%",
+                     (unsigned long long)seed, distinct, STUDY_WINDOWS, expect);
+    }
+    free(keys);
+    tfx_corpus_free(&c);
+}
+
+/* Two seeds' runs share as many windows as two independent samples of n1
+ * and n2 distinct positions out of N: n1 n2 / N in expectation (about 59),
+ * with a Poisson spread sqrt(mean); 5 standard deviations either way
+ * (a false alarm in well under 1e-5 of seed pairs). */
+static void test_seeds_share_windows_by_chance(void **state)
+{
+    (void)state;
+    tfx_corpus c;
+    random_study_corpus(&c);
+    uint64_t *keys[3];
+    size_t n[3];
+    for (int s = 0; s < 3; s++) {
+        keys[s] = malloc(STUDY_WINDOWS * sizeof *keys[s]);
+        n[s] = study_windows(&c, (uint64_t)s + 1, keys[s]);
+    }
+    const double N = (double)(c.train_len - STUDY_T);
+    for (int a = 0; a < 3; a++)
+        for (int b = a + 1; b < 3; b++) {
+            double mean = (double)n[a] * (double)n[b] / N;
+            size_t both = common(keys[a], n[a], keys[b], n[b]);
+            if (fabs((double)both - mean) > 5 * sqrt(mean))
+                fail_msg("seeds %d and %d share %zu windows, expected %.1f +- %.1f", a + 1,
+                         b + 1, both, mean, 5 * sqrt(mean));
+        }
+    for (int s = 0; s < 3; s++)
+        free(keys[s]);
+    tfx_corpus_free(&c);
+}
+
 static char *temp_file(const char *content, size_t len)
 {
     static char path[64];
@@ -248,6 +362,8 @@ int main(void)
         cmocka_unit_test(test_markov2_rates_known_answers),
         cmocka_unit_test(test_builtin_sources),
         cmocka_unit_test(test_batches_train_and_validate_apart),
+        cmocka_unit_test(test_windows_as_many_as_chance),
+        cmocka_unit_test(test_seeds_share_windows_by_chance),
         cmocka_unit_test(test_file_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

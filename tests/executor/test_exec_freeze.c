@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "test_stats.h"
 #include "test_util.h"
 #include "tfx/freeze_select.h"
 
@@ -44,38 +45,96 @@ static void test_rotate_is_fair(void **state)
     tfx_freeze_selector_free(&sel);
 }
 
-/* Random: k distinct tensors; deterministic in (seed, step, stage, mb);
- * stage 0 front-biased (weights 1.0 -> 0.1), other stages uniform. */
-static void test_random_is_front_biased_and_seeded(void **state)
+/* The selection weights of tensor i of K on `stage`: 1.0 down to 0.1 over
+ * stage 0 (the front bias), uniform elsewhere; as probabilities. */
+static void selection_probabilities(int stage, int K, double *p)
+{
+    double sum = 0.0;
+    for (int i = 0; i < K; i++) {
+        p[i] = stage == 0 ? 1.0 - 0.9 * i / (K - 1) : 1.0;
+        sum += p[i];
+    }
+    for (int i = 0; i < K; i++)
+        p[i] /= sum;
+}
+
+/* Random, one tensor per backward: tensor i is chosen with probability
+ * w_i / sum w.  Over 20,000 (step, microbatch) coordinates on the default
+ * model's two stages (26 tensors front-biased, 27 uniform), the counts fit
+ * those probabilities: chi-square below its 1e-4 significance point (25 and
+ * 26 degrees of freedom). */
+static void test_random_single_choice_follows_weights(void **state)
 {
     (void)state;
-    enum { K = 10, DRAWS = 20000 };
+    enum { DRAWS = 20000, K0 = 26, K1 = 27 };
+    int Ks[2] = {K0, K1};
+    tfx_freeze_selector sel;
+    assert_int_equal(tfx_freeze_selector_init(&sel, TFX_SELECT_RANDOM, 42, 2, Ks, NULL), 0);
+    unsigned char mask[K1];
+    for (int st = 0; st < 2; st++) {
+        const int K = Ks[st];
+        double seen[K1] = {0}, expect[K1];
+        selection_probabilities(st, K, expect);
+        for (int i = 0; i < K; i++)
+            expect[i] *= DRAWS;
+        for (int d = 0; d < DRAWS; d++) {
+            assert_int_equal(tfx_freeze_select(&sel, d / 4, st, d % 4, 0.04, mask), 1);
+            for (int i = 0; i < K; i++)
+                seen[i] += mask[i];
+        }
+        double x2 = chi_square(seen, expect, K), critical = chi_square_critical(K - 1, Z_1E4);
+        if (x2 > critical)
+            fail_msg("stage %d: chi-square %.1f of the choices, above %.1f", st, x2, critical);
+    }
+    tfx_freeze_selector_free(&sel);
+}
+
+/* Random, two tensors per backward, drawn without replacement: the pair
+ * {i, j} has probability p_i p_j (1 / (1 - p_i) + 1 / (1 - p_j)) (either
+ * one first).  Stage 0 of 10 tensors, 20,000 draws over 45 pairs:
+ * chi-square below its 1e-4 significance point (44 degrees of freedom). */
+static void test_random_pairs_follow_weights(void **state)
+{
+    (void)state;
+    enum { DRAWS = 20000, K = 10, PAIRS = K * (K - 1) / 2 };
+    int Ks[1] = {K};
+    tfx_freeze_selector sel;
+    assert_int_equal(tfx_freeze_selector_init(&sel, TFX_SELECT_RANDOM, 7, 1, Ks, NULL), 0);
+    double p[K], seen[PAIRS] = {0}, expect[PAIRS];
+    selection_probabilities(0, K, p);
+    int cell = 0;
+    for (int i = 0; i < K; i++)
+        for (int j = i + 1; j < K; j++)
+            expect[cell++] = DRAWS * p[i] * p[j] * (1 / (1 - p[i]) + 1 / (1 - p[j]));
+    unsigned char mask[K];
+    for (int d = 0; d < DRAWS; d++) {
+        assert_int_equal(tfx_freeze_select(&sel, d / 3, 0, d % 3, 0.2, mask), 2);
+        int first = -1, pair = 0;
+        for (int i = 0; i < K; i++)
+            for (int j = i + 1; j < K; j++, pair++)
+                if (mask[i] && mask[j])
+                    first = pair;
+        assert_true(first >= 0);
+        seen[first]++;
+    }
+    double x2 = chi_square(seen, expect, PAIRS);
+    double critical = chi_square_critical(PAIRS - 1, Z_1E4);
+    if (x2 > critical)
+        fail_msg("chi-square %.1f of the pairs, above %.1f", x2, critical);
+    tfx_freeze_selector_free(&sel);
+}
+
+/* Random: deterministic in (seed, step, stage, microbatch); several tensors
+ * at once stay distinct; a ratio of 1 freezes every tensor. */
+static void test_random_is_seeded(void **state)
+{
+    (void)state;
+    enum { K = 10 };
     int Ks[2] = {K, K};
     tfx_freeze_selector sel, again;
     assert_int_equal(tfx_freeze_selector_init(&sel, TFX_SELECT_RANDOM, 42, 2, Ks, NULL), 0);
     assert_int_equal(tfx_freeze_selector_init(&again, TFX_SELECT_RANDOM, 42, 2, Ks, NULL), 0);
     unsigned char mask[K], mask2[K];
-    int hits[2][K] = {{0}};
-    for (int d = 0; d < DRAWS; d++) {
-        for (int st = 0; st < 2; st++) {
-            int k = tfx_freeze_select(&sel, d, st, d % 3, 0.1, mask); /* k = 1 */
-            assert_int_equal(k, 1);
-            int sum = 0;
-            for (int i = 0; i < K; i++) {
-                sum += mask[i];
-                hits[st][i] += mask[i];
-            }
-            assert_int_equal(sum, 1);
-        }
-    }
-    /* One draw on stage 0: P(i) = w_i / sum w, w_i = 1 - 0.9 i / 9, sum = 5.5. */
-    for (int i = 0; i < K; i++) {
-        double p = (1.0 - 0.9 * i / 9.0) / 5.5;
-        double sd = sqrt(p * (1 - p) / DRAWS);
-        assert_true(fabs((double)hits[0][i] / DRAWS - p) < 5 * sd);
-        assert_true(fabs((double)hits[1][i] / DRAWS - 0.1) < 5 * sqrt(0.09 / DRAWS));
-    }
-    /* Same coordinates, same choice; several tensors at once stay distinct. */
     int k1 = tfx_freeze_select(&sel, 5, 0, 2, 0.65, mask);
     int k2 = tfx_freeze_select(&again, 5, 0, 2, 0.65, mask2);
     assert_int_equal(k1, 7);
@@ -109,7 +168,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_freeze_count_rounds),
         cmocka_unit_test(test_rotate_is_fair),
-        cmocka_unit_test(test_random_is_front_biased_and_seeded),
+        cmocka_unit_test(test_random_single_choice_follows_weights),
+        cmocka_unit_test(test_random_pairs_follow_weights),
+        cmocka_unit_test(test_random_is_seeded),
         cmocka_unit_test(test_method_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

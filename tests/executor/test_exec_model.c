@@ -1,5 +1,6 @@
 /* test_exec_model.c - the model's layers and stages against finite
- * differences, and the layout / partition rules. */
+ * differences, the layout / partition rules, and the independence of the
+ * initial tensors. */
 #include <math.h>
 
 #include "test_util.h"
@@ -480,6 +481,72 @@ static void test_layout_partition(void **state)
     assert_int_equal(tfx_model_default_heads(97), 1);
 }
 
+/* Pearson correlation of x[0, n) and y[0, n); 0 when either is constant. */
+static double correlation(const float *x, const float *y, size_t n)
+{
+    double mx = 0.0, my = 0.0, sxy = 0.0, sxx = 0.0, syy = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        mx += x[i];
+        my += y[i];
+    }
+    mx /= (double)n;
+    my /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+        sxy += (x[i] - mx) * (y[i] - my);
+        sxx += (x[i] - mx) * (x[i] - mx);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    return sxx > 0.0 && syy > 0.0 ? sxy / sqrt(sxx * syy) : 0.0;
+}
+
+/* The default model's random tensors (the 35 that are not LayerNorm
+ * constants) are independent: the correlation of equal-length prefixes of
+ * every pair, and of each tensor under seeds 1 and 2, is near 0.  For n
+ * independent pairs of values sqrt(n) r is nearly standard normal, so the
+ * bound 5 / sqrt(n) is crossed by chance with probability 5.7e-7 per pair,
+ * under 4e-4 over these 630. */
+static void test_initial_tensors_uncorrelated(void **state)
+{
+    (void)state;
+    tfx_model_config cfg;
+    tfx_model_config_default(&cfg);
+    tfx_model_layout l;
+    assert_int_equal(tfx_model_layout_build(&cfg, 1, &l, NULL), 0);
+    float *v[2][64] = {{NULL}};
+    int random[64], n_random = 0;
+    assert_true(l.n_tensors <= 64);
+    for (int t = 0; t < l.n_tensors; t++) {
+        for (int s = 0; s < 2; s++) {
+            v[s][t] = malloc(l.tensors[t].count * sizeof(float));
+            tfx_model_init_tensor(&l, t, (uint64_t)s + 1, v[s][t]);
+        }
+        float first = v[0][t][0];
+        size_t i = 1;
+        while (i < l.tensors[t].count && v[0][t][i] == first)
+            i++;
+        if (i < l.tensors[t].count)
+            random[n_random++] = t;
+    }
+    assert_int_equal(n_random, 2 + 8 * cfg.layers + 1);
+    for (int a = 0; a < n_random; a++)
+        for (int b = a; b < n_random; b++) {
+            int ta = random[a], tb = random[b];
+            size_t n = l.tensors[ta].count < l.tensors[tb].count ? l.tensors[ta].count
+                                                                  : l.tensors[tb].count;
+            /* A tensor with itself only across seeds. */
+            double r = correlation(v[0][ta], v[a == b][tb], n);
+            if (fabs(r) > 5.0 / sqrt((double)n))
+                fail_msg("%s and %s%s: correlation %.4f over %zu values, bound %.4f",
+                         l.tensors[ta].name, l.tensors[tb].name,
+                         a == b ? " of seed 2" : "", r, n, 5.0 / sqrt((double)n));
+        }
+    for (int t = 0; t < l.n_tensors; t++) {
+        free(v[0][t]);
+        free(v[1][t]);
+    }
+    tfx_model_layout_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +559,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_adamw_known_step, setup, teardown),
         cmocka_unit_test(test_model_gradients),
         cmocka_unit_test(test_layout_partition),
+        cmocka_unit_test(test_initial_tensors_uncorrelated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

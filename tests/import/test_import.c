@@ -64,15 +64,6 @@ static void test_parse_steps(void **state)
     }
 }
 
-static void test_median(void **state)
-{
-    (void)state;
-    double odd[] = {3, 1, 2}, even[] = {4, 1, 3, 2}, one[] = {7};
-    assert_true(tfi_median(odd, 3) == 2);
-    assert_true(tfi_median(even, 4) == 2.5);
-    assert_true(tfi_median(one, 1) == 7);
-}
-
 static void test_trace_forms(void **state)
 {
     (void)state;
@@ -286,7 +277,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_steps),
-        cmocka_unit_test(test_median),
         cmocka_unit_test(test_trace_forms),
         cmocka_unit_test(test_trace_errors),
         cmocka_unit_test(test_steps_and_waits),

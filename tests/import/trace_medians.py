@@ -3,10 +3,12 @@
 checking tf-import (standard library only; an independent reading of the
 same rules, not a copy of the C code).
 
-    trace_medians.py [--steps FIRST:LAST] TRACE...
+    trace_medians.py [--steps FIRST:LAST] TRACE... [--frozen TRACE...]
 
 prints {"<stage><type><microbatch>": ms, ...} for the compute actions of all
-the traces: for each step (ProfilerStep#N span), an action's time is its
+the traces.  With --frozen (a run with every parameter frozen), the F and I
+figures take the frozen run's samples too, since freezing does not change
+them; B and W keep the first run's alone.  For each step (ProfilerStep#N span), an action's time is its
 PP: span; on the CPU side its start moves to the end of the receive
 (gloo:recv, nccl:recv) posted in the matching PP:<stage>RECV_F/B<mb> span
 when that ends inside the action's span.  The median over steps is the
@@ -77,24 +79,35 @@ def step_times(evs, annotations, lo, hi, gpu):
     return times
 
 
+def samples(paths, first, last):
+    """{cell: [time in ms of each step]} over the traces."""
+    per_cell = {}
+    for path in paths:
+        evs = events(path)
+        gpu, annotations = side(evs)
+        for n, (lo, hi) in sorted(steps_of(annotations).items()):
+            if first is not None and not first <= n <= last:
+                continue
+            for cell, t in step_times(evs, annotations, lo, hi, gpu).items():
+                per_cell.setdefault(cell, []).append(t)
+    return per_cell
+
+
 def main():
     args = sys.argv[1:]
     first, last = None, None
     if args[:1] == ["--steps"]:
         first, last = map(int, args[1].split(":"))
         args = args[2:]
-    medians = {}
-    for path in args:
-        evs = events(path)
-        gpu, annotations = side(evs)
-        per_cell = {}
-        for n, (lo, hi) in sorted(steps_of(annotations).items()):
-            if first is not None and not first <= n <= last:
-                continue
-            for cell, t in step_times(evs, annotations, lo, hi, gpu).items():
-                per_cell.setdefault(cell, []).append(t)
-        for cell, values in per_cell.items():
-            medians[cell] = statistics.median(values)
+    frozen = []
+    if "--frozen" in args:
+        frozen = args[args.index("--frozen") + 1:]
+        args = args[:args.index("--frozen")]
+    per_cell = samples(args, first, last)
+    for cell, values in samples(frozen, first, last).items():
+        if COMPUTE.match("PP:" + cell).group(2) in "FI":
+            per_cell[cell] += values
+    medians = {cell: statistics.median(values) for cell, values in per_cell.items()}
     json.dump(medians, sys.stdout, indent=1, sort_keys=True)
     print()
 

@@ -114,8 +114,9 @@ usage_error() {
   expect_status 2 "$*" "$bench" "$@"
   expect_stderr "$*" "$part"
 }
-usage_error '--schedule: unknown schedule "Zigzag"' --schedule Zigzag 256
-usage_error '--limit: expected seconds' --limit -1 256
+usage_error '--schedule: expected a built-in schedule (GPipe 1F1B' --schedule Zigzag 256
+usage_error ', got "Zigzag"' --schedule Zigzag 256
+usage_error '--limit: expected a number in (0, 86400], got "-1"' --limit -1 256
 usage_error '--solvers: expected a comma-separated list' --solvers lp_solve,simplex 256
 usage_error '--ranks: expected an integer' --ranks 0 256
 usage_error '--ranks: expected an integer in [1, 4096], got "0"' --ranks=0 256

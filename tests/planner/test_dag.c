@@ -299,10 +299,41 @@ static void longest_path_matches_relaxation(void **state)
     }
 }
 
+/* The sender of a message between ranks, the DAG's rules 4 and 5 across
+ * ranks: 1F1B on 2 ranks, 2 microbatches, and ZBVZeroBubble on 2 ranks,
+ * whose stages 1 and 2 share rank 1 (no message between them) and whose
+ * backwards are I and W. */
+static void senders_between_ranks(void **state)
+{
+    (void)state;
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, 2, &s, NULL), 0);
+    int *index = tf_schedule_index(&s);
+    assert_non_null(index);
+#define AT(t, st, m) tf_schedule_find(&s, TF_ACT_##t, st, m)
+    assert_int_equal(tf_schedule_sender(&s, index, AT(F, 1, 1)), AT(F, 0, 1));
+    assert_int_equal(tf_schedule_sender(&s, index, AT(B, 0, 0)), AT(B, 1, 0));
+    assert_int_equal(tf_schedule_sender(&s, NULL, AT(B, 0, 1)), AT(B, 1, 1));
+    assert_int_equal(tf_schedule_sender(&s, index, AT(F, 0, 0)), -1); /* first stage */
+    assert_int_equal(tf_schedule_sender(&s, index, AT(B, 1, 0)), -1); /* last stage */
+    free(index);
+    tf_schedule_free(&s);
+    assert_int_equal(tf_schedule_build("ZBVZeroBubble", 2, 2, 4, &s, NULL), 0);
+    index = tf_schedule_index(&s);
+    assert_int_equal(tf_schedule_sender(&s, index, AT(F, 1, 0)), AT(F, 0, 0));
+    assert_int_equal(tf_schedule_sender(&s, index, AT(F, 2, 0)), -1); /* stage 1 is on rank 1 */
+    assert_int_equal(tf_schedule_sender(&s, index, AT(I, 0, 3)), AT(I, 1, 3));
+    assert_int_equal(tf_schedule_sender(&s, index, AT(W, 0, 3)), -1);
+#undef AT
+    free(index);
+    tf_schedule_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_f_one_b_by_hand),
+        cmocka_unit_test(senders_between_ranks),
         cmocka_unit_test(p2p_lag_on_cross_rank_edges),
         cmocka_unit_test(split_backward_edges),
         cmocka_unit_test(deadlock_names_the_cycle),

@@ -1,9 +1,11 @@
 /* test_plan.c - the planner pipeline on bundled traces, plan files in and
  * out, and rejected plans. */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <unistd.h>
 
 #include "test_util.h"
+#include "small_plan.h"
 #include "tf/dag.h"
 #include "tf/freeze.h"
 #include "tf/plan.h"
@@ -227,6 +229,87 @@ static void rejects_bad_plans(void **state)
     tf_plan_free(&plan);
 }
 
+
+/* json with one field changed: key of the root (parent NULL), of
+ * $.parent (index < 0) or of $.parent[index], set to the JSON text value,
+ * or removed (value NULL).  malloc'd. */
+static char *edit_field(const char *json, const char *parent, int index, const char *key,
+                        const char *value)
+{
+    cJSON *root = cJSON_Parse(json);
+    assert_non_null(root);
+    cJSON *o = parent ? cJSON_GetObjectItemCaseSensitive(root, parent) : root;
+    if (index >= 0)
+        o = cJSON_GetArrayItem(o, index);
+    assert_true(cJSON_IsObject(o));
+    cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+    if (value) {
+        cJSON *item = cJSON_Parse(value);
+        assert_non_null(item);
+        cJSON_AddItemToObject(o, key, item);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_non_null(text);
+    return text;
+}
+
+/* Every object of a plan is checked for unknown fields, each named by its
+ * path with the nearest known name; "meta" holds anything; a newer version
+ * is refused naming both versions. */
+static void refuses_unknown_plan_fields(void **state)
+{
+    static const struct {
+        const char *parent;
+        int index;
+        const char *key, *value, *message;
+    } cases[] = {
+        {NULL, -1, "speedups", "2", "p.json: $.speedups: unknown field (did you mean speedup?)"},
+        {"batch_ms", -1, "planed", "1", "p.json: $.batch_ms.planed: unknown field (did you "
+                                        "mean planned?)"},
+        {"tokens_per_s", -1, "unfrozn", "1", "$.tokens_per_s.unfrozn: unknown field (did you "
+                                             "mean unfrozen?)"},
+        {"freeze_ratio", -1, "per_stages", "[]", "$.freeze_ratio.per_stages: unknown field "
+                                                 "(did you mean per_stage?)"},
+        {"solver", -1, "statuss", "\"optimal\"", "$.solver.statuss: unknown field (did you "
+                                                 "mean status?)"},
+        {"actions", 3, "freeze_ration", "0", "$.actions[3].freeze_ration: unknown field (did "
+                                             "you mean freeze_ratio?)"},
+        {"actions", 0, "colour", "\"red\"", "$.actions[0].colour: unknown field (known fields "
+                                            "here: rank, stage, microbatch, type, start_ms"},
+        {NULL, -1, "version", "2", "p.json: $.version: version 2 is newer than the tf-plan "
+                                   "version this toolkit reads (1): upgrade the toolkit"},
+        {NULL, -1, "version", NULL, "p.json: $.version: an integer is required"},
+        {NULL, -1, "batch_ms", "[1, 2, 3]", "p.json: $.batch_ms: expected an object"},
+        {NULL, -1, "meta", "\"a note\"", "p.json: $.meta: expected an object"},
+    };
+    tf_plan plan, loaded;
+    tf_error err = {0};
+    small_1f1b_plan(&plan);
+    char *json;
+    assert_int_equal(tf_plan_to_json(&plan, &json, &err), 0);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char *bad = edit_field(json, cases[k].parent, cases[k].index, cases[k].key,
+                               cases[k].value);
+        if (tf_plan_parse(bad, "p.json", &loaded, &err) != TF_EINVAL)
+            fail_msg("case %zu: %s", k, err.msg[0] ? err.msg : "accepted");
+        assert_contains(err.msg, cases[k].message);
+        free(bad);
+    }
+    /* meta: anything at all, and the plan reads as without it. */
+    char *noted = edit_field(json, NULL, -1, "meta",
+                             "{\"provenance\": \"a run\", \"speedups\": [1, {\"x\": null}], "
+                             "\"\": {}}");
+    if (tf_plan_parse(noted, "p.json", &loaded, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(loaded.schedule.n_actions, plan.schedule.n_actions);
+    assert_close(loaded.batch_ms_planned, plan.batch_ms_planned, 1e-11);
+    tf_plan_free(&loaded);
+    free(noted);
+    free(json);
+    tf_plan_free(&plan);
+}
+
 /* --solver: the plan names the solver that ran (and what was asked for),
  * with lp_solve's version; both solvers give the same plan; old plans
  * without solver.requested still load. */
@@ -275,16 +358,16 @@ static void solver_choice_is_recorded(void **state)
     tf_plan_free(&loaded);
     free(json);
     assert_int_equal(tf_plan_to_json(&plans[0], &json, &err), 0);
-    char *requested = strstr(json, "\"requested\"");
-    assert_non_null(requested);
-    memcpy(requested, "\"xequested\"", 11); /* an unknown field: ignored */
-    if (tf_plan_parse(json, "old.json", &loaded, &err))
+    char *old = edit_field(json, "solver", -1, "requested", NULL);
+    if (tf_plan_parse(old, "old.json", &loaded, &err))
         fail_msg("%s", err.msg);
+    free(old);
     assert_string_equal(loaded.solver_name, "lp_solve");
     assert_string_equal(loaded.solver_version, version);
     assert_string_equal(loaded.solver_requested, "");
     tf_plan_free(&loaded);
-    memcpy(requested, "\"requested\"", 11);
+    char *requested = strstr(json, "\"requested\"");
+    assert_non_null(requested);
     char *value = strstr(requested + 11, "\"lp_solve\"");
     assert_non_null(value);
     memcpy(value, "7         ", 10); /* a number where a string belongs: named */
@@ -476,12 +559,11 @@ static void pair_in_plan_json(void **state)
     tf_plan_free(&loaded);
 
     /* The second half's name dropped: refused, naming the first. */
-    char *second = strstr(first + 1, "\"pair\"");
-    memcpy(second, "\"xair\"", 6);
-    assert_int_equal(tf_plan_parse(json, "bad.json", &loaded, &err), TF_EINVAL);
+    char *dropped = edit_field(json, "actions", 2, "pair", NULL);
+    assert_int_equal(tf_plan_parse(dropped, "bad.json", &loaded, &err), TF_EINVAL);
+    free(dropped);
     assert_contains(err.msg, "$.actions[1].pair");
     assert_contains(err.msg, "both carrying it");
-    memcpy(second, "\"pair\"", 6);
     /* A name that is not this pair's. */
     char *name = strstr(json, "(0F1;0B0)");
     memcpy(name, "(0F0;0B0)", 9);
@@ -620,6 +702,7 @@ int main(void)
         cmocka_unit_test(unfrozen_plan_is_the_upper_bound),
         cmocka_unit_test(cyclic_order_is_an_error),
         cmocka_unit_test(rejects_bad_plans),
+        cmocka_unit_test(refuses_unknown_plan_fields),
         cmocka_unit_test(solver_choice_is_recorded),
         cmocka_unit_test(plan_size_limits),
         cmocka_unit_test(per_action_cap),

@@ -10,7 +10,8 @@
 static const char *good_profile =
     "{\"format\": \"tf-profile\", \"version\": 1, \"schedule\": \"1F1B\", \"ranks\": 2,"
     " \"microbatches\": 3, \"microbatch_tokens\": 1024, \"p2p_ms\": 0.25,"
-    " \"max_freeze_ratio\": 0.8, \"unknown_field\": [1, 2],"
+    " \"max_freeze_ratio\": 0.8,"
+    " \"meta\": {\"provenance\": \"by hand\", \"backward_frozn_ms\": [1, {\"x\": null}], \"\": 0},"
     " \"stages\": [" GOOD_STAGE ", {\"forward_ms\": 2, \"backward_ms\": 6, \"parameters\": 1000}],"
     " \"actions\": [{\"rank\": 1, \"stage\": 1, \"microbatch\": 2, \"type\": \"B\", \"ms\": 7.0,"
     "                \"frozen_ms\": 3.5}]}";
@@ -225,7 +226,11 @@ static const bad_case bad_cases[] = {
     {"{\"schedule\": \"1F1B\", \"ranks\": 2", {"not valid JSON", "line 1"}},
     {"[1, 2]", {"$", "expected a JSON object"}},
     {"{\"format\": \"tf-plan\"}", {"$.format", "\"tf-plan\""}},
-    {BASE(STAGES2 ", \"version\": 2"), {"$.version", "2"}},
+    {BASE(STAGES2 ", \"version\": 2"),
+     {"$.version: version 2 is newer than the tf-profile version this toolkit reads (1)",
+      "upgrade the toolkit"}},
+    {BASE(STAGES2 ", \"version\": 0"), {"$.version", "expected an integer in [1, "}},
+    {BASE(STAGES2 ", \"meta\": [\"a note\"]"), {"$.meta", "expected an object"}},
     {"{\"ranks\": 2, \"microbatches\": 2" STAGES2 "}", {"$.schedule", "missing"}},
     {"{\"schedule\": \"2F2B\", \"ranks\": 2, \"microbatches\": 2" STAGES2 "}",
      {"$.schedule", "unknown schedule", "\"2F2B\""}},
@@ -311,6 +316,52 @@ static void rejects_bad_profiles(void **state)
     }
 }
 
+/* A misspelled or unknown field of any object of a profile is refused by
+ * its path, with the nearest known name when one is plausibly meant (the
+ * misspelling would otherwise have taken a default: backward_frozn_ms
+ * plans with half the backward instead of the measured 2.0). */
+static void refuses_unknown_fields(void **state)
+{
+    static const struct {
+        const char *text, *message;
+    } cases[] = {
+        {BASE(", \"stages\": [{\"forward_ms\": 1.5, \"backward_ms\": 4.0, "
+              "\"backward_frozn_ms\": 2.0}, " GOOD_STAGE "]"),
+         "bad.json: $.stages[0].backward_frozn_ms: unknown field (did you mean "
+         "backward_frozen_ms?)"},
+        {BASE(STAGES2 ", \"max_freeze_ratios\": 0.5"),
+         "bad.json: $.max_freeze_ratios: unknown field (did you mean max_freeze_ratio?)"},
+        {BASE(STAGES2 ", \"versoin\": 1"),
+         "bad.json: $.versoin: unknown field (did you mean version?)"},
+        {BASE(STAGES2 ", \"Ranks\": 2"), "bad.json: $.Ranks: unknown field (did you mean ranks?)"},
+        {BASE(STAGES2 ", \"actions\": [{\"stage\": 0, \"microbatch\": 0, \"type\": \"B\", "
+                      "\"ms\": 4, \"frozenms\": 2}]"),
+         "bad.json: $.actions[0].frozenms: unknown field (did you mean frozen_ms?)"},
+        {BASE(STAGES2 ", \"colour\": \"red\""),
+         "bad.json: $.colour: unknown field (known fields here: format, version, meta, "
+         "schedule, ranks, stages_per_rank, microbatches, microbatch_tokens, p2p_ms, "
+         "max_freeze_ratio, stages, actions, order, pairs; notes belong in the top level's "
+         "\"meta\")"},
+        {BASE(", \"stages\": [{\"forward_ms\": 1.5, \"backward_ms\": 4.0, "
+              "\"backward_ms\": 8.0}, " GOOD_STAGE "]"),
+         "bad.json: $.stages[0].backward_ms: the field is given twice"},
+        {"{\"schedule\": \"DualPipeV\", \"ranks\": 1, \"microbatches\": 2,"
+         " \"stages\": [{\"forward_ms\": 1, \"backward_ms\": 2, \"backward_input_ms\": 1,"
+         " \"backward_weight_ms\": 1}, {\"forward_ms\": 1, \"backward_ms\": 2,"
+         " \"backward_input_ms\": 1, \"backward_weight_ms\": 1}],"
+         " \"pairs\": [{\"pair\": \"(0F1;1B0)OVERLAP_F_B\", \"MS\": 3}]}",
+         "bad.json: $.pairs[0].MS: unknown field (did you mean ms?)"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        tf_profile p;
+        tf_error err = {0};
+        if (tf_profile_parse(cases[k].text, "bad.json", &p, &err) != TF_EINVAL)
+            fail_msg("case %zu: %s", k, err.msg[0] ? err.msg : "accepted");
+        assert_contains(err.msg, cases[k].message);
+        assert_null(p.stages);
+    }
+}
+
 /* Nesting far deeper than any profile: a clear error, not a stack overflow. */
 static void rejects_deep_nesting(void **state)
 {
@@ -344,6 +395,7 @@ int main(void)
         cmocka_unit_test(pairs_measured_whole),
         cmocka_unit_test(profile_for_an_order),
         cmocka_unit_test(rejects_bad_profiles),
+        cmocka_unit_test(refuses_unknown_fields),
         cmocka_unit_test(rejects_deep_nesting),
         cmocka_unit_test(missing_file),
     };

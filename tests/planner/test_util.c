@@ -1,5 +1,6 @@
-/* test_util.c - the shared file helpers: reads with a byte limit, the
- * same-file test that keeps two outputs apart, progress lines. */
+/* test_util.c - the shared helpers: reads with a byte limit, the
+ * same-file test that keeps two outputs apart, progress lines, the
+ * median. */
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -142,6 +143,20 @@ static void test_progress_quiet_at_first(void **state)
     tf_progress_say(NULL, "silent");
 }
 
+/* The middle value of an odd count, the mean of the two middle ones of an
+ * even count, 0 for none; the values are left sorted. */
+static void test_median(void **state)
+{
+    (void)state;
+    double odd[] = {3, 1, 2}, even[] = {4, 1, 3, 2}, one[] = {7}, outlier[] = {1, 1000, 2};
+    assert_true(tf_median(odd, 3) == 2);
+    assert_true(tf_median(even, 4) == 2.5);
+    assert_true(even[0] == 1 && even[1] == 2 && even[2] == 3 && even[3] == 4);
+    assert_true(tf_median(one, 1) == 7);
+    assert_true(tf_median(outlier, 3) == 2);
+    assert_true(tf_median(NULL, 0) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -150,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_same_file),
         cmocka_unit_test(test_atomic_write_keeps_devices),
         cmocka_unit_test(test_progress_quiet_at_first),
+        cmocka_unit_test(test_median),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,30 @@ expect_error "bad cap" 2 'max-freeze-ratio' "$work/two.json" --max-freeze-ratio 
 expect_error "bad objective" 2 'objective' "$work/two.json" --objective fastest
 expect_error "unknown option" 2 '--frobnicate' "$work/two.json" --frobnicate
 expect_error "timeline format" 2 'timeline.txt' "$work/two.json" --timeline "$work/timeline.txt"
+# A misspelled field is refused by its path with the nearest known name,
+# not planned with its default (backward_frozn_ms: half the backward).
+llama=$src/traces/llama8b-1f1b-h200.profile.json
+sed '0,/"backward_frozen_ms"/s//"backward_frozn_ms"/' "$llama" >"$work/typo.json"
+expect_error "misspelled stage field" 1 \
+    "typo.json: \$.stages[0].backward_frozn_ms: unknown field (did you mean backward_frozen_ms?)" \
+    "$work/typo.json"
+sed 's/"max_freeze_ratio"/"max_freeze_ratios"/' "$llama" >"$work/typo-cap.json"
+expect_error "misspelled cap" 1 \
+    '$.max_freeze_ratios: unknown field (did you mean max_freeze_ratio?)' "$work/typo-cap.json"
+sed 's/"version": 1/"version": 2/' "$llama" >"$work/v2.json"
+expect_error "newer version" 1 \
+    '$.version: version 2 is newer than the tf-profile version this toolkit reads (1)' \
+    "$work/v2.json"
+# Notes go under "meta", which holds anything and changes nothing.
+python3 - "$llama" "$work/meta.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["meta"] = {"comment": "by hand", "backward_frozn_ms": [1, {"x": None}], "": {}}
+json.dump(p, open(sys.argv[2], "w"))
+PY
+expect_status 0 "meta" "$TF_PLAN" "$work/meta.json"
+expect_stdout "meta: the same plan" "planned 426.67 ms"
+
 printf '{"schedule": "1F1B", "ranks": 1, "microbatches": 2, "stages": [{"forward_ms": 1e12, "backward_ms": 2e12}]}' >"$work/huge.json"
 expect_error "huge time" 1 '$.stages[0].forward_ms' "$work/huge.json"
 # The plan and its timeline are one unit: an unwritable timeline keeps the plan untouched.

@@ -63,10 +63,10 @@ expect_stdout "--help lacks --solver" '--solver NAME'
 # Unknown or missing solver: usage errors naming the flag and the value,
 # and an existing plan left as it was.
 printf 'precious' >"$work/plan.json"
-expect_refused_with 2 "unknown solver" '--solver: unknown solver "bogus" (auto, lp_solve, fast)' \
+expect_refused_with 2 "unknown solver" '--solver: expected auto, lp_solve or fast, got "bogus"' \
     "$work/plan.json" -- "$TF_PLAN" "$trace" --solver bogus -o "$work/plan.json"
 # (-o after --solver would be taken as its value.)
 expect_status 2 "solver without value" "$TF_PLAN" "$trace" --solver
-expect_stderr "solver without value" '--solver: unknown option or missing value'
+expect_stderr "solver without value" '--solver: missing value'
 
 finish "tf-plan --solver"

@@ -455,7 +455,8 @@ static void test_frozen_w_visible(void **state)
 
 /* Dense rows (under TF_TIMELINE_DENSE_POINTS of axis per action): no text,
  * no markers, no outlines; a PNG of them gets a note naming the formats
- * for that size, an SVG (zoomable) and a roomy PNG do not. */
+ * for that size, an SVG a note without the PNG's advice, and a roomy PNG
+ * none. */
 static void test_dense_rows(void **state)
 {
     (void)state;
@@ -475,7 +476,10 @@ static void test_dense_rows(void **state)
     assert_non_null(strstr(note, "512 actions, 128 on the busiest rank"));
     assert_non_null(strstr(note, "SVG"));
     assert_non_null(strstr(note, "-T chrome"));
-    assert_int_equal(tf_timeline_density_note(&plan, &opt, "svg", note, sizeof note), 0);
+    assert_int_equal(tf_timeline_density_note(&plan, &opt, "svg", note, sizeof note), 1);
+    assert_non_null(strstr(note, "too dense to draw one by one"));
+    assert_null(strstr(note, "PNG"));
+    assert_int_equal(tf_timeline_density_note(&plan, &opt, "chrome", note, sizeof note), 0);
     assert_string_equal(note, "");
     char *svg = render(&plan, &opt, "svg", NULL);
     assert_int_equal(count(svg, "class=\"node action "), plan.schedule.n_actions);
@@ -494,6 +498,47 @@ static void test_dense_rows(void **state)
     free(svg);
     /* The automatic width gives 1F1B's 128 actions a rank room enough. */
     assert_int_equal(tf_timeline_density_note(&plan, NULL, "png", note, sizeof note), 0);
+    tf_plan_free(&plan);
+}
+
+/* 1F1B on 2 ranks, 8 microbatches, F 3 ms and B 10 ms, at a width that
+ * gives 4/3 points a millisecond: each F box is about 4 points, too narrow
+ * even for "3" at 6 points (6.8 with its margin), each B box about 13,
+ * room for "B3" (11.3): 16 of the 32 boxes are unlabelled, and the note
+ * says so.  At the width it suggests every box has its label and there is
+ * no note. */
+static void test_too_narrow_to_label(void **state)
+{
+    (void)state;
+    const char *profile =
+        "{\"schedule\":\"1F1B\",\"ranks\":2,\"microbatches\":8,\"stages\":["
+        "{\"forward_ms\":3,\"backward_ms\":10},{\"forward_ms\":3,\"backward_ms\":10}]}";
+    tf_plan plan;
+    make_plan(profile, 0, &plan);
+    tf_timeline_options opt;
+    tf_timeline_options_init(&opt);
+    const double chrome = 164; /* rank names, idle shares, margins (tf-dot.md) */
+    opt.width = chrome + floor(plan.batch_ms_planned * 4.0 / 3.0);
+    char note[512];
+    assert_int_equal(tf_timeline_density_note(&plan, &opt, "svg", note, sizeof note), 1);
+    assert_non_null(strstr(note, "16 of the 32 boxes are too narrow for their labels"));
+    assert_non_null(strstr(note, "fewer microbatches"));
+    assert_non_null(strstr(note, "-T chrome"));
+    const char *at = strstr(note, "--width ");
+    assert_non_null(at);
+    opt.width = strtod(at + 8, NULL);
+    assert_true(opt.width > chrome + plan.batch_ms_planned * 4.0 / 3.0);
+    assert_int_equal(tf_timeline_density_note(&plan, &opt, "svg", note, sizeof note), 0);
+    char *svg = render(&plan, &opt, "svg", NULL);
+    for (int i = 0; i < plan.schedule.n_actions; i++) {
+        char cell[32], id[48];
+        snprintf(id, sizeof id, "p_%s", tf_action_format(&plan.actions[i].action, cell));
+        const char *end, *g = node_group(svg, id, &end);
+        const char *text = g ? strstr(g, "<text") : NULL;
+        if (!text || text > end)
+            fail_msg("%s: no label at --width %g", id, opt.width);
+    }
+    free(svg);
     tf_plan_free(&plan);
 }
 
@@ -1055,6 +1100,7 @@ int main(void)
         cmocka_unit_test(test_svg_geometry_width),
         cmocka_unit_test(test_frozen_w_visible),
         cmocka_unit_test(test_dense_rows),
+        cmocka_unit_test(test_too_narrow_to_label),
         cmocka_unit_test(test_shading_follows_ratio),
         cmocka_unit_test(test_compare_unfrozen),
         cmocka_unit_test(test_binary_formats),

@@ -95,6 +95,23 @@ expect_stderr "32,768 actions as a PNG: no note" "32768 actions, 4096 on the bus
 expect_stderr "32,768 actions as a PNG: no format named" "SVG"
 expect_stderr "32,768 actions as a PNG: no format named" "-T chrome"
 
+# Boxes too narrow for their labels (1F1B, 4 ranks x 64 microbatches in
+# 1,200 points): the SVG is written, stderr says how many boxes lack a
+# label and what to do, and at the --width it names the note is gone.
+cat >"$work/m64.json" <<'EOF'
+{"schedule": "1F1B", "ranks": 4, "microbatches": 64,
+ "stages": [{"forward_ms": 15, "backward_ms": 45}, {"forward_ms": 14, "backward_ms": 41},
+            {"forward_ms": 15, "backward_ms": 45}, {"forward_ms": 20, "backward_ms": 55}]}
+EOF
+dot 0 "$work/m64.json" --width 1200 -o "$work/m64.svg"
+check "m64.svg is not a whole SVG" grep -q '</svg>' "$work/m64.svg"
+expect_stderr "narrow boxes: no count" "of the 512 boxes are too narrow for their labels"
+expect_stderr "narrow boxes: no -T chrome" "-T chrome"
+wide=$(sed -n 's/.*--width \([0-9]*\),.*/\1/p' "$work/err")
+check "narrow boxes: no --width suggested" [ -n "$wide" ]
+dot 0 "$work/m64.json" --width "${wide:-1}" -o "$work/m64-wide.svg"
+check "at the suggested --width ${wide:-?}: still a note" [ ! -s "$work/err" ]
+
 # Options as getopt takes them: "-oFILE", "-Tsvg" (above), "--option=value".
 dot 0 "$plan" -o"$work/attached.svg"
 check "-oFILE did not write SVG" grep -q '</svg>' "$work/attached.svg"
@@ -185,6 +202,25 @@ fi
 cp "$work/t.svg" "$work/keep.svg"
 expect_refused_with 1 "overlap" 'inconsistent plan' "$work/keep.svg" -- \
     "$TF_DOT" "$work/overlap.json" -o "$work/keep.svg"
+
+# A plan with a field this reader does not know, or of a newer version,
+# never replaces a good picture; "meta" holds anything.
+sed '0,/"critical"/s//"critcal"/' "$plan" >"$work/typo-plan.json"
+expect_refused_with 1 "misspelled plan field" \
+    '$.actions[0].critcal: unknown field (did you mean critical?)' "$work/keep.svg" -- \
+    "$TF_DOT" "$work/typo-plan.json" -o "$work/keep.svg"
+sed 's/"version":[[:space:]]*1/"version": 3/' "$plan" >"$work/v3-plan.json"
+expect_refused_with 1 "newer plan" \
+    '$.version: version 3 is newer than the tf-plan version this toolkit reads (1): upgrade the toolkit' \
+    "$work/keep.svg" -- "$TF_DOT" "$work/v3-plan.json" -o "$work/keep.svg"
+sed 's/"version":[[:space:]]*1,/"version": 1, "meta": {"run": [1, {"critcal": null}]},/' "$plan" \
+    >"$work/meta-plan.json"
+dot 0 "$work/meta-plan.json" -o "$work/meta.svg"
+sed 's/"stages_per_rank": 1,/"stages_per_rank": 1, "stages_per_ranks": 1,/' "$work/profile.json" \
+    >"$work/typo-profile.json"
+expect_refused_with 1 "misspelled profile field" \
+    '$.stages_per_ranks: unknown field (did you mean stages_per_rank?)' "$work/keep.svg" -- \
+    "$TF_DOT" "$work/typo-profile.json" -o "$work/keep.svg"
 
 # The picture never replaces the plan it is drawn from, however the two
 # paths are spelled; an endless input is refused at the size limit.

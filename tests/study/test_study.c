@@ -190,6 +190,29 @@ static void test_invalid_studies(void **state)
          {"$.model.partition", "\"random\"", "balanced"}},
         {"{\"model\": {\"layers\": 2, \"profile\": \"/nonexistent/profile.json\"}, " SWEEP "}",
          {"$.model.profile", "/nonexistent/profile.json", NULL}},
+        /* Unknown fields, in every object, named with the nearest known name:
+         * a misspelled cap would otherwise sweep the default cap alone. */
+        {"{" MODEL ", \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": [2], \"microbatches\": [4],"
+         " \"max_freeze_ratios\": [0.5, 0.8]}}",
+         {"test.json: $.sweep.max_freeze_ratios: unknown field (did you mean max_freeze_ratio?)",
+          NULL, NULL}},
+        {"{\"model\": {\"layers\": 4, \"layer_forward_ms\": 1, \"layer_backward_ms\": 2, "
+         "\"layer_backward_frozn_ms\": 1, \"microbatch_tokens\": 8}, " SWEEP "}",
+         {"$.model.layer_backward_frozn_ms: unknown field (did you mean "
+          "layer_backward_frozen_ms?)",
+          NULL, NULL}},
+        {"{\"model\": {\"layers\": 4, \"layer_forward_ms\": 1, \"layer_backward_ms\": 2, "
+         "\"microbatch_tokens\": 8, \"head\": {\"forward\": 1}}, " SWEEP "}",
+         {"$.model.head.forward: unknown field (known fields here: forward_ms, backward_ms, "
+          "backward_frozen_ms, backward_input_ms, backward_weight_ms, "
+          "backward_weight_frozen_ms, parameters;",
+          NULL, NULL}},
+        {"{" MODEL ", " SWEEP ", \"sweeps\": {}}",
+         {"$.sweeps: unknown field (did you mean sweep?)", NULL, NULL}},
+        {"{\"version\": 2, " MODEL ", " SWEEP "}",
+         {"$.version: version 2 is newer than the tf-study version this toolkit reads (1)",
+          NULL, NULL}},
+        {"{\"meta\": 1, " MODEL ", " SWEEP "}", {"$.meta: expected an object", "got 1", NULL}},
         {"{\"model\": {\"layers\": 4,", {"not valid JSON", "line 1", NULL}},
         {"[]", {"$", "tf-study", NULL}},
         {"", {"empty", NULL, NULL}},
@@ -639,12 +662,28 @@ static void test_csv_and_svg(void **state)
     for (const char *p = csv; *p; p++)
         lines += *p == '\n';
     assert_int_equal(lines, r.solved + 1);
-    assert_int_equal(tf_study_to_svg(&r, &svg, NULL), 0);
-    assert_true(strncmp(svg, "<?xml", 5) == 0);
+    size_t len = 0;
+    assert_int_equal(tf_study_plot(&r, "svg", &svg, &len, NULL), 0);
+    assert_true(strncmp(svg, "<?xml", 5) == 0 && len == strlen(svg));
     assert_non_null(strstr(svg, "</svg>\n"));
     assert_non_null(strstr(svg, ">ZBVZeroBubble</text>"));
     assert_non_null(strstr(svg, "tokens/s per GPU"));
+    /* Each bar's tooltip carries its configuration's figures. */
+    char tip[160];
+    const tf_study_row *w = &r.rows[0];
+    snprintf(tip, sizeof tip, "%.0f \xe2\x86\x92 %.0f tokens/s per GPU, speedup %.3fx",
+             w->tokens_per_s_unfrozen / w->config.ranks, w->tokens_per_s_planned / w->config.ranks,
+             w->speedup);
+    assert_int_equal(w->status, TF_STUDY_SOLVED);
+    assert_non_null(strstr(svg, tip));
     free(csv);
+    free(svg);
+    /* The same drawing as PNG and PDF. */
+    assert_int_equal(tf_study_plot(&r, "png", &svg, &len, NULL), 0);
+    assert_true(len > 8 && memcmp(svg, "\x89PNG\r\n\x1a\n", 8) == 0);
+    free(svg);
+    assert_int_equal(tf_study_plot(&r, "pdf", &svg, &len, NULL), 0);
+    assert_true(len > 5 && memcmp(svg, "%PDF-", 5) == 0);
     free(svg);
     /* The summary names the best configurations. */
     char *summary = NULL;
@@ -661,9 +700,48 @@ static void test_csv_and_svg(void **state)
         r.rows[i].status = TF_STUDY_SKIPPED;
     r.solved = 0;
     tf_error err = {0};
-    assert_int_equal(tf_study_to_svg(&r, &svg, &err), TF_EINVAL);
+    assert_int_equal(tf_study_plot(&r, "svg", &svg, &len, &err), TF_EINVAL);
+    assert_null(svg);
     tf_study_result_free(&r);
     tf_study_free(&s);
+}
+
+/* "meta" holds anything (notes, provenance) and changes nothing; the
+ * current version and no version read alike. */
+static void test_meta(void **state)
+{
+    (void)state;
+    const char *texts[] = {
+        "{" MODEL ", " SWEEP "}",
+        "{\"format\": \"tf-study\", \"version\": 1, " MODEL ", " SWEEP ","
+        " \"meta\": {\"comment\": \"by hand\", \"sweep\": [1, {\"max_freeze_ratios\": 0}]}}",
+    };
+    int configs[2];
+    for (int k = 0; k < 2; k++) {
+        tf_study s;
+        parse_ok(texts[k], &s);
+        tf_study_config *c;
+        tf_error err = {0};
+        assert_int_equal(tf_study_configs(&s, &c, &configs[k], &err), 0);
+        assert_true(c[0].max_freeze_ratio == 0.9);
+        free(c);
+        tf_study_free(&s);
+    }
+    assert_int_equal(configs[0], 1);
+    assert_int_equal(configs[1], 1);
+}
+
+/* The chart's format comes from the suffix; a name without one is SVG. */
+static void test_plot_format(void **state)
+{
+    (void)state;
+    assert_string_equal(tf_study_plot_format("r.svg"), "svg");
+    assert_string_equal(tf_study_plot_format("out/R.PNG"), "png");
+    assert_string_equal(tf_study_plot_format("r.pdf"), "pdf");
+    assert_string_equal(tf_study_plot_format("/dev/null"), "svg");
+    assert_string_equal(tf_study_plot_format("runs.v2/chart"), "svg");
+    assert_null(tf_study_plot_format("r.jpg"));
+    assert_null(tf_study_plot_format("r.dot"));
 }
 
 /* The bundled example studies parse. */
@@ -702,6 +780,8 @@ int main(void)
         cmocka_unit_test(test_threads_give_same_rows),
         cmocka_unit_test(test_profile_source),
         cmocka_unit_test(test_csv_and_svg),
+        cmocka_unit_test(test_meta),
+        cmocka_unit_test(test_plot_format),
         cmocka_unit_test(test_bundled_examples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,14 +38,57 @@ expect_status 0 "long name" "$TF_STUDY" "$work/long.json" -q --plot "$work/long.
 # Helvetica is on Debian, averages 0.59 em over text) must end inside the SVG.
 check "long name: the title runs past the SVG's right edge" \
     python3 - "$work/long.svg" "$long_name" <<'PY'
-import re, sys, xml.etree.ElementTree as E
+import sys, xml.etree.ElementTree as E
+ns = {"s": "http://www.w3.org/2000/svg"}
 svg = E.parse(sys.argv[1]).getroot()
-title = next(t for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "title")
-size = re.search(r"font-size:\s*([0-9.]+)px", title.get("style") or "font-size:16px")
-end = float(title.get("x")) + 0.62 * float(size.group(1)) * len(title.text)
-print(f"title ends at about {end:.0f}, the SVG is {svg.get('width')} wide")
-sys.exit(0 if sys.argv[2] in title.text and end <= float(svg.get("width")) else 1)
+title = svg.find(".//s:g[@id='title']/s:text", ns)
+end = float(title.get("x")) + 0.62 * float(title.get("font-size")) * len(title.text)
+width = float(svg.get("width").removesuffix("pt"))
+print(f"title ends at about {end:.0f}, the SVG is {width:.0f} wide")
+sys.exit(0 if sys.argv[2] in title.text and end <= width else 1)
 PY
+
+# --- the chart's bars: the whole throughput bar over its solid part is the
+# planned over the unfrozen throughput its tooltip gives (to a point, as
+# bar ends are whole points); the speedup bar's length over its axis is
+# the speedup's excess over 1 ---------------------------------------------
+check "good study: bar lengths are not the figures" python3 - "$work/r.svg" <<'PY'
+import re, sys, xml.etree.ElementTree as E
+ns = {"s": "http://www.w3.org/2000/svg", "x": "http://www.w3.org/1999/xlink"}
+svg = E.parse(sys.argv[1]).getroot()
+bars = {}
+for a in svg.iter("{%s}a" % ns["s"]):
+    tip = a.get("{%s}title" % ns["x"]) or ""
+    m = re.search(r"([0-9]+) \u2192 ([0-9]+) tokens/s per GPU, speedup ([0-9.]+)x", tip)
+    poly = a.find("s:polygon", ns)
+    if m and poly is not None:
+        xs = [float(p.split(",")[0]) for p in poly.get("points").split()]
+        bars.setdefault(tip, (m, []))[1].append((min(xs), max(xs)))
+assert len(bars) == 7, len(bars)
+for tip, (m, spans) in bars.items():
+    unfrozen, planned = float(m.group(1)), float(m.group(2))
+    solid, gain = spans[0], spans[1]
+    assert abs(gain[0] - solid[1]) < 0.01, tip       # the gain starts where the solid part ends
+    ratio = (gain[1] - solid[0]) / (solid[1] - solid[0])
+    assert abs(ratio - planned / unfrozen) < 2 / (solid[1] - solid[0]), (tip, ratio)
+print(f"{len(bars)} configurations' bars match their figures")
+PY
+
+# ImageMagick's SVG renderer outlines text that does not say stroke="none"
+# (SVG's own default): every text element of the chart says it.
+check "good study: a text element without stroke=\"none\"" \
+    [ "$(grep -c '<text ' "$work/r.svg")" -eq "$(grep -c '<text stroke="none" ' "$work/r.svg")" ]
+
+# --- PNG and PDF by the suffix; any other suffix refused before the sweep --
+expect_status 0 "--plot .png" "$TF_STUDY" "$work/good.json" -q --plot "$work/r.png"
+check "--plot .png: not a PNG" python3 -c \
+    'import sys; sys.exit(open(sys.argv[1], "rb").read(8) != b"\x89PNG\r\n\x1a\n")' "$work/r.png"
+expect_status 0 "--plot .pdf" "$TF_STUDY" "$work/good.json" -q --plot "$work/r.pdf"
+check "--plot .pdf: not a PDF" grep -q '^%PDF-' "$work/r.pdf"
+expect_refused_with 2 "--plot .jpg" "name the file .svg, .png or .pdf" -- \
+    "$TF_STUDY" "$work/good.json" -q -o "$work/jpg.csv" --plot "$work/r.jpg"
+check "--plot .jpg: a chart written" [ ! -e "$work/r.jpg" ]
+check "--plot .jpg: a CSV written" [ ! -e "$work/jpg.csv" ]
 
 # --- one configuration on one rank: counts in the singular ---------------
 cat >"$work/one.json" <<'EOF'
@@ -159,6 +202,20 @@ bad_study "not JSON" '{"model": ' 'not valid JSON'
 bad_study "nothing can run" "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 8, \"microbatches\": 8}}" \
     'skipped 1F1B ranks=8' 'no configuration of the sweep can run'
 
+# A misspelled field: refused by name, not swept with the default cap alone
+# (24 configurations of the example's 48).
+sed 's/"max_freeze_ratio"/"max_freeze_ratios"/' "$TF_SOURCE_DIR/tools/examples/llama8b-h200.json" \
+    >"$work/typo.json"
+printf 'keep' >"$work/keep-typo.csv"
+expect_refused_with 1 "misspelled sweep field" \
+    "typo.json: \$.sweep.max_freeze_ratios: unknown field (did you mean max_freeze_ratio?)" \
+    "$work/keep-typo.csv" -- "$TF_STUDY" "$work/typo.json" -q -o "$work/keep-typo.csv"
+bad_study "misspelled model field" \
+    '{"model": {"layers": 4, "layer_forward_ms": 1, "layer_backwrd_ms": 2, "microbatch_tokens": 8}, "sweep": {"schedule": "1F1B", "ranks": 2, "microbatches": 4}}' \
+    '$.model.layer_backwrd_ms: unknown field (did you mean layer_backward_ms?)'
+bad_study "newer version" "{\"version\": 2, $model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 4}}" \
+    '$.version: version 2 is newer than the tf-study version this toolkit reads (1)'
+
 repeats='"p2p_ms": [1, 2, 3, 2, 1]'
 bad_study "the first repeat in list order" \
     "{$model, \"sweep\": {\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 4, $repeats}}" \
@@ -233,7 +290,7 @@ expect_refused "a profile over -o" "--profiles: the profile $work/prof/$name wou
 expect_status 0 "-o and --plot both on /dev/null" "$TF_STUDY" "$work/good.json" -q \
     -o /dev/null --plot /dev/null
 
-expect_refused_with 2 "bad --solver" '--solver: unknown solver "bogus" (auto, lp_solve, fast)' \
+expect_refused_with 2 "bad --solver" '--solver: expected auto, lp_solve or fast, got "bogus"' \
     "$work/keep.csv" -- "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --solver bogus
 
 # --- usage ---------------------------------------------------------------

@@ -10,13 +10,6 @@
 #include "observe.h"
 #include "tf/util.h"
 
-/* The cap written into the profile: the planner's documented default
- * (docs/formats.md); tf-plan --max-freeze-ratio overrides it. */
-#define TFI_DEFAULT_CAP 0.9
-/* The reference's frozen times when no frozen run was measured. */
-#define TFI_DEFAULT_B_FROZEN 0.5
-#define TFI_DEFAULT_W_FROZEN 0.01
-
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
@@ -63,95 +56,35 @@ int tfi_parse_steps(const char *text, long *first, long *last, tf_error *err)
     return 0;
 }
 
-/* The median of `from` over the actions of one stage and type that run
- * alone (a pair's time is the pair's, not its halves'); 0 if none. */
-static double stage_median(const tf_schedule *s, const double *from, int stage,
-                           tf_action_type type, double *scratch)
-{
-    int n = 0;
-    for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].stage == stage && s->actions[i].type == type &&
-            s->actions[i].pair == TF_PAIR_NONE)
-            scratch[n++] = from[i];
-    return n ? tfi_median(scratch, n) : 0.0;
-}
+/* The samples a profile is built from: every action in every step used. */
+typedef struct sample_set {
+    tf_sample *x;
+    size_t n;
+} sample_set;
 
-/* A stage whose every B runs in a pair (DualPipeV's first stage, say) has
- * no B of its own to time: its I + W stand in for it, as a full backward
- * is those two, so that the planner can tell what freezing saves in the
- * pairs.  Returns 1 when it did so. */
-static int backward_from_split(tf_stage_times *st)
+/* Adds the samples of run (schedule s; `frozen` as the run was). */
+static int add_run(sample_set *set, const tfi_run *run, const tf_schedule *s, int frozen,
+                   tf_error *err)
 {
-    if (st->backward_ms > 0 || st->backward_input_ms + st->backward_weight_ms <= 0)
-        return 0;
-    st->backward_ms = st->backward_input_ms + st->backward_weight_ms;
-    st->backward_frozen_ms = st->backward_input_ms + st->backward_weight_frozen_ms;
-    return 1;
-}
-
-/* Stage timings (the medians of the stage's action times, per type) and
- * one override per action carrying its own measured times; a pair's one
- * span becomes a measured pair (its frozen time only when measured). */
-static int fill_times(const tfi_options *o, tf_profile *p, const double *ms,
-                      const double *frozen, tf_error *err)
-{
-    const tf_schedule *s = &p->schedule;
-    double *x = malloc(((size_t)s->n_actions + 1) * sizeof *x);
-    p->stages = calloc((size_t)s->stages, sizeof *p->stages);
-    p->overrides = calloc((size_t)s->n_actions + 1, sizeof *p->overrides);
-    p->pairs = calloc((size_t)s->n_actions / 2 + 1, sizeof *p->pairs);
-    p->max_freeze_ratio = calloc((size_t)s->stages, sizeof *p->max_freeze_ratio);
-    if (!x || !p->stages || !p->overrides || !p->pairs || !p->max_freeze_ratio) {
-        free(x);
+    size_t room = set->n + (size_t)s->n_actions * (size_t)run->n_steps + 1;
+    tf_sample *x = realloc(set->x, room * sizeof *x);
+    if (!x)
         return tf_fail(err, TF_ENOMEM, "out of memory");
-    }
-    for (int k = 0; k < s->stages; k++) {
-        tf_stage_times *st = &p->stages[k];
-        st->forward_ms = stage_median(s, ms, k, TF_ACT_F, x);
-        st->backward_ms = stage_median(s, ms, k, TF_ACT_B, x);
-        st->backward_frozen_ms = stage_median(s, frozen, k, TF_ACT_B, x);
-        st->backward_input_ms = stage_median(s, ms, k, TF_ACT_I, x);
-        st->backward_weight_ms = stage_median(s, ms, k, TF_ACT_W, x);
-        st->backward_weight_frozen_ms = stage_median(s, frozen, k, TF_ACT_W, x);
-        p->max_freeze_ratio[k] = TFI_DEFAULT_CAP;
-        if (tf_schedule_has_pairs(s) && backward_from_split(st))
-            note(o, 0, "stage %d runs every full backward in an overlapped pair: its "
-                 "backward_ms is its I + W (%.4g ms)", k, st->backward_ms);
-    }
-    for (int i = 0; i < s->n_actions; i++) {
-        const tf_action *a = &s->actions[i];
-        if (a->pair == TF_PAIR_FIRST && i + 1 < s->n_actions) {
-            p->pairs[p->n_pairs++] = (tf_pair_time){*a, s->actions[i + 1], ms[i],
-                                                    o->n_frozen > 0 ? frozen[i] : -1.0};
-            i++;
-            continue;
-        }
-        int freezable = a->type == TF_ACT_B || a->type == TF_ACT_W;
-        p->overrides[p->n_overrides++] = (tf_action_time){a->type, a->stage, a->microbatch,
-                                                          ms[i], freezable ? frozen[i] : -1.0};
-    }
-    free(x);
-    return 0;
+    set->x = x;
+    return tfi_action_samples(run, s, frozen, set->x, &set->n, err);
 }
 
-/* Does action i of s get shorter when frozen: a B or a W, or (for its
- * one span) a pair whose backward is a B? */
-static int freezes(const tf_schedule *s, int i)
+/* Adds the samples of the frozen run (one trace per rank, the same
+ * actions), or warns that there is none. */
+static int add_frozen_run(const tfi_options *o, const tf_schedule *s, sample_set *set,
+                          tf_error *err)
 {
-    const tf_action *a = &s->actions[i];
-    if (a->pair != TF_PAIR_NONE) {
-        int first = a->pair == TF_PAIR_FIRST ? i : i - 1;
-        return first + 1 < s->n_actions && s->actions[first + 1].type == TF_ACT_B;
+    if (o->n_frozen == 0) {
+        note(o, 1, "no --frozen traces: the frozen times are the reference's defaults, B x %g "
+             "and W x %g; measure a run with every parameter frozen for real ones",
+             TF_DEFAULT_B_FROZEN, TF_DEFAULT_W_FROZEN);
+        return 0;
     }
-    return a->type == TF_ACT_B || a->type == TF_ACT_W;
-}
-
-/* Frozen times of B and W (and of pairs) from the frozen run, capped at
- * the unfrozen time (noise can invert them); F and I do not change when
- * frozen. */
-static int measured_frozen(const tfi_options *o, const tf_schedule *s, const double *ms,
-                           double *frozen, tf_error *err)
-{
     if (o->n_frozen != o->n_traces)
         return tf_fail(err, TF_EINVAL, "--frozen: %d traces given for a run of %d ranks (one "
                        "per rank is needed)", o->n_frozen, o->n_traces);
@@ -159,36 +92,31 @@ static int measured_frozen(const tfi_options *o, const tf_schedule *s, const dou
     int rc = tfi_run_load(o->frozen, o->n_frozen, "--frozen ", o->first_step, o->last_step,
                           &run, err);
     if (rc == 0)
-        rc = tfi_action_medians(&run, s, frozen, err);
+        rc = add_run(set, &run, s, 1, err);
     tfi_run_free(&run);
-    if (rc)
-        return rc;
-    int capped = 0;
-    for (int i = 0; i < s->n_actions; i++)
-        if (!freezes(s, i))
-            frozen[i] = ms[i];
-        else if (frozen[i] > ms[i]) {
-            frozen[i] = ms[i];
-            capped++;
-        }
-    if (capped)
-        note(o, 0, "%d frozen times exceeded their unfrozen time (measurement noise) and were "
-             "set equal to it", capped);
-    return 0;
+    return rc;
 }
 
-/* Frozen times: measured, or the reference's defaults. */
-static int frozen_times(const tfi_options *o, const tf_schedule *s, const double *ms,
-                        double *frozen, tf_error *err)
+/* The profile of the samples (tf/profile_samples.h), with a note for each
+ * choice the builder made. */
+static int build_profile(const tfi_options *o, const tf_schedule *s, const sample_set *set,
+                         tf_profile *out, tf_error *err)
 {
-    if (o->n_frozen > 0)
-        return measured_frozen(o, s, ms, frozen, err);
-    note(o, 1, "no --frozen traces: the frozen times are the reference's defaults, B x %g and "
-         "W x %g; measure a run with every parameter frozen for real ones",
-         TFI_DEFAULT_B_FROZEN, TFI_DEFAULT_W_FROZEN);
-    for (int i = 0; i < s->n_actions; i++)
-        frozen[i] = ms[i] * (s->actions[i].type == TF_ACT_W ? TFI_DEFAULT_W_FROZEN
-                             : s->actions[i].type == TF_ACT_B ? TFI_DEFAULT_B_FROZEN : 1.0);
+    const tf_sample_options build = {.max_freeze_ratio = TF_DEFAULT_CAP, .pair_spans = 1};
+    tf_sample_report report;
+    int rc = tf_profile_from_samples(s, set->x, set->n, &build, out, &report, err);
+    if (rc)
+        return rc;
+    if (report.capped)
+        note(o, 0, "%d frozen times exceeded their unfrozen time (measurement noise) and were "
+             "set equal to it", report.capped);
+    if (report.split_stages)
+        note(o, 0, "%d %s no full backward of its own (split into I and W, or every B in an "
+             "overlapped pair): backward_ms is I + W", report.split_stages,
+             report.split_stages == 1 ? "stage has" : "stages have");
+    if (out->n_pairs > 0)
+        note(o, 0, "%d overlapped pairs (OVERLAP_F_B) timed as one span each; tf-plan splits "
+             "each over its forward and backward (docs/formats.md)", out->n_pairs);
     return 0;
 }
 
@@ -242,30 +170,22 @@ int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err)
     int rc = tfi_run_load(o->traces, o->n_traces, "", o->first_step, o->last_step, &run, err);
     if (rc)
         return rc;
-    rc = tfi_observed_schedule(&run, o, &out->schedule, err);
-    const tf_schedule *s = &out->schedule;
-    double *ms = rc ? NULL : calloc((size_t)s->n_actions + 1, sizeof *ms);
-    double *frozen = rc ? NULL : calloc((size_t)s->n_actions + 1, sizeof *frozen);
-    if (rc == 0 && (!ms || !frozen))
-        rc = tf_fail(err, TF_ENOMEM, "out of memory");
+    tf_schedule s = {0};
+    sample_set set = {0};
+    rc = tfi_observed_schedule(&run, o, &s, err);
     if (rc == 0)
-        rc = tfi_action_medians(&run, s, ms, err);
-    if (rc == 0)
-        describe(o, &run, s);
-    if (rc == 0)
-        rc = frozen_times(o, s, ms, frozen, err);
+        rc = add_run(&set, &run, &s, 0, err);
     if (rc == 0) {
-        out->p2p_ms = lag_of(o, &run, s);
-        rc = fill_times(o, out, ms, frozen, err);
+        describe(o, &run, &s);
+        rc = add_frozen_run(o, &s, &set, err);
     }
-    if (rc == 0 && out->n_pairs > 0)
-        note(o, 0, "%d overlapped pairs (OVERLAP_F_B) timed as one span each; tf-plan splits "
-             "each over its forward and backward (docs/formats.md)", out->n_pairs);
-    free(ms);
-    free(frozen);
+    if (rc == 0)
+        rc = build_profile(o, &s, &set, out, err);
+    if (rc == 0)
+        out->p2p_ms = lag_of(o, &run, &s);
+    free(set.x);
+    tf_schedule_free(&s);
     tfi_run_free(&run);
-    if (rc)
-        tf_profile_free(out);
     return rc;
 }
 

@@ -6,10 +6,13 @@
  *    pipelining runtime) in the order they started in the first step used;
  *    every other step must run the same actions;
  *  - an action's time: the median over the steps of its annotation's
- *    duration, less (CPU side) the wait for its input at its start;
+ *    duration, less (CPU side) the wait for its input at its start (for F
+ *    and I, over the steps of the --frozen run too);
  *  - frozen times of B and W: the same medians in the --frozen traces (a run
  *    with every parameter frozen), else the reference's defaults B x 0.5
  *    and W x 0.01;
+ *  - these and the stage times are built from the samples by
+ *    tf_profile_from_samples (tf/profile_samples.h), as tf-exec builds its;
  *  - p2p_ms: the median gap between a sender's end and the start of the
  *    action on another rank that waited for it, when the traces share a
  *    clock; else 0.

@@ -5,18 +5,7 @@
 #include <string.h>
 
 #include "observe.h"
-
-static int by_value(const void *pa, const void *pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
-double tfi_median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, by_value);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
+#include "tf/util.h"
 
 /* Action a's time in ms in each of the run's steps, into x. */
 static int times_of(const tfi_run *run, const tf_action *a, double *x, tf_error *err)
@@ -36,49 +25,36 @@ static int times_of(const tfi_run *run, const tf_action *a, double *x, tf_error 
     return 0;
 }
 
-int tfi_action_medians(const tfi_run *run, const tf_schedule *s, double *ms, tf_error *err)
+int tfi_action_samples(const tfi_run *run, const tf_schedule *s, int frozen, tf_sample *into,
+                       size_t *n, tf_error *err)
 {
-    double *x = malloc((size_t)run->n_steps * sizeof *x);
+    double *x = malloc(((size_t)run->n_steps + 1) * sizeof *x);
     if (!x)
         return tf_fail(err, TF_ENOMEM, "out of memory");
     int rc = 0;
     for (int i = 0; rc == 0 && i < s->n_actions; i++) {
+        if (s->actions[i].pair == TF_PAIR_SECOND)
+            continue; /* timed with its pair's first action, as one span */
         rc = times_of(run, &s->actions[i], x, err);
-        if (rc)
-            break;
-        ms[i] = tfi_median(x, run->n_steps);
-        if (ms[i] > TF_MAX_DURATION_MS) {
-            char cell[32];
-            rc = tf_fail(err, TF_EINVAL, "%s%s: action PP:%s takes %g ms (median), more than "
-                         "the planner accepts (%g ms)", run->label,
-                         run->traces[s->actions[i].rank].path,
-                         tf_action_format(&s->actions[i], cell), ms[i], TF_MAX_DURATION_MS);
-        }
+        for (int k = 0; rc == 0 && k < run->n_steps; k++)
+            into[(*n)++] = (tf_sample){i, frozen, x[k]};
     }
     free(x);
     return rc;
 }
 
-/* The action that sends action a its input from another stage: F(s-1) for
- * F(s), the backward of s+1 for a backward of s; NULL at the pipeline's
- * ends or when that action is on a's own rank (no transfer). */
-static const tfi_act *sender_of(const tfi_run *run, const tf_schedule *s, const tf_action *a,
-                                int k)
+/* The act of step k that sends action a its input from another rank
+ * (tf_schedule_sender), or NULL: none, or not in the step. */
+static const tfi_act *sender_of(const tfi_run *run, const tf_schedule *s, const int *index,
+                                const tf_action *a, int k)
 {
-    int from;
-    if (a->type == TF_ACT_F)
-        from = a->stage - 1;
-    else if (a->type == TF_ACT_B || a->type == TF_ACT_I)
-        from = a->stage + 1;
-    else
+    int i = tf_schedule_lookup(s, index, a->type, a->stage, a->microbatch);
+    int u = i >= 0 ? tf_schedule_sender(s, index, i) : -1;
+    if (u < 0)
         return NULL;
-    if (from < 0 || from >= s->stages || s->stage_rank[from] == a->rank)
-        return NULL;
-    const tfi_step *step = tfi_run_step(run, s->stage_rank[from], k);
-    if (a->type == TF_ACT_F)
-        return tfi_step_find(step, TF_ACT_F, from, a->microbatch);
-    const tfi_act *b = tfi_step_find(step, TF_ACT_B, from, a->microbatch);
-    return b ? b : tfi_step_find(step, TF_ACT_I, from, a->microbatch);
+    const tf_action *from = &s->actions[u];
+    return tfi_step_find(tfi_run_step(run, from->rank, k), from->type, from->stage,
+                         from->microbatch);
 }
 
 /* The gap sample of one dependency, or NAN when the receiver was busy
@@ -109,9 +85,11 @@ void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *
         return;
     double *off = calloc((size_t)(unsigned)run->ranks, sizeof *off);
     double *x = malloc(((size_t)(unsigned)s->n_actions * (unsigned)run->n_steps + 1) * sizeof *x);
-    if (!off || !x) {
+    int *index = tf_schedule_index(s);
+    if (!off || !x || !index) {
         free(off);
         free(x);
+        free(index);
         return;
     }
     /* Differences of the bases first: two nearby large doubles subtract
@@ -124,13 +102,14 @@ void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *
             for (int i = 0; i < step->n_acts; i++) {
                 tf_action a = step->acts[i].a;
                 a.rank = r;
-                const tfi_act *sent = sender_of(run, s, &a, k);
+                const tfi_act *sent = sender_of(run, s, index, &a, k);
                 double g = sent ? gap(sent, step, i, off, s->stage_rank[sent->a.stage], r) : NAN;
                 if (!isnan(g))
                     x[(*samples)++] = g / 1000.0;
             }
         }
-    *lag_ms = *samples ? tfi_median(x, *samples) : 0.0;
+    *lag_ms = *samples ? tf_median(x, *samples) : 0.0;
     free(off);
     free(x);
+    free(index);
 }

@@ -5,6 +5,7 @@
 
 #include "import.h"
 #include "run.h"
+#include "tf/profile_samples.h"
 #include "tf/schedule.h"
 
 /* The schedule the run executed: each rank's compute actions in the order
@@ -17,12 +18,14 @@
 int tfi_observed_schedule(const tfi_run *run, const tfi_options *o, tf_schedule *out,
                           tf_error *err);
 
-/* ms[i] = the median over the run's steps of action i of s, in ms: its
- * span less the wait for its input (see steps.h).  Fails with TF_EINVAL
- * naming the file, step and action when a step lacks one of s's actions
- * (a --frozen run that ran another schedule) or a time exceeds what the
- * planner accepts. */
-int tfi_action_medians(const tfi_run *run, const tf_schedule *s, double *ms, tf_error *err);
+/* Appends to into[*n ...] one sample per step of the run for every action
+ * of s (a pair's on its first action: the pair's one span), with `frozen`
+ * set as given; into has room for n_actions x n_steps more.  An action's
+ * time is its span less the wait for its input (see steps.h).  Fails with
+ * TF_EINVAL naming the file, step and action when a step lacks one of s's
+ * actions (a --frozen run that ran another schedule). */
+int tfi_action_samples(const tfi_run *run, const tf_schedule *s, int frozen, tf_sample *into,
+                       size_t *n, tf_error *err);
 
 /* The p2p lag in ms: the median of (receiver's start - sender's end) over
  * the cross-rank dependencies of s where the receiving rank was idle until
@@ -31,9 +34,5 @@ int tfi_action_medians(const tfi_run *run, const tf_schedule *s, double *ms, tf_
  * many gaps were measured, and *lag_ms is 0 when none were (or -1 when the
  * clocks are not comparable, with *samples 0). */
 void tfi_p2p_lag(const tfi_run *run, const tf_schedule *s, double *lag_ms, int *samples);
-
-/* The median of x[0..n-1] (n >= 1; sorts x in place): the middle value,
- * or the mean of the two middle values. */
-double tfi_median(double *x, int n);
 
 #endif

@@ -16,6 +16,9 @@ import os
 FORWARD = [14.46, 16.16, 14.34, 15.50]
 BACKWARD = [42.69, 45.29, 40.18, 45.85]
 RANKS, MICROBATCHES = 4, 8
+PROVENANCE = ("synthetic: the published LLaMA-3.1-8B per-rank averages split evenly over "
+              "each rank's stages, reference defaults for frozen times "
+              "(traces/README.md; tools/scripts/make-example-traces.py)")
 
 SCHEDULES = [
     ("gpipe", "GPipe", 1),
@@ -54,7 +57,9 @@ def main():
     out = os.path.join(os.path.dirname(__file__), "..", "..", "traces", "examples")
     os.makedirs(out, exist_ok=True)
     for slug, schedule, spr in SCHEDULES:
-        profile = {"format": "tf-profile", "version": 1, "schedule": schedule,
+        profile = {"format": "tf-profile", "version": 1,
+                   "meta": {"provenance": PROVENANCE},
+                   "schedule": schedule,
                    "ranks": RANKS, "stages_per_rank": spr, "microbatches": MICROBATCHES,
                    "microbatch_tokens": 8192, "p2p_ms": 0.0, "max_freeze_ratio": 0.8,
                    "stages": stage_times(schedule, spr)}

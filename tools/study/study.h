@@ -187,25 +187,35 @@ void tf_study_result_free(tf_study_result *r);
  * (malloc'd, caller frees).  Returns 0 or TF_ENOMEM. */
 int tf_study_to_csv(const tf_study_result *r, char **text, tf_error *err);
 
-/* An SVG chart: throughput per GPU (unfrozen and planned) and speedup of
- * every solved configuration, grouped by schedule (malloc'd, caller frees).
- * Returns 0, TF_EINVAL (nothing solved) or TF_ENOMEM. */
-int tf_study_to_svg(const tf_study_result *r, char **text, tf_error *err);
+/* The chart format a path asks for: "svg", "png" or "pdf" by its suffix
+ * (any case), "svg" for a name without one (/dev/null, a pipe); NULL for
+ * any other suffix. */
+const char *tf_study_plot_format(const char *path);
+
+/* The chart: throughput per GPU (unfrozen and planned) and speedup of
+ * every solved configuration, grouped by schedule, drawn through the
+ * render library (tf/canvas.h) in format ("svg", "png", "pdf"; PNG at 96
+ * dpi) into *data (malloc'd, caller frees, *len bytes).  Returns 0,
+ * TF_EINVAL (nothing solved, or a format Graphviz cannot write here) or
+ * TF_ENOMEM. */
+int tf_study_plot(const tf_study_result *r, const char *format, char **data, size_t *len,
+                  tf_error *err);
 
 /* The file name tf_study_write_outputs gives a configuration's profile,
  * e.g. "1F1B-p4-v1-m8-cap0.8-p2p0.profile.json", written into buf[size]. */
 void tf_study_profile_name(const tf_study_config *c, char *buf, size_t size);
 
 /* Writes the study's outputs as one unit (tf_write_files_atomic): the CSV
- * and SVG texts to their paths (either path may be NULL to skip it) and, when
+ * text and the chart's plot_len bytes to their paths (either path may be
+ * NULL to skip it) and, when
  * profile_dir is not NULL, the profile of every solved configuration into
  * that directory (created if missing), so the best ones can go straight
  * into tf-plan and tf-dot.  On any failure no target is replaced.  Returns
  * 0, TF_EINVAL (two configurations would share a profile name), TF_EIO or
  * TF_ENOMEM. */
 int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const char *csv_path,
-                           const char *csv, const char *svg_path, const char *svg,
-                           const char *profile_dir, tf_error *err);
+                           const char *csv, const char *plot_path, const char *plot,
+                           size_t plot_len, const char *profile_dir, tf_error *err);
 
 /* Prints a markdown summary of the best configurations. */
 void tf_study_print_summary(const tf_study_result *r, FILE *f);

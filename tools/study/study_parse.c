@@ -47,6 +47,33 @@ static const struct {
     {"layer_parameters", "parameters", offsetof(tf_stage_times, parameters)},
 };
 
+/* The newest version of study.json this reader reads. */
+enum { STUDY_VERSION = 1 };
+
+/* The fields of each object of a study (docs/tf-study.md); "model" also
+ * takes the layer_* keys of fields[], "embedding" and "head" its stage
+ * keys (known_fields). */
+static const char *const study_fields[] = {"name", "model", "sweep", NULL};
+static const char *const model_fields[] = {
+    "layers", "profile", "embedding", "head", "partition", "microbatch_tokens", NULL};
+static const char *const sweep_fields[] = {
+    "schedule", "ranks", "stages_per_rank", "microbatches", "max_freeze_ratio", "p2p_ms", NULL};
+
+static const tfj_format study_format = {
+    .name = "tf-study", .required = 0, .version = STUDY_VERSION, .fields = study_fields};
+
+/* Fills out (FIELD_COUNT + count of extra + 1 names) with the layer keys
+ * (layer 1) or the stage keys (layer 0) of fields[], then extra. */
+static void known_fields(int layer, const char *const *extra, const char **out)
+{
+    int n = 0;
+    for (int f = 0; f < FIELD_COUNT; f++)
+        out[n++] = layer ? fields[f].layer_key : fields[f].stage_key;
+    for (; extra && *extra; extra++)
+        out[n++] = *extra;
+    out[n] = NULL;
+}
+
 static double *field_ptr(tf_stage_times *t, int f)
 {
     return (double *)((char *)t + fields[f].offset);
@@ -286,6 +313,10 @@ static int read_extra_cost(const tfj_ctx *model_at, const cJSON *model, const ch
         return rc;
     tfj_ctx at;
     tfj_child(model_at, key, &at);
+    const char *known[FIELD_COUNT + 1];
+    known_fields(0, NULL, known);
+    if ((rc = tfj_check_fields(&at, o, known, err)))
+        return rc;
     int given[FIELD_COUNT] = {0};
     for (int f = 0; f < FIELD_COUNT; f++) {
         const double max = strstr(fields[f].stage_key, "_ms") ? TF_MAX_DURATION_MS : HUGE_VAL;
@@ -326,7 +357,10 @@ static int parse_model(const tfj_ctx *root_at, const cJSON *root, tf_study *s, t
         return rc;
     tfj_ctx at;
     tfj_child(root_at, "model", &at);
-    if ((rc = tfj_int(&at, model, "layers", 1, 0, 1, TF_STUDY_MAX_LAYERS, &s->layers, err)))
+    const char *known[FIELD_COUNT + sizeof model_fields / sizeof *model_fields];
+    known_fields(1, model_fields, known);
+    if ((rc = tfj_check_fields(&at, model, known, err)) ||
+        (rc = tfj_int(&at, model, "layers", 1, 0, 1, TF_STUDY_MAX_LAYERS, &s->layers, err)))
         return rc;
     s->layer = calloc((size_t)s->layers, sizeof *s->layer);
     if (!s->layer)
@@ -585,7 +619,8 @@ static int parse_sweep(const tfj_ctx *root_at, const cJSON *root, tf_study *s, t
         return rc;
     tfj_ctx at;
     tfj_child(root_at, "sweep", &at);
-    if ((rc = check_config_count(&at, sweep, s, err)) ||
+    if ((rc = tfj_check_fields(&at, sweep, sweep_fields, err)) ||
+        (rc = check_config_count(&at, sweep, s, err)) ||
         (rc = read_schedules(&at, sweep, s, err)) ||
         (rc = read_list(&at, sweep, "ranks", 1, 'i', 1, TF_MAX_RANKS, &s->ranks, NULL,
                         &s->n_ranks, err)) ||
@@ -616,19 +651,9 @@ static int parse_sweep(const tfj_ctx *root_at, const cJSON *root, tf_study *s, t
 static int parse_study(const cJSON *root, tf_study *s, tf_error *err)
 {
     tfj_ctx at = {.where = s->source, .path = "$"};
-    if (!cJSON_IsObject(root))
-        return tfj_fail(&at, root, "expected a JSON object (a tf-study)", err);
-    const char *format = "tf-study", *name = NULL;
-    int version = 1, rc;
-    if ((rc = tfj_string(&at, root, "format", 0, "tf-study", &format, err)))
-        return rc;
-    if (strcmp(format, "tf-study") != 0) {
-        tfj_ctx format_at;
-        tfj_child(&at, "format", &format_at);
-        return tfj_fail(&format_at, cJSON_GetObjectItemCaseSensitive(root, "format"),
-                       "expected \"tf-study\"", err);
-    }
-    if ((rc = tfj_int(&at, root, "version", 0, 1, 1, 1, &version, err)) ||
+    const char *name = NULL;
+    int version, rc;
+    if ((rc = tfj_check_document(&at, root, &study_format, &version, err)) ||
         (rc = tfj_string(&at, root, "name", 0, NULL, &name, err)))
         return rc;
     if (name) {

@@ -52,8 +52,8 @@ void tf_study_profile_name(const tf_study_config *c, char *buf, size_t size)
 }
 
 int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const char *csv_path,
-                           const char *csv, const char *svg_path, const char *svg,
-                           const char *profile_dir, tf_error *err)
+                           const char *csv, const char *plot_path, const char *plot,
+                           size_t plot_len, const char *profile_dir, tf_error *err)
 {
     int max_files = 2 + (profile_dir ? r->n_rows : 0), count = 0, rc = 0;
     const char **paths = calloc((size_t)max_files + 1, sizeof *paths);
@@ -68,10 +68,10 @@ int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const ch
         data[count] = csv;
         lens[count++] = strlen(csv);
     }
-    if (svg_path) {
-        paths[count] = svg_path;
-        data[count] = svg;
-        lens[count++] = strlen(svg);
+    if (plot_path) {
+        paths[count] = plot_path;
+        data[count] = plot;
+        lens[count++] = plot_len;
     }
     /* Entries from here on are profiles whose path and text are ours. */
     const int first_profile = count;
@@ -162,12 +162,6 @@ static void table_row(FILE *f, const char *first, const tf_study_row *w)
             w->speedup, w->tokens_per_s_planned, w->tokens_per_s_planned / c->ranks,
             100.0 * w->bubble_ratio_unfrozen, 100.0 * w->bubble_ratio_planned,
             w->mean_freeze_ratio);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Index of the best solved row matching the filter (by planned tokens/s,
@@ -275,8 +269,7 @@ void tf_study_print_summary(const tf_study_result *r, FILE *f)
             bubble_p += w->bubble_ratio_planned;
             freeze += w->mean_freeze_ratio;
         }
-        qsort(speedups, (size_t)n, sizeof *speedups, cmp_double);
-        double median = n % 2 ? speedups[n / 2] : 0.5 * (speedups[n / 2 - 1] + speedups[n / 2]);
+        double median = tf_median(speedups, n); /* sorts: [0] and [n - 1] are the extremes */
         fprintf(f, "| %s | %d | %.3fx | %.3fx | %.3fx | %.1f%% -> %.1f%% | %.2f |\n", name, n,
                 speedups[0], median, speedups[n - 1], 100.0 * bubble_u / n,
                 100.0 * bubble_p / n, freeze / n);

@@ -45,19 +45,6 @@ void st_printf(st_text *t, const char *fmt, ...)
     t->len += (size_t)need;
 }
 
-void st_xml(st_text *t, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': st_printf(t, "&amp;"); break;
-        case '<': st_printf(t, "&lt;"); break;
-        case '>': st_printf(t, "&gt;"); break;
-        case '"': st_printf(t, "&quot;"); break;
-        default: st_printf(t, "%c", *s); break;
-        }
-    }
-}
-
 int st_finish(st_text *t, char **out)
 {
     *out = NULL;

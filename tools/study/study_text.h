@@ -1,4 +1,4 @@
-/* study_text.h - a growing text buffer for the CSV, SVG and summary
+/* study_text.h - a growing text buffer for the CSV and the summary
  * (private to tools/study). */
 #ifndef TF_STUDY_TEXT_H
 #define TF_STUDY_TEXT_H
@@ -18,9 +18,6 @@ void st_printf(st_text *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-
-/* Appends s with &, <, >, " escaped for XML text and attributes. */
-void st_xml(st_text *t, const char *s);
 
 /* Hands the text to the caller (*out, caller frees) and returns 0, or frees
  * it and returns TF_ENOMEM if any append failed. */

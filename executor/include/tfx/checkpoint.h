@@ -1,14 +1,15 @@
 /* checkpoint.h - saving and resuming a training run.
  *
- * A checkpoint is one binary file DIR/tf-exec.ckpt ("TFXCKPT2") holding the
+ * A checkpoint is one binary file DIR/tf-exec.ckpt ("TFXCKPT3") holding the
  * run's shape (model sizes, pipeline, seed, freeze selection), the number
- * of steps done,
- * the rotate offsets of the freeze selector, and every tensor's parameters,
- * AdamW moments and step count, followed by a 64-bit FNV-1a checksum.  It is
- * written atomically (temporary file + rename), so a crash while saving
- * leaves the previous checkpoint intact.  Data batches and random freeze
+ * of steps done, the rotate offsets of the freeze selector, and every
+ * tensor's parameters, AdamW moments and step count, followed by a 64-bit
+ * FNV-1a checksum.  It is written atomically (temporary file + rename), so
+ * a crash while saving leaves the previous checkpoint intact.  Data batches and random freeze
  * choices are functions of (seed, step), so a resumed run continues
- * bit-identically.
+ * bit-identically.  The format changes whenever what a run draws from a
+ * seed changes (TFXCKPT3: the Threefry streams of tfx/rng.h), and files of
+ * an older format are refused, naming both formats.
  */
 #ifndef TFX_CHECKPOINT_H
 #define TFX_CHECKPOINT_H
@@ -30,7 +31,7 @@ typedef struct tfx_checkpoint_meta {
 } tfx_checkpoint_meta;
 
 /* The first 8 bytes of a checkpoint file of this version. */
-#define TFX_CHECKPOINT_MAGIC "TFXCKPT2"
+#define TFX_CHECKPOINT_MAGIC "TFXCKPT3"
 
 /* The checksum that ends a checkpoint file: 64-bit FNV-1a of every byte
  * before it (tools that edit a checkpoint, such as the tests, recompute it
@@ -49,7 +50,8 @@ int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selec
 /* Loads DIR/tf-exec.ckpt into p and sel if it exists.  *found is 0 when there
  * is no checkpoint (then nothing changes and 0 is returned).  The stored
  * shape must equal `expect` (all fields but step): a mismatch is TF_EINVAL
- * naming the field and both values; a damaged file (short, bad magic,
+ * naming the field and both values; a file of an older format is TF_EINVAL
+ * naming its format and this one; a damaged file (short, bad magic,
  * checksum) is TF_EINVAL, and so is an intact one holding a value out of
  * range (a negative step or optimizer step count, a rotate offset beyond
  * its stage, a parameter or moment that is not finite, a negative second

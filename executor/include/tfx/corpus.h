@@ -40,6 +40,9 @@ typedef struct tfx_corpus {
     char source[512];      /* "built-in source base ..." or the path */
 } tfx_corpus;
 
+/* Whether name is a built-in source, "base" or "shifted": 1 or 0. */
+int tfx_corpus_is_source(const char *name);
+
 /* Generates `len` bytes of the built-in source `name` ("base" or "shifted")
  * for sequences of `context` tokens.  Returns 0, TF_EINVAL naming --source
  * and the value when the name is unknown or len is too small for a training

@@ -40,9 +40,9 @@ int tfx_registry_create_backend(const tfx_backend_spec *spec, tfx_backend *out,
                                 tf_error *err);
 
 /* Checks, before anything waits for other processes, that `backend` exists
- * and that `transport` (NULL: the backend's default) can join `processes`
- * processes.  Returns 0, or TF_EINVAL naming the backend or the transport
- * and what to use instead. */
+ * and that `transport` (NULL: the backend's default) is one of the
+ * backend's and can join `processes` processes.  Returns 0, or TF_EINVAL
+ * naming the backend or the transport and what to use instead. */
 int tfx_registry_check_transport(const char *backend, const char *transport, int processes,
                                  tf_error *err);
 

@@ -239,7 +239,7 @@ static void linear_bias_init(const tfx_model_layout *l, int tensor, uint64_t see
         return;
     }
     const double bound = 1.0 / sqrt((double)w->cols);
-    tfx_rng r = tfx_rng_for(seed, 0x1417, (uint64_t)tensor, 0);
+    tfx_rng r = tfx_rng_for(seed, TFX_RNG_WEIGHTS, (uint64_t)tensor, 0, 0);
     for (size_t i = 0; i < t->count; i++)
         out[i] = (float)(bound * (2.0 * tfx_rng_uniform(&r) - 1.0));
 }
@@ -266,7 +266,7 @@ void tfx_model_init_tensor(const tfx_model_layout *l, int tensor, uint64_t seed,
             std /= sqrt(2.0 * l->config.layers);
         break;
     }
-    tfx_rng r = tfx_rng_for(seed, 0x1417, (uint64_t)tensor, 0);
+    tfx_rng r = tfx_rng_for(seed, TFX_RNG_WEIGHTS, (uint64_t)tensor, 0, 0);
     for (size_t i = 0; i < t->count; i++)
         host_out[i] = (float)(std * tfx_rng_normal(&r));
 }

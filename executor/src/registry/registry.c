@@ -172,6 +172,12 @@ static int check_across(const backend_row *b, const char *name, const transport_
                    t ? t->in_process_only : "unknown", processes, b->launched_use);
 }
 
+static int unknown_transport(const backend_row *b, const char *name, tf_error *err)
+{
+    return tf_fail(err, TF_EINVAL, "--transport \"%s\": unknown for the %s backend (%s)", name,
+                   b->name, b->choices);
+}
+
 int tfx_registry_check_transport(const char *backend, const char *transport, int processes,
                                  tf_error *err)
 {
@@ -179,7 +185,10 @@ int tfx_registry_check_transport(const char *backend, const char *transport, int
     int rc = find_backend(backend, &b, err);
     if (rc < 0 || !transport)
         return rc;
-    return check_across(b, transport, find_transport(b, transport), processes, err);
+    const transport_row *t = find_transport(b, transport);
+    if ((rc = check_across(b, transport, t, processes, err)) < 0)
+        return rc;
+    return t ? 0 : unknown_transport(b, transport, err);
 }
 
 int tfx_registry_create_transport(const tfx_transport_spec *spec, tfx_transport *out,
@@ -195,7 +204,6 @@ int tfx_registry_create_transport(const tfx_transport_spec *spec, tfx_transport 
     if ((rc = check_across(b, name, t, spec->processes, err)) < 0)
         return rc;
     if (!t)
-        return tf_fail(err, TF_EINVAL, "--transport \"%s\": unknown for the %s backend (%s)", name,
-                       b->name, b->choices);
+        return unknown_transport(b, name, err);
     return t->create(spec, out, err);
 }

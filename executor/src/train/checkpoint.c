@@ -209,6 +209,30 @@ static size_t largest_checkpoint(const tfx_model_layout *l)
     return bytes;
 }
 
+/* The formats before TFX_CHECKPOINT_MAGIC, and why they cannot be read. */
+static const struct {
+    char magic[9];
+    const char *why;
+} OLD_FORMATS[] = {
+    {"TFXCKPT1", "whose model had no attention"},
+    {"TFXCKPT2", "whose random streams (initial weights, data windows, freeze choices) "
+                 "differ from this one's, so going on from it would mix the numbers of two "
+                 "generators"},
+};
+
+/* TF_EINVAL naming the old format of `data` (len bytes) and the current
+ * one, or 0 when it is not an old format. */
+static int refuse_old_format(const char *path, const char *data, size_t len, tf_error *err)
+{
+    for (size_t i = 0; i < sizeof OLD_FORMATS / sizeof OLD_FORMATS[0]; i++)
+        if (len >= 8 && memcmp(data, OLD_FORMATS[i].magic, 8) == 0)
+            return tf_fail(err, TF_EINVAL, "checkpoint %s: format %s, written by an older "
+                           "tf-exec %s; this tf-exec reads %s only (train again from scratch)",
+                           path, OLD_FORMATS[i].magic, OLD_FORMATS[i].why,
+                           TFX_CHECKPOINT_MAGIC);
+    return 0;
+}
+
 /* Reads the file whole (at most limit bytes) and checks its magic and
  * checksum; *c gets the part between them. */
 static int read_checked(const char *path, size_t limit, char **data, cursor *c, tf_error *err)
@@ -217,9 +241,9 @@ static int read_checked(const char *path, size_t limit, char **data, cursor *c, 
     int rc = tf_read_file_limit(path, limit, data, &len, err);
     if (rc < 0)
         return rc;
-    if (len >= 8 && memcmp(*data, "TFXCKPT1", 8) == 0)
-        return tf_fail(err, TF_EINVAL, "checkpoint %s: written by an older tf-exec, whose "
-                       "model had no attention; it cannot be loaded", path);
+    rc = refuse_old_format(path, *data, len, err);
+    if (rc < 0)
+        return rc;
     if (len < 8 + sizeof(uint64_t) || memcmp(*data, TFX_CHECKPOINT_MAGIC, 8) != 0)
         return tf_fail(err, TF_EINVAL, "checkpoint %s: not a tf-exec checkpoint (bad magic)",
                        path);

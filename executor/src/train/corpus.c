@@ -16,6 +16,10 @@
 #define SHIFTED_SHARE 0.25       /* pairs the shifted source gives new successors */
 #define SOURCE_SEED 0xC0FFEE2026ull
 
+/* The parts of a built-in source, each its own stream (the first
+ * coordinate of TFX_RNG_SOURCE; the second is the source). */
+enum { PART_TABLE = 1, PART_TEXT = 2, PART_SHIFT = 3 };
+
 static const char ALPHABET[SYMBOLS + 1] = "etaoinshrdlcu .,";
 
 /* One row of the transition table: LIKELY_SUCCESSORS distinct successors
@@ -27,7 +31,7 @@ static void draw_row(tfx_rng *r, double *row)
     for (int j = 0; j < LIKELY_SUCCESSORS; j++) {
         int fresh;
         do {
-            to[j] = (int)(tfx_rng_next(r) % SYMBOLS);
+            to[j] = (int)tfx_rng_below(r, SYMBOLS);
             fresh = 1;
             for (int i = 0; i < j; i++)
                 fresh &= to[i] != to[j];
@@ -44,8 +48,8 @@ static void draw_row(tfx_rng *r, double *row)
 /* The table of source `shifted` (0 base, 1 shifted): SYMBOLS^2 rows. */
 static void source_table(int shifted, double *P)
 {
-    tfx_rng base = tfx_rng_for(SOURCE_SEED, 1, 0, 0);
-    tfx_rng shift = tfx_rng_for(SOURCE_SEED, 3, 0, 0);
+    tfx_rng base = tfx_rng_for(SOURCE_SEED, TFX_RNG_SOURCE, PART_TABLE, 0, 0);
+    tfx_rng shift = tfx_rng_for(SOURCE_SEED, TFX_RNG_SOURCE, PART_SHIFT, 0, 0);
     for (int pair = 0; pair < SYMBOLS * SYMBOLS; pair++) {
         double *row = P + (size_t)pair * SYMBOLS;
         draw_row(&base, row);
@@ -169,18 +173,30 @@ static size_t validation_bytes(size_t len, int context)
     return v < min ? min : v;
 }
 
+/* The built-in sources; a source's index is whether it is shifted. */
+static const char *const source_names[] = {"base", "shifted"};
+
+static int source_index(const char *name)
+{
+    for (int i = 0; name && i < (int)(sizeof source_names / sizeof *source_names); i++)
+        if (strcmp(name, source_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int tfx_corpus_is_source(const char *name)
+{
+    return source_index(name) >= 0;
+}
+
 int tfx_corpus_builtin(const char *name, size_t len, int context, tfx_corpus *out,
                        tf_error *err)
 {
     int rc = 0;
     double *P = NULL;
     memset(out, 0, sizeof *out);
-    int shifted;
-    if (name && strcmp(name, "base") == 0)
-        shifted = 0;
-    else if (name && strcmp(name, "shifted") == 0)
-        shifted = 1;
-    else
+    int shifted = source_index(name);
+    if (shifted < 0)
         return tf_fail(err, TF_EINVAL, "--source \"%s\": unknown built-in source (known: base, "
                        "shifted)", name ? name : "(null)");
     if (len < 4 * ((size_t)context + 1))
@@ -189,7 +205,7 @@ int tfx_corpus_builtin(const char *name, size_t len, int context, tfx_corpus *ou
     TFX_CALLOC(P, (size_t)SYMBOLS * SYMBOLS * SYMBOLS);
     TFX_CALLOC(out->bytes, len);
     source_table(shifted, P);
-    tfx_rng r = tfx_rng_for(SOURCE_SEED, 2, (uint64_t)shifted, 0);
+    tfx_rng r = tfx_rng_for(SOURCE_SEED, TFX_RNG_SOURCE, PART_TEXT, (uint64_t)shifted, 0);
     int a = 0, b = 0;
     for (size_t i = 0; i < len; i++) {
         int c = draw_symbol(P + ((size_t)a * SYMBOLS + b) * SYMBOLS, tfx_rng_uniform(&r));
@@ -264,10 +280,10 @@ void tfx_corpus_batch(const tfx_corpus *c, uint64_t seed, long step, int microba
     const size_t positions = c->train_len - (size_t)context;
     for (int m = 0; m < microbatches; m++)
         for (int q = 0; q < seqs; q++) {
-            tfx_rng r = tfx_rng_for(seed, 0xDA7A, (uint64_t)step,
-                                    ((uint64_t)m << 32) | (uint32_t)q);
-            put_window(c, (size_t)(tfx_rng_next(&r) % positions), (size_t)m * seqs + q,
-                       context, inputs, targets);
+            tfx_rng r = tfx_rng_for(seed, TFX_RNG_DATA, (uint64_t)step, (uint64_t)m,
+                                    (uint64_t)q);
+            put_window(c, (size_t)tfx_rng_below(&r, positions), (size_t)m * seqs + q, context,
+                       inputs, targets);
         }
 }
 

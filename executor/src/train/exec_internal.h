@@ -69,13 +69,4 @@ void tfx_exec_run_describe(const tfx_exec_run *r, const char *what);
 int tfx_exec_check_writable(const tfx_exec_options *o, const char *flag, const char *path,
                             tf_error *err);
 
-/* Median of v[0..n-1] (sorts v); 0 for n == 0. */
-double tfx_exec_median(double *v, int n);
-
-/* The word for a count: one when n is 1, else many ("1 step", "2 steps"). */
-static inline const char *tfx_plural(long n, const char *one, const char *many)
-{
-    return n == 1 ? one : many;
-}
-
 #endif

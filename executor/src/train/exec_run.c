@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "tf/util.h"
 
 #define BUILTIN_CORPUS_BYTES (1u << 20)
 
@@ -245,16 +246,10 @@ void tfx_exec_run_describe(const tfx_exec_run *r, const char *what)
 {
     const tf_schedule *s = &r->sched;
     fprintf(r->out, "%s %s: %d %s x %d %s per rank, %d %s x %d tokens, %.0f parameters", what,
-            s->name, s->ranks, tfx_plural(s->ranks, "rank", "ranks"), s->stages_per_rank,
-            tfx_plural(s->stages_per_rank, "stage", "stages"), s->microbatches,
-            tfx_plural(s->microbatches, "microbatch", "microbatches"), r->tokens,
+            s->name, s->ranks, tf_plural(s->ranks, "rank", "ranks"), s->stages_per_rank,
+            tf_plural(s->stages_per_rank, "stage", "stages"), s->microbatches,
+            tf_plural(s->microbatches, "microbatch", "microbatches"), r->tokens,
             tfx_model_parameter_count(tfx_pipeline_layout(r->p), -1));
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int tfx_exec_check_writable(const tfx_exec_options *o, const char *flag, const char *path,
@@ -276,12 +271,4 @@ int tfx_exec_check_writable(const tfx_exec_options *o, const char *flag, const c
         why = errno;
     }
     return tf_fail(err, TF_EIO, "%s %s: cannot write there: %s", flag, path, strerror(why));
-}
-
-double tfx_exec_median(double *v, int n)
-{
-    if (n <= 0)
-        return 0.0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }

@@ -89,8 +89,8 @@ int tfx_freeze_select(tfx_freeze_selector *sel, long step, int stage, int microb
         w[i] = (stage == 0 && K > 1) ? 1.0 - 0.9 * (double)i / (K - 1) : 1.0;
         total += w[i];
     }
-    tfx_rng r = tfx_rng_for(sel->seed, 0xF2EE5E, (uint64_t)step,
-                            ((uint64_t)stage << 32) | (uint32_t)microbatch);
+    tfx_rng r = tfx_rng_for(sel->seed, TFX_RNG_FREEZE, (uint64_t)step, (uint64_t)stage,
+                            (uint64_t)microbatch);
     for (int j = 0; j < k; j++) {
         double x = tfx_rng_uniform(&r) * total;
         int pick = -1;

@@ -7,23 +7,8 @@
 #include <string.h>
 
 #include "check.h"
-
-/* The action whose message action i receives when that comes from another
- * rank: the forward of the previous stage for an F, the backward (B or I)
- * of the next stage for a B or I; else -1. */
-static int sender_of(const tf_schedule *s, const int *index, int i)
-{
-    const tf_action *a = &s->actions[i];
-    int u = -1;
-    if (a->type == TF_ACT_F && a->stage > 0) {
-        u = tf_schedule_lookup(s, index, TF_ACT_F, a->stage - 1, a->microbatch);
-    } else if ((a->type == TF_ACT_B || a->type == TF_ACT_I) && a->stage < s->stages - 1) {
-        u = tf_schedule_lookup(s, index, TF_ACT_B, a->stage + 1, a->microbatch);
-        if (u < 0)
-            u = tf_schedule_lookup(s, index, TF_ACT_I, a->stage + 1, a->microbatch);
-    }
-    return u >= 0 && s->actions[u].rank != a->rank ? u : -1;
-}
+#include "tf/profile_samples.h"
+#include "tf/util.h"
 
 int tfx_measure_init(tfx_measure *m, const tf_schedule *s, int steps, tf_error *err)
 {
@@ -43,7 +28,7 @@ int tfx_measure_init(tfx_measure *m, const tf_schedule *s, int steps, tf_error *
     if (!(index = tf_schedule_index(s)))
         TFX_TRY(tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__));
     for (int i = 0; i < s->n_actions; i++)
-        m->sender[i] = sender_of(s, index, i);
+        m->sender[i] = tf_schedule_sender(s, index, i);
 fail:
     free(index);
     return rc;
@@ -120,7 +105,7 @@ void tfx_measure_add(tfx_measure *m, const tfx_pipeline *p, int frozen,
 static double median_of(const double *v, int n, double *scratch)
 {
     memcpy(scratch, v, (size_t)n * sizeof *v);
-    return tfx_exec_median(scratch, n);
+    return tf_median(scratch, n);
 }
 
 int tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c, tf_error *err)
@@ -144,7 +129,7 @@ void tfx_measure_print_clock(const tfx_clock_figures *c, FILE *out)
     if (c->n_lag)
         fprintf(out, "  messages between ranks: lag %.3f ms (median of %d %s), in the DAG as "
                      "p2p_ms\n",
-                c->lag_ms, c->n_lag, tfx_plural(c->n_lag, "wait", "waits"));
+                c->lag_ms, c->n_lag, tf_plural(c->n_lag, "wait", "waits"));
     else
         fprintf(out, "  messages between ranks: no rank waited for one; p2p_ms 0\n");
     fprintf(out,
@@ -153,98 +138,44 @@ void tfx_measure_print_clock(const tfx_clock_figures *c, FILE *out)
             c->startup_ms, c->tail_ms, c->optimizer_ms);
 }
 
-/* Per action: the median full and frozen time.  F and I do not depend on
- * freezing, so the samples of both kinds count for them. */
-static int action_medians(const tfx_measure *m, tf_profile *prof, tf_error *err)
+/* Every action's compute time in every step added, as samples. */
+static tf_sample *samples_of(const tfx_measure *m, size_t *n)
 {
-    int rc = 0;
     const tf_schedule *s = m->s;
-    const int S = m->steps;
-    double *sample = NULL;
-    TFX_CALLOC(sample, 2 * S);
-    TFX_CALLOC(prof->overrides, s->n_actions);
-    for (int i = 0; i < s->n_actions; i++) {
-        const tf_action *a = &s->actions[i];
-        tf_action_time *ov = &prof->overrides[prof->n_overrides++];
-        ov->type = a->type;
-        ov->stage = a->stage;
-        ov->microbatch = a->microbatch;
-        const int fi = a->type == TF_ACT_F || a->type == TF_ACT_I;
-        int c = 0;
+    const size_t per_action = (size_t)m->n_full + (size_t)m->n_frozen;
+    tf_sample *x = malloc(((size_t)s->n_actions * per_action + 1) * sizeof *x);
+    *n = 0;
+    for (int i = 0; x && i < s->n_actions; i++) {
         for (int k = 0; k < m->n_full; k++)
-            sample[c++] = m->full[(size_t)i * S + k];
-        for (int k = 0; fi && k < m->n_frozen; k++)
-            sample[c++] = m->frozen[(size_t)i * S + k];
-        ov->ms = tfx_exec_median(sample, c);
-        ov->frozen_ms = -1.0;
-        if (a->type == TF_ACT_B || a->type == TF_ACT_W) {
-            for (int k = 0; k < m->n_frozen; k++)
-                sample[k] = m->frozen[(size_t)i * S + k];
-            /* Noise can make a frozen median exceed the full one; never let it. */
-            ov->frozen_ms = fmin(tfx_exec_median(sample, m->n_frozen), ov->ms);
-        }
+            x[(*n)++] = (tf_sample){i, 0, m->full[(size_t)i * m->steps + k]};
+        for (int k = 0; k < m->n_frozen; k++)
+            x[(*n)++] = (tf_sample){i, 1, m->frozen[(size_t)i * m->steps + k]};
     }
-fail:
-    free(sample);
-    return rc;
+    return x;
 }
 
-/* Mean action times of one stage, by kind. */
-typedef struct stage_sums {
-    double f, b, b_frozen, i, w, w_frozen;
-    int nf, nb, ni, nw;
-} stage_sums;
-
-static void add_action(stage_sums *sum, const tf_action_time *ov)
+/* The profile of the steps added (tf/profile_samples.h), with each stage's
+ * parameter count, and a line per stage on the run's output. */
+static int build_profile(const tfx_measure *m, const tfx_exec_run *r, tf_profile *prof,
+                         tf_error *err)
 {
-    switch (ov->type) {
-    case TF_ACT_F: sum->f += ov->ms; sum->nf++; break;
-    case TF_ACT_B: sum->b += ov->ms; sum->b_frozen += ov->frozen_ms; sum->nb++; break;
-    case TF_ACT_I: sum->i += ov->ms; sum->ni++; break;
-    case TF_ACT_W: sum->w += ov->ms; sum->w_frozen += ov->frozen_ms; sum->nw++; break;
-    }
-}
-
-static void stage_means(const stage_sums *sum, tf_stage_times *t)
-{
-    t->forward_ms = sum->nf ? sum->f / sum->nf : 0.0;
-    t->backward_input_ms = sum->ni ? sum->i / sum->ni : 0.0;
-    t->backward_weight_ms = sum->nw ? sum->w / sum->nw : 0.0;
-    t->backward_weight_frozen_ms = sum->nw ? sum->w_frozen / sum->nw : 0.0;
-    if (sum->nb) {
-        t->backward_ms = sum->b / sum->nb;
-        t->backward_frozen_ms = sum->b_frozen / sum->nb;
-    } else { /* split stage: a full backward is I + W */
-        t->backward_ms = t->backward_input_ms + t->backward_weight_ms;
-        t->backward_frozen_ms = t->backward_input_ms + t->backward_weight_frozen_ms;
-    }
-}
-
-/* The per-stage part of the profile from its per-action times, one line
- * each on the run's output. */
-static int stage_times(const tfx_exec_run *r, tf_profile *prof, tf_error *err)
-{
-    int rc = 0;
-    const tf_schedule *s = &r->sched;
-    stage_sums *sums = NULL;
-    TFX_CALLOC(sums, s->stages);
-    TFX_CALLOC(prof->max_freeze_ratio, s->stages);
-    TFX_CALLOC(prof->stages, s->stages);
-    for (int i = 0; i < prof->n_overrides; i++)
-        add_action(&sums[prof->overrides[i].stage], &prof->overrides[i]);
-    for (int st = 0; st < s->stages; st++) {
+    size_t n;
+    tf_sample *x = samples_of(m, &n);
+    if (!x)
+        return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
+    const tf_sample_options o = {.max_freeze_ratio = r->o->max_freeze_ratio, .pair_spans = 0};
+    int rc = tf_profile_from_samples(m->s, x, n, &o, prof, NULL, err);
+    free(x);
+    const tf_schedule *s = m->s;
+    for (int st = 0; rc == 0 && st < s->stages; st++) {
         tf_stage_times *t = &prof->stages[st];
-        stage_means(&sums[st], t);
         t->parameters = tfx_model_parameter_count(tfx_pipeline_layout(r->p), st);
-        prof->max_freeze_ratio[st] = r->o->max_freeze_ratio;
         fprintf(r->out,
                 "  stage %d (rank %d): F %.3f ms, B %.3f ms, B frozen %.3f ms%s, %.0f "
                 "parameters\n",
                 st, s->stage_rank[st], t->forward_ms, t->backward_ms, t->backward_frozen_ms,
-                sums[st].ni ? " (split I/W)" : "", t->parameters);
+                t->backward_input_ms > 0 ? " (split I/W)" : "", t->parameters);
     }
-fail:
-    free(sums);
     return rc;
 }
 
@@ -258,12 +189,9 @@ int tfx_measure_profile(const tfx_measure *m, const tfx_exec_run *r, tf_profile 
         return tf_fail(err, TF_EINVAL, "a profile needs an unfrozen and a frozen step (%d, %d)",
                        m->n_full, m->n_frozen);
     TFX_TRY(tfx_measure_clock(m, &c, err));
+    TFX_TRY(build_profile(m, r, out, err));
     out->microbatch_tokens = r->tokens;
     out->p2p_ms = c.lag_ms;
-    if (tf_schedule_copy(m->s, &out->schedule) < 0)
-        TFX_TRY(tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__));
-    TFX_TRY(action_medians(m, out, err));
-    TFX_TRY(stage_times(r, out, err));
     tfx_measure_print_clock(&c, r->out);
     return 0;
 fail:

@@ -72,10 +72,11 @@ void tfx_measure_add(tfx_measure *m, const tfx_pipeline *p, int frozen,
  * zeroed: the lag goes into the plan, so a missing figure is an error. */
 int tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c, tf_error *err);
 
-/* The profile of the steps added (at least one of each kind): per action the
- * median compute time unfrozen and frozen, per stage the means, p2p_ms the
- * median lag, the caps from --max-freeze-ratio; prints a line per stage and
- * one for the clock on r->out.  *out is the caller's (tf_profile_free) on
+/* The profile of the steps added (at least one of each kind), built by
+ * tf_profile_from_samples: per action the median compute time unfrozen and
+ * frozen, per stage the medians of its actions; p2p_ms the median lag, the
+ * caps from --max-freeze-ratio; prints a line per stage and one for the
+ * clock on r->out.  *out is the caller's (tf_profile_free) on
  * success and zeroed on error.  Returns 0, TF_EINVAL when a kind has no
  * step, or TF_ENOMEM. */
 int tfx_measure_profile(const tfx_measure *m, const tfx_exec_run *r, tf_profile *out,

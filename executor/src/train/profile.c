@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "measure.h"
+#include "tf/util.h"
 
 /* Warms up, then alternates unfrozen and fully frozen steps so that slow
  * drifts (frequency, other load) affect both measurements alike. */
@@ -63,7 +64,7 @@ int tfx_exec_profile(const tfx_exec_options *o, tf_error *err)
     if (!tfx_exec_launched(o) || o->launch.rank == 0) {
         TFX_TRY(tf_profile_save(&prof, o->profile_out, err));
         fprintf(r.out, "wrote %s (%d actions, median of %d %s each, unfrozen and frozen)\n",
-                o->profile_out, r.sched.n_actions, m.steps, tfx_plural(m.steps, "step", "steps"));
+                o->profile_out, r.sched.n_actions, m.steps, tf_plural(m.steps, "step", "steps"));
     }
 fail:
     tfx_exec_run_close(&r, rc, err);

@@ -221,11 +221,11 @@ static void print_auto_header(const trainer *tr)
             "auto-plan: warm-up steps 1-%ld unfrozen, measuring steps %ld-%ld (%d unfrozen and "
             "%d fully frozen, alternating), then the plan (%s, cap %.2f) ramped in over %d %s",
             w, w + 1, w + m, o->profile_steps, o->profile_steps, tf_objective_name(o->objective),
-            o->max_freeze_ratio, o->ramp, tfx_plural(o->ramp, "step", "steps"));
+            o->max_freeze_ratio, o->ramp, tf_plural(o->ramp, "step", "steps"));
     if (o->replan_threshold > 0)
         fprintf(tr->run.out, "; re-plan beyond %.1f%% drift for %d %s\n",
                 100.0 * o->replan_threshold, o->replan_patience,
-                tfx_plural(o->replan_patience, "step", "steps"));
+                tf_plural(o->replan_patience, "step", "steps"));
     else
         fprintf(tr->run.out, "; no re-planning\n");
 }
@@ -601,18 +601,18 @@ static void summarize(trainer *tr)
     sum->entropy_floor = tr->run.corpus.entropy_floor;
     sum->best_bigram = tr->run.corpus.best_bigram;
     sum->gflops = tr->train_ms > 0 ? tr->flops / (tr->train_ms * 1e6) : 0.0;
-    sum->unfrozen_batch_ms = tfx_exec_median(tr->unfrozen_ms, tr->n_unfrozen);
-    sum->frozen_batch_ms = tfx_exec_median(tr->frozen_ms, tr->n_frozen);
-    double us = tfx_exec_median(tr->unfrozen_step, tr->n_unfrozen);
-    double fs = tfx_exec_median(tr->frozen_step, tr->n_frozen);
+    sum->unfrozen_batch_ms = tf_median(tr->unfrozen_ms, tr->n_unfrozen);
+    sum->frozen_batch_ms = tf_median(tr->frozen_ms, tr->n_frozen);
+    double us = tf_median(tr->unfrozen_step, tr->n_unfrozen);
+    double fs = tf_median(tr->frozen_step, tr->n_frozen);
     sum->unfrozen_tokens_per_s = us > 0 ? batch_tokens / (us / 1e3) : 0.0;
     sum->frozen_tokens_per_s = fs > 0 ? batch_tokens / (fs / 1e3) : 0.0;
     if (tr->have_plan) {
         sum->planned_unfrozen_ms = tr->plan.batch_ms_unfrozen;
         sum->planned_ms = tr->plan.batch_ms_planned;
     }
-    sum->unfrozen_replay_ms = tfx_exec_median(tr->unfrozen_replay, tr->n_unfrozen_replay);
-    sum->frozen_replay_ms = tfx_exec_median(tr->frozen_replay, tr->n_frozen_replay);
+    sum->unfrozen_replay_ms = tf_median(tr->unfrozen_replay, tr->n_unfrozen_replay);
+    sum->frozen_replay_ms = tf_median(tr->frozen_replay, tr->n_frozen_replay);
     sum->plans = tr->autoplan ? tr->ap.plans : 0;
 }
 
@@ -644,17 +644,17 @@ static void print_timing(const trainer *tr, FILE *out)
     const int nu = tr->n_unfrozen, nf = tr->n_frozen, plan = tr->have_plan;
     if (nu)
         fprintf(out, "batch time without freezing: measured %.2f ms (median of %d %s)%s",
-                sum->unfrozen_batch_ms, nu, tfx_plural(nu, "step", "steps"), plan ? "" : "\n");
+                sum->unfrozen_batch_ms, nu, tf_plural(nu, "step", "steps"), plan ? "" : "\n");
     if (nu && plan)
         fprintf(out, ", planned %.2f ms\n", sum->planned_unfrozen_ms);
     if (nf && plan)
         fprintf(out,
                 "batch time with the plan's freezing: measured %.2f ms (median of %d %s), "
                 "planned %.2f ms\n",
-                sum->frozen_batch_ms, nf, tfx_plural(nf, "step", "steps"), sum->planned_ms);
+                sum->frozen_batch_ms, nf, tf_plural(nf, "step", "steps"), sum->planned_ms);
     else if (nf)
         fprintf(out, "batch time with freeze ratio %.2f: measured %.2f ms (median of %d %s)\n",
-                tr->o->freeze_ratio, sum->frozen_batch_ms, nf, tfx_plural(nf, "step", "steps"));
+                tr->o->freeze_ratio, sum->frozen_batch_ms, nf, tf_plural(nf, "step", "steps"));
     if (nu)
         fprintf(out, "tokens/s without freezing: %.0f\n", sum->unfrozen_tokens_per_s);
     if (nf)
@@ -669,8 +669,8 @@ static void print_timing(const trainer *tr, FILE *out)
         print_replay(tr, out);
     if (tr->autoplan)
         fprintf(out, "auto-plan: %d %s solved in the run (%d %s)\n", sum->plans,
-                tfx_plural(sum->plans, "plan", "plans"), sum->plans > 0 ? sum->plans - 1 : 0,
-                tfx_plural(sum->plans - 1, "re-plan", "re-plans"));
+                tf_plural(sum->plans, "plan", "plans"), sum->plans > 0 ? sum->plans - 1 : 0,
+                tf_plural(sum->plans - 1, "re-plan", "re-plans"));
 }
 
 static void print_summary(const trainer *tr)

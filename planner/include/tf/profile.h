@@ -22,6 +22,13 @@
  * as tf-exec writes it. */
 #define TF_MAX_PROFILE_BYTES ((size_t)64 << 20)
 
+/* The cap a profile without "max_freeze_ratio" gets, and the frozen times
+ * one without a measured frozen time gets: the reference's defaults, B
+ * frozen = 0.5 x B and W frozen = 0.01 x W. */
+#define TF_DEFAULT_CAP 0.9
+#define TF_DEFAULT_B_FROZEN 0.5
+#define TF_DEFAULT_W_FROZEN 0.01
+
 typedef struct tf_stage_times {
     double forward_ms;
     double backward_ms;                /* full B */

@@ -208,6 +208,13 @@ int *tf_schedule_index(const tf_schedule *s);
 int tf_schedule_lookup(const tf_schedule *s, const int *index, tf_action_type type, int stage,
                        int microbatch);
 
+/* The action on another rank whose output action i takes in (a message
+ * between ranks): the previous stage's F for an F, the next stage's
+ * backward (its B, else its I) for a B or an I.  -1 for a W, at the
+ * pipeline's ends, and when the sender runs on i's own rank.  index as
+ * for tf_schedule_lookup (NULL: searched). */
+int tf_schedule_sender(const tf_schedule *s, const int *index, int i);
+
 /* Deep copy.  Returns 0 or TF_ENOMEM. */
 int tf_schedule_copy(const tf_schedule *src, tf_schedule *dst);
 

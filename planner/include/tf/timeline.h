@@ -88,13 +88,18 @@ int tf_timeline_load(const char *path, tf_plan *out, tf_error *err);
 int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
                             const char *format, char **data, size_t *len, tf_error *err);
 
-/* Advice for a picture too dense to read: when format is "png" (a bitmap
- * cannot be zoomed) and the timeline drawn with opt (NULL: defaults) has
- * dense rows (TF_TIMELINE_DENSE_POINTS), writes a sentence into
- * note[size] that says so and names SVG and the Chrome trace (format
- * chrome) as the formats for that size, and returns 1.  Otherwise, or when
- * the plan cannot be drawn (the render reports why), returns 0 with note
- * "". */
+/* Advice for a picture too dense to label: when format is a picture
+ * ("svg", "png", "pdf", "dot"; not "chrome", not --dag) and more than a
+ * tenth of the boxes of the timeline drawn with opt (NULL: defaults) are
+ * too narrow for any label (boxes near zero, under a fifth of the median
+ * duration, are left out: no width labels a fully frozen W), or its rows
+ * are dense, writes into note[size] how many
+ * boxes (or, for dense rows, TF_TIMELINE_DENSE_POINTS, how many actions
+ * on how many points each) and what to do: the --width that labels every
+ * box (when it is at most 20,000 points), fewer microbatches, or a Chrome
+ * trace (-T chrome); for a PNG, that an SVG can be zoomed.  Returns 1 then.
+ * Otherwise, or when the plan cannot be drawn (the render reports why),
+ * returns 0 with note "". */
 int tf_timeline_density_note(const tf_plan *plan, const tf_timeline_options *opt,
                              const char *format, char *note, size_t size);
 

@@ -1,5 +1,5 @@
 /* util.h - small helpers shared by the modules: files, clocks, progress
- * lines and numbers printed for people. */
+ * lines, numbers printed for people, and the median. */
 #ifndef TF_UTIL_H
 #define TF_UTIL_H
 
@@ -90,5 +90,11 @@ const char *tf_format_significant(double v, int digits, char *out, size_t size);
  * "2 stages"; "1 microbatch", "3 microbatches"), so that no output reads
  * "1 ranks".  Returns one or many. */
 const char *tf_plural(long count, const char *one, const char *many);
+
+/* The median of x[0..n-1]: the middle value, or the mean of the two middle
+ * values; 0 when n < 1.  Sorts x ascending in place, so a caller that
+ * needs the order passes a copy, and one that needs quantiles or the
+ * extremes reads them from x afterwards. */
+double tf_median(double *x, int n);
 
 #endif

@@ -19,26 +19,12 @@ static int compare_edges(const void *a, const void *b)
     return (x->to > y->to) - (x->to < y->to);
 }
 
-/* Index of (type, stage, microbatch) in a dense lookup table. */
-static size_t key_of(const tf_schedule *s, tf_action_type type, int stage, int microbatch)
-{
-    return ((size_t)type * s->stages + (size_t)stage) * s->microbatches + (size_t)microbatch;
-}
-
-static int lookup(const tf_schedule *s, const int *index, tf_action_type type, int stage,
-                  int microbatch)
-{
-    if (stage < 0 || stage >= s->stages || microbatch < 0 || microbatch >= s->microbatches)
-        return -1;
-    return index[key_of(s, type, stage, microbatch)];
-}
-
 /* The backward action of (stage, microbatch) that other stages wait for:
  * B where the stage runs full backwards, I where it splits them. */
 static int backward_of(const tf_schedule *s, const int *index, int stage, int microbatch)
 {
-    int b = lookup(s, index, TF_ACT_B, stage, microbatch);
-    return b >= 0 ? b : lookup(s, index, TF_ACT_I, stage, microbatch);
+    int b = tf_schedule_lookup(s, index, TF_ACT_B, stage, microbatch);
+    return b >= 0 ? b : tf_schedule_lookup(s, index, TF_ACT_I, stage, microbatch);
 }
 
 static void push_edge(edge *edges, int *n, int from, int to, unsigned char rule)
@@ -120,7 +106,8 @@ static int runs_descending(const tf_schedule *s, const int *index, tf_action_typ
 {
     int pairs = 0;
     for (int m = 0; m + 1 < s->microbatches; m++) {
-        int a = lookup(s, index, type, stage, m), b = lookup(s, index, type, stage, m + 1);
+        int a = tf_schedule_lookup(s, index, type, stage, m);
+        int b = tf_schedule_lookup(s, index, type, stage, m + 1);
         if (a < 0 || b < 0)
             continue;
         if (b > a)
@@ -159,7 +146,7 @@ static int collect_edges(const tf_schedule *s, const int *index, const unsigned 
     for (int i = 0; i < s->n_actions; i++) {
         const tf_action *a = &s->actions[i];
         int m = a->microbatch, st = a->stage;
-        int next = lookup(s, index, a->type, st, m + 1);
+        int next = tf_schedule_lookup(s, index, a->type, st, m + 1);
         if (reversed[(size_t)a->type * s->stages + st])
             push_edge(edges, &n_edges, next, i, TF_EDGE_MICROBATCH);
         else
@@ -168,11 +155,11 @@ static int collect_edges(const tf_schedule *s, const int *index, const unsigned 
         case TF_ACT_F:
             push_edge(edges, &n_edges, i, backward_of(s, index, st, m),
                       TF_EDGE_BACKWARD_AFTER_FORWARD);
-            push_edge(edges, &n_edges, i, lookup(s, index, TF_ACT_F, st + 1, m),
+            push_edge(edges, &n_edges, i, tf_schedule_lookup(s, index, TF_ACT_F, st + 1, m),
                       TF_EDGE_FORWARD_NEXT_STAGE);
             break;
         case TF_ACT_I:
-            push_edge(edges, &n_edges, i, lookup(s, index, TF_ACT_W, st, m),
+            push_edge(edges, &n_edges, i, tf_schedule_lookup(s, index, TF_ACT_W, st, m),
                       TF_EDGE_BACKWARD_AFTER_FORWARD);
             /* I passes the input gradient on, like B. */
             push_edge(edges, &n_edges, i, backward_of(s, index, st - 1, m),
@@ -298,8 +285,7 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
 {
     memset(out, 0, sizeof *out);
     const int n = s->n_actions;
-    size_t keys = (size_t)4 * s->stages * s->microbatches;
-    int *index = malloc((keys ? keys : 1) * sizeof *index);
+    int *index = tf_schedule_index(s);
     /* Each action adds at most one edge per rule: rank order, next
      * microbatch, backward after forward (or W after I), next stage, previous
      * stage. */
@@ -313,12 +299,6 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
     if (!index || !edges || !indegree || !reversed) {
         rc = tf_fail(err, TF_ENOMEM, "out of memory building the DAG of %d actions", n);
         goto done;
-    }
-    for (size_t k = 0; k < keys; k++)
-        index[k] = -1;
-    for (int i = 0; i < n; i++) {
-        const tf_action *a = &s->actions[i];
-        index[key_of(s, a->type, a->stage, a->microbatch)] = i;
     }
     mark_reversed(s, index, reversed);
     int n_edges = collect_edges(s, index, reversed, edges);

@@ -7,6 +7,9 @@
  * toolkit's own readers use.  tf-study, built in this tree, includes it
  * from here (tools/CMakeLists.txt).
  *
+ * Every object read is first checked for unknown fields (tfj_check_fields,
+ * tfj_check_document): a misspelled field is an error, never a default.
+ *
  * Every getter returns 0 and stores the value, or TF_EINVAL with a message
  * like `profile.json: $.stages[2].backward_ms: expected a finite number >= 0,
  * got "abc"`.  A missing (or null) optional field stores def and returns 0;
@@ -45,6 +48,48 @@ enum { TFJ_MAX_VALUES = 4 << 20 };
  * *root must be freed with cJSON_Delete.  Not thread-safe (cJSON records
  * errors globally). */
 int tfj_parse(const char *text, const char *where, cJSON **root, tf_error *err);
+
+/* Refuses a field of object o (at ctx) that is not in known (a
+ * NULL-terminated list of names, at most TFJ_MAX_FIELDS), and a field
+ * given twice (cJSON would read the first and drop the second unseen).
+ * Call it once per object read, before its fields, so that a misspelled
+ * field is named rather than taken as missing:
+ *   `p.json: $.stages[0].backward_frozn_ms: unknown field (did you mean
+ *   backward_frozen_ms?)`
+ * The suggestion is the known name nearest by Damerau-Levenshtein distance
+ * (optimal string alignment: an insertion, deletion, substitution or swap
+ * of neighbours costs 1; case ignored), when that distance is at most a
+ * quarter of the name's length, at least 1 and at most 3; otherwise the
+ * message lists the known fields.  Returns 0, or TF_EINVAL (also when o is
+ * not an object). */
+int tfj_check_fields(const tfj_ctx *ctx, const cJSON *o, const char *const *known,
+                     tf_error *err);
+
+/* The most names a list of known fields may hold (the longest, a plan's
+ * top level, has 18). */
+enum { TFJ_MAX_FIELDS = 64 };
+
+/* What a format's top level declares about itself. */
+typedef struct tfj_format {
+    const char *name;    /* the value of "format": "tf-profile", "tf-plan"... */
+    int required;        /* must "format" and "version" be given? */
+    int version;         /* the newest version this reader reads */
+    const char *const *fields; /* the top level's own fields (NULL-terminated),
+                                  besides "format", "version" and "meta" */
+} tfj_format;
+
+/* Checks a document's top level, in this order: root is an object;
+ * "format", when given, is f->name; "version", when given, is an integer
+ * from 1 to f->version (a newer one fails, before any field is looked at,
+ * with `$.version: version 3 is newer than the tf-plan version this
+ * toolkit reads (1): upgrade the toolkit`); "meta", when given, is an
+ * object, whose contents are never checked (notes and provenance that
+ * other tools write); every other field is in f->fields
+ * (tfj_check_fields); last, "format" and "version" are present when
+ * f->required (so that a misspelling of either is named as one).  Stores
+ * the version (f->version when absent).  Returns 0 or TF_EINVAL. */
+int tfj_check_document(const tfj_ctx *ctx, const cJSON *root, const tfj_format *f,
+                       int *version, tf_error *err);
 
 /* Is o's field key present and not null? */
 int tfj_has(const cJSON *o, const char *key);

@@ -9,6 +9,28 @@
 #include "plan_internal.h"
 #include "tf/util.h"
 
+/* The newest version of plan.json this reader reads, and the one the
+ * writer writes. */
+enum { PLAN_VERSION = 1 };
+
+/* The fields of each object of a plan (formats.md). */
+static const char *const plan_fields[] = {
+    "schedule", "ranks", "stages_per_rank", "microbatches", "microbatch_tokens", "p2p_ms",
+    "max_freeze_ratio", "max_action_ratio", "objective", "batch_ms", "speedup",
+    "tokens_per_s", "freeze_ratio", "solver", "actions", NULL};
+static const char *const batch_fields[] = {"unfrozen", "all_frozen", "planned", NULL};
+static const char *const tokens_fields[] = {"unfrozen", "planned", NULL};
+static const char *const ratio_fields[] = {"mean", "per_stage", NULL};
+static const char *const solver_fields[] = {
+    "name", "version", "requested", "status", "fallback", "variables", "constraints", "seconds",
+    NULL};
+static const char *const action_fields[] = {
+    "rank", "stage", "microbatch", "type", "start_ms", "ms", "max_ms", "min_ms",
+    "freeze_ratio", "critical", "pair", NULL};
+
+static const tfj_format plan_format = {
+    .name = "tf-plan", .required = 1, .version = PLAN_VERSION, .fields = plan_fields};
+
 static cJSON *number_array(const double *values, int n)
 {
     cJSON *array = cJSON_CreateArray();
@@ -37,8 +59,8 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
     cJSON *root = cJSON_CreateObject();
     if (!root)
         return tf_fail(err, TF_ENOMEM, "out of memory");
-    cJSON_AddStringToObject(root, "format", "tf-plan");
-    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "format", plan_format.name);
+    cJSON_AddNumberToObject(root, "version", PLAN_VERSION);
     cJSON_AddStringToObject(root, "schedule", s->name);
     cJSON_AddNumberToObject(root, "ranks", s->ranks);
     cJSON_AddNumberToObject(root, "stages_per_rank", s->stages_per_rank);
@@ -125,7 +147,8 @@ static int parse_plan_action(const tfj_ctx *at, const cJSON *o, int ranks, int s
     int rc;
     /* Start times are sums of durations: allow a million maximal ones. */
     const double inf = TF_MAX_DURATION_MS, latest = 1e6 * TF_MAX_DURATION_MS;
-    if ((rc = tfj_int(at, o, "rank", 1, 0, 0, ranks - 1, &a->action.rank, err)) ||
+    if ((rc = tfj_check_fields(at, o, action_fields, err)) ||
+        (rc = tfj_int(at, o, "rank", 1, 0, 0, ranks - 1, &a->action.rank, err)) ||
         (rc = tfj_int(at, o, "stage", 1, 0, 0, stages - 1, &a->action.stage, err)) ||
         (rc = tfj_int(at, o, "microbatch", 1, 0, 0, microbatches - 1, &a->action.microbatch,
                       err)) ||
@@ -173,23 +196,14 @@ typedef struct plan_shape {
     int ranks, stages_per_rank, microbatches;
 } plan_shape;
 
-/* "format", "version", the schedule's name and shape, tokens, lag and
- * objective. */
+/* The schedule's name and shape, tokens, lag and objective. */
 static int parse_plan_header(const tfj_ctx *ctx, const cJSON *root, plan_shape *shape,
                              tf_plan *plan, tf_error *err)
 {
-    const char *format, *objective;
-    int rc, version;
-    if ((rc = tfj_string(ctx, root, "format", 1, NULL, &format, err)))
-        return rc;
+    const char *objective;
+    int rc;
     tfj_ctx at;
-    if (strcmp(format, "tf-plan") != 0) {
-        tfj_child(ctx, "format", &at);
-        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "format"),
-                        "expected \"tf-plan\" (is this a plan written by tf-plan?)", err);
-    }
-    if ((rc = tfj_int(ctx, root, "version", 1, 1, 1, 1, &version, err)) ||
-        (rc = tfj_string(ctx, root, "schedule", 1, NULL, &shape->name, err)) ||
+    if ((rc = tfj_string(ctx, root, "schedule", 1, NULL, &shape->name, err)) ||
         (rc = tfj_int(ctx, root, "ranks", 1, 0, 1, TF_MAX_RANKS, &shape->ranks, err)) ||
         (rc = tfj_int(ctx, root, "stages_per_rank", 1, 1, 1, TF_MAX_STAGES_PER_RANK,
                       &shape->stages_per_rank, err)) ||
@@ -398,13 +412,16 @@ static int parse_plan_caps(const tfj_ctx *ctx, const cJSON *root, tf_plan *plan,
 static int parse_plan_solver(const tfj_ctx *ctx, const cJSON *root, tf_plan *plan,
                              tf_error *err)
 {
-    const cJSON *solver = cJSON_GetObjectItemCaseSensitive(root, "solver");
+    const cJSON *solver;
+    int rc = tfj_object(ctx, root, "solver", 0, &solver, err);
+    if (rc)
+        return rc;
     tfj_ctx at;
     tfj_child(ctx, "solver", &at);
     const char *name = "unknown", *version = "", *status = "", *requested = "", *fallback = "";
-    int rc;
-    if (cJSON_IsObject(solver) &&
-        ((rc = tfj_string(&at, solver, "name", 0, "unknown", &name, err)) ||
+    if (solver &&
+        ((rc = tfj_check_fields(&at, solver, solver_fields, err)) ||
+         (rc = tfj_string(&at, solver, "name", 0, "unknown", &name, err)) ||
          (rc = tfj_string(&at, solver, "version", 0, "", &version, err)) ||
          (rc = tfj_string(&at, solver, "requested", 0, "", &requested, err)) ||
          (rc = tfj_string(&at, solver, "status", 0, "", &status, err)) ||
@@ -417,11 +434,32 @@ static int parse_plan_solver(const tfj_ctx *ctx, const cJSON *root, tf_plan *pla
     snprintf(plan->solver_requested, sizeof plan->solver_requested, "%s", requested);
     snprintf(plan->solver_status, sizeof plan->solver_status, "%s", status);
     snprintf(plan->solver_fallback, sizeof plan->solver_fallback, "%s", fallback);
-    if (cJSON_IsObject(solver)) {
+    if (solver) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(solver, "variables");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(solver, "constraints");
         plan->solver_variables = cJSON_IsNumber(v) ? v->valueint : 0;
         plan->solver_constraints = cJSON_IsNumber(c) ? c->valueint : 0;
+    }
+    return 0;
+}
+
+/* "batch_ms", "tokens_per_s" and "freeze_ratio": figures recomputed from
+ * the actions (recompute_figures), so only their fields are checked. */
+static int check_plan_figures(const tfj_ctx *ctx, const cJSON *root, tf_error *err)
+{
+    static const struct {
+        const char *key;
+        const char *const *fields;
+    } figures[] = {{"batch_ms", batch_fields},
+                   {"tokens_per_s", tokens_fields},
+                   {"freeze_ratio", ratio_fields}};
+    for (size_t k = 0; k < sizeof figures / sizeof *figures; k++) {
+        const cJSON *o;
+        tfj_ctx at;
+        tfj_child(ctx, figures[k].key, &at);
+        int rc = tfj_object(ctx, root, figures[k].key, 0, &o, err);
+        if (rc || (o && (rc = tfj_check_fields(&at, o, figures[k].fields, err))))
+            return rc;
     }
     return 0;
 }
@@ -475,11 +513,11 @@ static int recompute_figures(tf_plan *plan, const char *where, tf_error *err)
 static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_error *err)
 {
     tfj_ctx ctx = {.where = where, .path = "$"};
-    if (!cJSON_IsObject(root))
-        return tfj_fail(&ctx, root, "expected a JSON object (a tf-plan)", err);
     plan_shape shape;
-    int rc;
-    if ((rc = parse_plan_header(&ctx, root, &shape, plan, err)) ||
+    int rc, version;
+    if ((rc = tfj_check_document(&ctx, root, &plan_format, &version, err)) ||
+        (rc = check_plan_figures(&ctx, root, err)) ||
+        (rc = parse_plan_header(&ctx, root, &shape, plan, err)) ||
         (rc = parse_plan_actions(&ctx, root, &shape, plan, err)) ||
         (rc = parse_plan_caps(&ctx, root, plan, err)) ||
         (rc = parse_plan_solver(&ctx, root, plan, err)))

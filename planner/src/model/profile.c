@@ -9,10 +9,23 @@
 #include "json_util.h"
 #include "tf/util.h"
 
-#define TF_DEFAULT_CAP 0.9
-/* Reference defaults when a frozen time was not measured. */
-#define TF_DEFAULT_B_FROZEN 0.5
-#define TF_DEFAULT_W_FROZEN 0.01
+/* The newest version of profile.json this reader reads, and the one the
+ * writer writes. */
+enum { PROFILE_VERSION = 1 };
+
+/* The fields of each object of a profile (formats.md). */
+static const char *const profile_fields[] = {
+    "schedule", "ranks", "stages_per_rank", "microbatches", "microbatch_tokens", "p2p_ms",
+    "max_freeze_ratio", "stages", "actions", "order", "pairs", NULL};
+static const char *const stage_fields[] = {
+    "forward_ms", "backward_ms", "backward_frozen_ms", "backward_input_ms",
+    "backward_weight_ms", "backward_weight_frozen_ms", "parameters", NULL};
+static const char *const override_fields[] = {
+    "rank", "stage", "microbatch", "type", "ms", "frozen_ms", NULL};
+static const char *const pair_fields[] = {"pair", "ms", "frozen_ms", NULL};
+
+static const tfj_format profile_format = {
+    .name = "tf-profile", .required = 0, .version = PROFILE_VERSION, .fields = profile_fields};
 
 /* Which action types a stage uses in the schedule. */
 typedef struct stage_use {
@@ -120,7 +133,9 @@ static int parse_stage(const tfj_ctx *ctx, const cJSON *o, stage_use use, tf_sta
 {
     if (!cJSON_IsObject(o))
         return tfj_fail(ctx, o, "expected an object of stage timings", err);
-    int rc;
+    int rc = tfj_check_fields(ctx, o, stage_fields, err);
+    if (rc)
+        return rc;
     const double inf = TF_MAX_DURATION_MS; /* the largest duration accepted */
     if ((rc = tfj_number(ctx, o, "forward_ms", 1, 0, 0, inf, &st->forward_ms, err)))
         return rc;
@@ -170,7 +185,8 @@ static int parse_override(const tfj_ctx *ctx, const cJSON *o, const tf_schedule 
         return tfj_fail(ctx, o, "expected an object {stage, microbatch, type, ms}", err);
     int rc, rank;
     const char *type;
-    if ((rc = tfj_int(ctx, o, "stage", 1, 0, 0, s->stages - 1, &a->stage, err)) ||
+    if ((rc = tfj_check_fields(ctx, o, override_fields, err)) ||
+        (rc = tfj_int(ctx, o, "stage", 1, 0, 0, s->stages - 1, &a->stage, err)) ||
         (rc = tfj_int(ctx, o, "microbatch", 1, 0, 0, s->microbatches - 1, &a->microbatch, err)) ||
         (rc = tfj_int(ctx, o, "rank", 0, -1, 0, s->ranks - 1, &rank, err)) ||
         (rc = tfj_string(ctx, o, "type", 1, NULL, &type, err)) ||
@@ -432,7 +448,8 @@ static int parse_pair_time(const tfj_ctx *ctx, const cJSON *o, const tf_schedule
                         err);
     const char *name;
     int rc, count;
-    if ((rc = tfj_string(ctx, o, "pair", 1, NULL, &name, err)) ||
+    if ((rc = tfj_check_fields(ctx, o, pair_fields, err)) ||
+        (rc = tfj_string(ctx, o, "pair", 1, NULL, &name, err)) ||
         (rc = tfj_number(ctx, o, "ms", 1, 0, 0, TF_MAX_DURATION_MS, &t->ms, err)) ||
         (rc = tfj_number(ctx, o, "frozen_ms", 0, -1, 0, TF_MAX_DURATION_MS, &t->frozen_ms, err)))
         return rc;
@@ -496,19 +513,8 @@ static int parse_profile_of(const cJSON *root, const char *where, const tf_sched
                             tf_profile *p, tf_error *err)
 {
     tfj_ctx ctx = {.where = where, .path = "$"};
-    if (!cJSON_IsObject(root))
-        return tfj_fail(&ctx, root, "expected a JSON object (a tf-profile)", err);
     int rc, version;
-    const char *format;
-    if ((rc = tfj_string(&ctx, root, "format", 0, "tf-profile", &format, err)))
-        return rc;
-    if (strcmp(format, "tf-profile") != 0) {
-        tfj_ctx at;
-        tfj_child(&ctx, "format", &at);
-        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "format"),
-                        "expected \"tf-profile\"", err);
-    }
-    if ((rc = tfj_int(&ctx, root, "version", 0, 1, 1, 1, &version, err)) ||
+    if ((rc = tfj_check_document(&ctx, root, &profile_format, &version, err)) ||
         (rc = order ? adopt_order(&ctx, root, order, p, err) : parse_schedule(&ctx, root, p, err)) ||
         (rc = parse_stage_times(&ctx, root, p, err)) ||
         (rc = parse_overrides(&ctx, root, p, err)))
@@ -709,7 +715,7 @@ int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
     if (!root)
         return tf_fail(err, TF_ENOMEM, "out of memory");
     cJSON_AddStringToObject(root, "format", "tf-profile");
-    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddNumberToObject(root, "version", PROFILE_VERSION);
     cJSON_AddStringToObject(root, "schedule", s->name);
     cJSON_AddNumberToObject(root, "ranks", s->ranks);
     cJSON_AddNumberToObject(root, "stages_per_rank", s->stages_per_rank);

@@ -385,6 +385,20 @@ int tf_schedule_lookup(const tf_schedule *s, const int *index, tf_action_type ty
     return index[((size_t)type * s->stages + stage) * s->microbatches + microbatch];
 }
 
+int tf_schedule_sender(const tf_schedule *s, const int *index, int i)
+{
+    const tf_action *a = &s->actions[i];
+    int u = -1;
+    if (a->type == TF_ACT_F) {
+        u = tf_schedule_lookup(s, index, TF_ACT_F, a->stage - 1, a->microbatch);
+    } else if (a->type == TF_ACT_B || a->type == TF_ACT_I) {
+        u = tf_schedule_lookup(s, index, TF_ACT_B, a->stage + 1, a->microbatch);
+        if (u < 0)
+            u = tf_schedule_lookup(s, index, TF_ACT_I, a->stage + 1, a->microbatch);
+    }
+    return u >= 0 && s->actions[u].rank != a->rank ? u : -1;
+}
+
 int tf_schedule_copy(const tf_schedule *src, tf_schedule *dst)
 {
     if (!dst)

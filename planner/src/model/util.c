@@ -344,3 +344,17 @@ const char *tf_plural(long count, const char *one, const char *many)
 {
     return count == 1 ? one : many;
 }
+
+static int ascending(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+double tf_median(double *x, int n)
+{
+    if (n < 1)
+        return 0.0;
+    qsort(x, (size_t)n, sizeof *x, ascending);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "model/json_util.h"
+#include "tf/canvas.h"
 #include "tf/profile.h"
 #include "tf/util.h"
 #include "timeline_internal.h"
@@ -36,17 +37,10 @@ int tf_timeline_format_valid(const char *name)
 
 const char *tf_timeline_format_for_path(const char *path)
 {
-    static const struct {
-        const char *ext, *format;
-    } by_extension[] = {{"dot", "dot"}, {"gv", "dot"},  {"svg", "svg"},
-                        {"png", "png"}, {"pdf", "pdf"}, {"json", "chrome"}};
     const char *dot = path ? strrchr(path, '.') : NULL;
-    if (!dot || strchr(dot, '/'))
-        return NULL;
-    for (size_t k = 0; k < sizeof by_extension / sizeof *by_extension; k++)
-        if (!strcasecmp(dot + 1, by_extension[k].ext))
-            return by_extension[k].format;
-    return NULL;
+    if (dot && !strchr(dot, '/') && !strcasecmp(dot + 1, "json"))
+        return "chrome";
+    return tf_canvas_format_for_path(path);
 }
 
 int tf_timeline_load(const char *path, tf_plan *out, tf_error *err)
@@ -297,6 +291,38 @@ int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
     return rc;
 }
 
+/* The widest picture the note suggests: beyond it (about 7 m on screen at
+ * 96 dpi) a timeline is no longer read as one picture. */
+enum { LABEL_WIDTH_MAX = 20000 };
+
+/* The note for fit (tl_fit_labels) drawn in format, into note[size]. */
+static void write_density_note(const tl_label_fit *fit, int actions, const char *format,
+                               char *note, size_t size)
+{
+    int used;
+    if (fit->dense)
+        used = snprintf(note, size, "%d actions, %d on the busiest rank, get %.1f points of time "
+                        "axis each: too dense to draw one by one (drawn without labels or "
+                        "outlines)", actions, fit->busiest, fit->points);
+    else
+        used = snprintf(note, size, "%d of the %d boxes are too narrow for their labels (%.1f "
+                        "points of time axis per action on the busiest rank)", fit->unlabelled,
+                        fit->boxes, fit->points);
+    if (used < 0 || (size_t)used >= size)
+        return;
+    if (fit->width_for_labels <= LABEL_WIDTH_MAX)
+        used += snprintf(note + used, size - (size_t)used, "; to label every box: --width %.0f, "
+                         "or fewer microbatches; or", fit->width_for_labels);
+    else
+        used += snprintf(note + used, size - (size_t)used, "; labels would need a picture %.0f "
+                         "points wide: draw fewer microbatches, or", fit->width_for_labels);
+    if (used < 0 || (size_t)used >= size)
+        return;
+    snprintf(note + used, size - (size_t)used, " write a Chrome trace (-T chrome) and zoom into "
+             "any action in ui.perfetto.dev%s", !strcmp(format, "png")
+             ? "; a PNG cannot be zoomed, an SVG can (a tooltip per action)" : "");
+}
+
 int tf_timeline_density_note(const tf_plan *plan, const tf_timeline_options *opt,
                              const char *format, char *note, size_t size)
 {
@@ -307,25 +333,20 @@ int tf_timeline_density_note(const tf_plan *plan, const tf_timeline_options *opt
         tf_timeline_options_init(&defaults);
         opt = &defaults;
     }
-    if (!format || strcmp(format, "png") != 0 || opt->dag || size == 0)
+    if (!format || !tf_timeline_format_valid(format) || !strcmp(format, "chrome") || opt->dag ||
+        size == 0)
         return 0;
     tl_model m;
+    tl_label_fit fit;
     tf_error err = {0};
-    double points = 0;
-    int busiest = 0, dense = 0;
-    if (!model_build(plan, opt, &m, &err) &&
-        !tl_points_per_action(&m, opt, &points, &busiest, &err) &&
-        points < TF_TIMELINE_DENSE_POINTS) {
-        snprintf(note, size,
-                 "%d actions, %d on the busiest rank, get %.1f points of time axis each: too "
-                 "dense for a PNG to show them one by one (drawn without labels or outlines); "
-                 "SVG (zoomable, a tooltip per action) or a Chrome trace (-T chrome, for "
-                 "ui.perfetto.dev) is the format for this size",
-                 m.n, busiest, points);
-        dense = 1;
-    }
+    /* Crowded: more than a tenth of the boxes unlabelled (a few narrow
+     * ones, partly frozen W say, are normal at any width that fits). */
+    int crowded = !model_build(plan, opt, &m, &err) && !tl_fit_labels(&m, opt, &fit, &err) &&
+                  (fit.dense || fit.unlabelled * 10 > fit.boxes);
+    if (crowded)
+        write_density_note(&fit, m.n, format, note, size);
     model_free(&m);
-    return dense;
+    return crowded;
 }
 
 int tf_timeline_render(const tf_plan *plan, const tf_timeline_options *opt, const char *path,

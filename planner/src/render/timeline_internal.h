@@ -31,18 +31,48 @@ typedef struct tl_model {
     tl_panel panels[2];    /* top to bottom: [unfrozen,] planned */
 } tl_model;
 
+/* The title's two lines (schedule and shape, or opt->title; then batch
+ * times, speedup, mean freeze ratio and bubble) into line1 and line2 of
+ * size bytes each. */
+void tl_title_lines(const tl_model *m, const tf_timeline_options *opt, char *line1,
+                    char *line2, size_t size);
+
+/* The fill of action i at freeze ratio `ratio` (timeline.h: type colour,
+ * darker for a rank's later stages, paler the more frozen), "#rrggbb" into
+ * out; returns out. */
+const char *tl_action_fill(const tl_model *m, int i, double ratio, char out[8]);
+
+struct tf_canvas;
+/* Draws the dependency graph (--dag) into c (a canvas made with
+ * tl_canvas_new_graph(name, 0), laid out by "dot"): the actions in one cluster
+ * per rank, every DAG edge styled by its rule, and a legend.  Returns 0 or
+ * TF_ENOMEM. */
+int tl_draw_dependency_graph(struct tf_canvas *c, const tl_model *m,
+                             const tf_timeline_options *opt, tf_error *err);
+
 /* Renders the model through Graphviz (timeline, or DAG when opt->dag) into a
  * malloc'd buffer.  format: "dot", "svg", "png" or "pdf".  Returns 0,
  * TF_EINVAL (Graphviz cannot render the format) or TF_ENOMEM. */
 int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const char *format,
                        char **data, size_t *len, tf_error *err);
 
-/* Points of time axis per action on the busiest rank of the timeline
- * tl_render_graphviz would draw with opt, into *points, and that rank's
- * action count into *busiest.  Returns 0, or TF_EINVAL (opt->width too
- * narrow) or TF_ENOMEM as the render would. */
-int tl_points_per_action(const tl_model *m, const tf_timeline_options *opt, double *points,
-                         int *busiest, tf_error *err);
+/* How the labels of the timeline tl_render_graphviz would draw with opt
+ * fit its boxes.  Boxes near zero (under a fifth of the median duration:
+ * a fully frozen W, typically) are left out: no width labels them. */
+typedef struct tl_label_fit {
+    int boxes;               /* boxes counted, every panel's */
+    int unlabelled;          /* of those, the ones too narrow for any label */
+    int busiest;             /* actions on the busiest rank */
+    double points;           /* points of time axis per action on that rank */
+    int dense;               /* rows drawn dense (TF_TIMELINE_DENSE_POINTS) */
+    double width_for_labels; /* the picture width (opt->width) at which every box
+                                counted holds a label */
+} tl_label_fit;
+
+/* Fills *fit.  Returns 0, or TF_EINVAL (opt->width too narrow) or
+ * TF_ENOMEM as the render would. */
+int tl_fit_labels(const tl_model *m, const tf_timeline_options *opt, tl_label_fit *fit,
+                  tf_error *err);
 
 /* Writes the model as Chrome/Perfetto trace JSON (malloc'd, caller frees);
  * flows: also a flow event per cross-rank DAG edge. */

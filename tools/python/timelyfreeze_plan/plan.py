@@ -2,6 +2,9 @@
 import json
 import math
 
+# The newest version of plan.json this module reads (tf-plan writes it).
+PLAN_VERSION = 1
+
 
 class PlanError(ValueError):
     """A plan file that cannot be used; the message names the file, the
@@ -49,6 +52,12 @@ def parse_plan(doc, where="plan.json"):
     field for a document that is not a tf-plan plan."""
     if not isinstance(doc, dict) or doc.get("format", "tf-plan") != "tf-plan":
         raise PlanError(f"{where}: $: expected a tf-plan plan (\"format\": \"tf-plan\")")
+    version = doc.get("version", PLAN_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise PlanError(f"{where}: $.version: expected an integer >= 1, got {version!r}")
+    if version > PLAN_VERSION:
+        raise PlanError(f"{where}: $.version: version {version} is newer than the tf-plan "
+                        f"version this module reads ({PLAN_VERSION}): upgrade the toolkit")
     ranks, microbatches = _count(doc, "ranks", where), _count(doc, "microbatches", where)
     per_rank = doc.get("stages_per_rank", 1)
     if not isinstance(per_rank, int) or isinstance(per_rank, bool) or per_rank < 1:

@@ -1,41 +1,74 @@
 """Which parameter tensors each backward freezes: tf-exec's rules, bit for
-bit (executor/include/tfx/rng.h, executor/src/freeze_select.c and the
-training loop of executor/src/exec.c)."""
+bit (executor/include/tfx/rng.h, executor/src/random/rng.c,
+executor/src/train/freeze_select.c and the training loop of
+executor/src/train/train.c)."""
 import math
 
 _MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-# The coordinate tfx_freeze_select mixes into every draw, so the freezing
-# stream is unrelated to the executor's other random numbers.
-_FREEZE_STREAM = 0xF2EE5E
+# Threefry-4x64-20 as executor/src/random/rng.c has it: the Skein key
+# parity, Threefish-256's rotation amounts by round mod 8, and the share of
+# counter word 0 that counts blocks (the domain has the rest).
+_KEY_PARITY = 0x1BD11BDAA9FC1A22
+_ROTATIONS = ((14, 16), (52, 57), (23, 40), (5, 37), (25, 33), (46, 12), (58, 22), (32, 32))
+_BLOCK_BITS = 48
+# TFX_RNG_FREEZE of tfx_rng_domain (executor/include/tfx/rng.h): the domain
+# of the freeze choices, apart from the executor's other random numbers.
+_FREEZE_DOMAIN = 3
+
+
+def _rotl(x, n):
+    return ((x << n) | (x >> (64 - n))) & _MASK
+
+
+def threefry4x64_20(key, counter):
+    """Threefry-4x64 with 20 rounds (tfx_threefry4x64_20): four 64-bit words
+    of key and counter in, four out."""
+    ks = list(key) + [_KEY_PARITY ^ key[0] ^ key[1] ^ key[2] ^ key[3]]
+    x = [(c + k) & _MASK for c, k in zip(counter, ks)]
+    for r in range(20):
+        # Even rounds mix words (0,1) and (2,3), odd rounds (0,3) and (2,1).
+        p, q = (3, 1) if r & 1 else (1, 3)
+        ra, rb = _ROTATIONS[r % 8]
+        x[0] = (x[0] + x[p]) & _MASK
+        x[p] = _rotl(x[p], ra) ^ x[0]
+        x[2] = (x[2] + x[q]) & _MASK
+        x[q] = _rotl(x[q], rb) ^ x[2]
+        if r % 4 == 3:              # key injection s after every four rounds
+            s = r // 4 + 1
+            x = [(x[i] + ks[(s + i) % 5]) & _MASK for i in range(4)]
+            x[3] = (x[3] + s) & _MASK
+    return x
 
 
 class Rng:
-    """splitmix64, as tfx_rng: 64-bit state, wrapping arithmetic."""
+    """The stream (seed, domain, a, b, c) as tfx_rng has it: word i is word
+    i mod 4 of Threefry-4x64-20 keyed (seed, 0, 0, 0) on the counter
+    (domain << 48 | i // 4, a, b, c)."""
 
-    def __init__(self, state):
-        self.state = state & _MASK
+    def __init__(self, seed, domain, a, b, c):
+        self.key = [seed & _MASK, 0, 0, 0]
+        self.domain = domain & 0xFFFF
+        self.coords = [a & _MASK, b & _MASK, c & _MASK]
+        self.block_index = 0
+        self.block = []
 
     def next(self):
         """The next 64 random bits (tfx_rng_next)."""
-        self.state = (self.state + _GOLDEN) & _MASK
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        return z ^ (z >> 31)
+        if not self.block:
+            counter = [(self.domain << _BLOCK_BITS) | self.block_index] + self.coords
+            self.block = threefry4x64_20(self.key, counter)
+            self.block.reverse()    # pop() then takes words 0, 1, 2, 3
+            self.block_index = (self.block_index + 1) & ((1 << _BLOCK_BITS) - 1)
+        return self.block.pop()
 
     def uniform(self):
         """A double in [0, 1) from the top 53 bits (tfx_rng_uniform)."""
         return float(self.next() >> 11) * (1.0 / 9007199254740992.0)
 
     @classmethod
-    def for_coords(cls, seed, a, b, c):
-        """The generator of coordinates (seed, a, b, c) (tfx_rng_for)."""
-        r = cls(seed ^ 0x5DEECE66D)
-        for i, k in enumerate((a, b, c)):
-            r.state ^= (k + _GOLDEN * (i + 1)) & _MASK
-            r.next()
-        return r
+    def for_coords(cls, seed, domain, a, b, c):
+        """The stream of (seed, domain, a, b, c) (tfx_rng_for)."""
+        return cls(seed, domain, a, b, c)
 
 
 def freeze_count(ratio, k_tensors):
@@ -97,8 +130,7 @@ class FreezeSelector:
         total = 0.0
         for x in w:                 # summed in order, as the C loop does
             total += x
-        coord = ((stage & 0xFFFFFFFF) << 32) | (microbatch & 0xFFFFFFFF)
-        r = Rng.for_coords(self.seed, _FREEZE_STREAM, step & _MASK, coord)
+        r = Rng.for_coords(self.seed, _FREEZE_DOMAIN, step, stage, microbatch)
         for _ in range(k):
             x = r.uniform() * total
             pick = -1

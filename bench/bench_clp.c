@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/freezable.h"
 #include "tf/dag.h"
 #include "tf/freeze.h"
 #include "tf/util.h"
@@ -74,7 +75,7 @@ static int number_columns(const tf_schedule *s, const double *max_ms, const doub
     int k = 0;
     for (int i = 0; i < n; i++) {
         m->ratio_column[i] = -1;
-        if (tf_freeze_is_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
+        if (tf_action_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
             m->ratio_column[i] = n + k++;
             span[i] = max_ms[i] - min_ms[i];
             stage_count[s->actions[i].stage]++;

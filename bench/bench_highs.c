@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/freezable.h"
 #include "tf/dag.h"
 #include "tf/freeze.h"
 #include "tf/util.h"
@@ -214,7 +215,7 @@ int bench_highs_plan(const tf_profile *p, const char *dir, bench_lp_result *out,
     int k = 0;
     for (int i = 0; i < n; i++)
         ratio_index[i] =
-            tf_freeze_is_freezable(&w.s->actions[i], w.max_ms[i], w.min_ms[i]) ? k++ : -1;
+            tf_action_freezable(&w.s->actions[i], w.max_ms[i], w.min_ms[i]) ? k++ : -1;
     fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {

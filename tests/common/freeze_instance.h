@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "model/freezable.h"
 #include "test_util.h"
 #include "tf/dag.h"
 #include "tf/freeze.h"
@@ -96,7 +97,7 @@ static inline void instance_check_plan(const instance *x, const tf_freeze_result
         assert_true(r->ratio[i] >= 0.0 && r->ratio[i] <= 1.0);
         assert_close(r->duration[i], x->max_ms[i] - r->ratio[i] * (x->max_ms[i] - x->min_ms[i]),
                      1e-12);
-        if (!tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
+        if (!tf_action_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
             assert_true(r->ratio[i] == 0.0);
             continue;
         }

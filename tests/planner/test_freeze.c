@@ -109,7 +109,7 @@ static optimum path_optimum(const instance *x, tf_objective objective)
     p.ratio_column = calloc((size_t)n, sizeof(int));
     p.stack = malloc(sizeof(int) * (n + 1));
     for (int i = 0; i < n; i++)
-        if (tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i]))
+        if (tf_action_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i]))
             p.ratio_column[i] = ++p.k;
     p.col_T = p.k + 1;
     int col_z = p.k + 2;

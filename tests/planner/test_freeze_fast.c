@@ -242,7 +242,7 @@ static void compare_on_profile(const char *json, tf_objective objective)
     assert_true(fast.solves < 200); /* 20,000 rounds of round-off before the fix */
     double used[8] = {0}, count[8] = {0};
     for (int i = 0; i < s->n_actions; i++)
-        if (tf_freeze_is_freezable(&s->actions[i], x.max_ms[i], x.min_ms[i])) {
+        if (tf_action_freezable(&s->actions[i], x.max_ms[i], x.min_ms[i])) {
             used[s->actions[i].stage] += fast.ratio[i];
             count[s->actions[i].stage] += 1.0;
         }

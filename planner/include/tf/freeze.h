@@ -23,14 +23,9 @@
 
 #include "tf/dag.h"
 #include "tf/error.h"
+#include "tf/objective.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
-
-typedef enum { TF_OBJECTIVE_LEAST_FREEZE = 0, TF_OBJECTIVE_SPREAD = 1 } tf_objective;
-
-/* "least-freeze" / "spread" <-> enum.  parse returns 0 or TF_EINVAL. */
-const char *tf_objective_name(tf_objective o);
-int tf_objective_parse(const char *name, tf_objective *o);
 
 typedef struct tf_freeze_result {
     double makespan;     /* optimal batch time T */
@@ -47,9 +42,6 @@ typedef struct tf_freeze_result {
     char fallback[512];  /* "" or why the solver chosen first failed, when the
                           * other one then produced it (tf_freeze_solve_ctl) */
 } tf_freeze_result;
-
-/* Is action i freezable: type B or W with min_ms[i] < max_ms[i]. */
-int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms);
 
 /* Turns solved ratios (g->n of them) into a plan, as every solver does:
  * snaps ratio[i] within 1e-9 of 0 or 1 to it (solver round-off), sets
@@ -94,12 +86,6 @@ int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *ma
                          tf_freeze_result *out, tf_error *err);
 
 /* --- Choosing a solver ------------------------------------------------- */
-
-typedef enum { TF_SOLVER_AUTO = 0, TF_SOLVER_LP_SOLVE = 1, TF_SOLVER_FAST = 2 } tf_solver;
-
-/* "auto" / "lp_solve" / "fast" <-> enum.  parse returns 0 or TF_EINVAL. */
-const char *tf_solver_name(tf_solver solver);
-int tf_solver_parse(const char *name, tf_solver *solver);
 
 /* The solver "auto" uses for a schedule of n_actions actions: lp_solve
  * below TF_FAST_SOLVER_MIN_ACTIONS, fast from there on. */

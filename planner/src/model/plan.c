@@ -2,6 +2,7 @@
  * summary tf-plan prints, and freeing.  Files: plan_json.c; the pipeline
  * that makes a plan from a profile: solve/planner.c. */
 #include "plan_internal.h"
+#include "freezable.h"
 #include "tf/util.h"
 
 #include <stdlib.h>
@@ -35,7 +36,7 @@ int tf_plan_fill(tf_plan *plan, const tf_dag *g, const double *max_ms, const dou
         a->min_ms = min_ms[i];
         a->freeze_ratio = ratio[i];
         a->critical = critical[i];
-        if (tf_freeze_is_freezable(&a->action, max_ms[i], min_ms[i])) {
+        if (tf_action_freezable(&a->action, max_ms[i], min_ms[i])) {
             total += ratio[i];
             freezable++;
             plan->freeze_ratio_stage[a->action.stage] += ratio[i];

@@ -1,31 +1,10 @@
-/* freeze_common.c - the freeze LP's vocabulary, shared by both solvers and
- * by the plan: objectives, which actions are freezable, turning solved
- * ratios into durations and start times, and the result's memory. */
+/* freeze_common.c - what both freeze solvers share: which precedence rows
+ * the LP can leave out, turning solved ratios into durations and start
+ * times, and the result's memory. */
 #include "freeze_common.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-const char *tf_objective_name(tf_objective o)
-{
-    return o == TF_OBJECTIVE_SPREAD ? "spread" : "least-freeze";
-}
-
-int tf_objective_parse(const char *name, tf_objective *o)
-{
-    if (strcmp(name, "least-freeze") == 0)
-        *o = TF_OBJECTIVE_LEAST_FREEZE;
-    else if (strcmp(name, "spread") == 0)
-        *o = TF_OBJECTIVE_SPREAD;
-    else
-        return TF_EINVAL;
-    return 0;
-}
-
-int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms)
-{
-    return (a->type == TF_ACT_B || a->type == TF_ACT_W) && min_ms < max_ms;
-}
 
 int tf_freeze_edge_implied(const tf_schedule *s, const tf_dag *g, int u, int e)
 {

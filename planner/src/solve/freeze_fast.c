@@ -40,6 +40,7 @@
 #include "freeze_common.h"
 #include "freeze_fast_master.h"
 #include "freeze_fast_nsx.h"
+#include "model/freezable.h"
 #include "tf/util.h"
 
 /* The network form of the LP's precedence part. */
@@ -102,7 +103,7 @@ static int net_place_nodes(const tf_schedule *s, const double *max_ms, const dou
     for (int u = 0; u < n; u++) {
         g->span[u] = max_ms[u] - min_ms[u];
         g->freeze_index[u] = -1;
-        if (tf_freeze_is_freezable(&s->actions[u], max_ms[u], min_ms[u])) {
+        if (tf_action_freezable(&s->actions[u], max_ms[u], min_ms[u])) {
             g->freeze_index[u] = g->k;
             g->freezable[g->k++] = u;
         }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "freeze_common.h"
+#include "model/freezable.h"
 #include "tf/util.h"
 
 char *tf_freeze_solver_version(char *buf, size_t size)
@@ -106,7 +107,7 @@ static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_
     }
     m->k = 0;
     for (int i = 0; i < n; i++) {
-        if (tf_freeze_is_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
+        if (tf_action_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
             m->ratio_column[i] = n + 1 + m->k++;
             m->span[i] = max_ms[i] - min_ms[i];
             stage_count[s->actions[i].stage]++;

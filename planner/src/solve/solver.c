@@ -2,32 +2,9 @@
  * dispatch, the time limit and the fallback to the other solver.  The one
  * file that knows both solvers, so neither has to know the other. */
 #include <stdio.h>
-#include <string.h>
 
 #include "freeze_common.h"
 #include "tf/freeze.h"
-
-const char *tf_solver_name(tf_solver solver)
-{
-    switch (solver) {
-    case TF_SOLVER_LP_SOLVE: return "lp_solve";
-    case TF_SOLVER_FAST: return "fast";
-    default: return "auto";
-    }
-}
-
-int tf_solver_parse(const char *name, tf_solver *solver)
-{
-    if (strcmp(name, "auto") == 0)
-        *solver = TF_SOLVER_AUTO;
-    else if (strcmp(name, "lp_solve") == 0)
-        *solver = TF_SOLVER_LP_SOLVE;
-    else if (strcmp(name, "fast") == 0)
-        *solver = TF_SOLVER_FAST;
-    else
-        return TF_EINVAL;
-    return 0;
-}
 
 /* Below 1,024 actions both solvers take milliseconds, so lp_solve, the
  * general solver the fast one is checked against, solves them; from there

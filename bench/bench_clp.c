@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "model/freezable.h"
+#include "solve/freeze_common.h"
 #include "tf/dag.h"
-#include "tf/freeze.h"
 #include "tf/util.h"
 
 /* The LP in CLP's column-major form, built from row triplets. */
@@ -97,8 +97,7 @@ static void add_rows(triplets *t, const tf_schedule *s, const tf_dag *g, const c
         int first = g->succ_offset[u], last = g->succ_offset[u + 1];
         for (int e = first; e < last; e++) {
             int v = g->succ[e];
-            /* tf_freeze_edge_implied (planner/src/solve/freeze_common.c) */
-            if (!(g->rule[e] & TF_EDGE_RANK_ORDER) && s->actions[u].rank == s->actions[v].rank)
+            if (tf_freeze_edge_implied(s, g, u, e))
                 continue;
             add_precedence(t, m, span, u, v, max_ms[u] + g->lag[e]);
         }

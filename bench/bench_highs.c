@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "model/freezable.h"
+#include "solve/freeze_common.h"
 #include "tf/dag.h"
-#include "tf/freeze.h"
 #include "tf/util.h"
 
 /* Runs argv with stdout into a buffer (NUL-terminated, caller frees) and
@@ -137,8 +137,7 @@ static int write_lp(FILE *f, const tf_schedule *s, const tf_dag *g, const double
                      ratio_index[u]);
         for (int e = first; e < last; e++) {
             int v = g->succ[e];
-            /* tf_freeze_edge_implied (planner/src/solve/freeze_common.c) */
-            if (!(g->rule[e] & TF_EDGE_RANK_ORDER) && s->actions[u].rank == s->actions[v].rank)
+            if (tf_freeze_edge_implied(s, g, u, e))
                 continue;
             fprintf(f, " c%d: s%d - s%d%s >= %.17g\n", row++, v, u, ratio_term,
                     max_ms[u] + g->lag[e]);

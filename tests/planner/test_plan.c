@@ -254,7 +254,7 @@ static void solver_choice_is_recorded(void **state)
     assert_string_equal(plans[0].solver_name, "lp_solve");
     assert_string_equal(plans[0].solver_version, tf_freeze_solver_version(version, sizeof version));
     assert_string_equal(plans[1].solver_name, "fast");
-    const char *chosen = tf_solver_name(tf_solver_for_size(p.schedule.n_actions));
+    const char *chosen = p.schedule.n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? "fast" : "lp_solve";
     assert_string_equal(plans[2].solver_name, chosen);
     double sum[2] = {0, 0};
     for (int k = 0; k < 2; k++)
@@ -539,9 +539,16 @@ static void per_action_cap(void **state)
         caps[st] = fmin(1.0, p.max_freeze_ratio[st] / c);
     tf_dag g;
     assert_int_equal(tf_dag_build(&p.schedule, p.p2p_ms, &g, &err), 0);
+    tf_freeze_problem problem;
+    tf_freeze_problem_init(&problem);
+    problem.schedule = &p.schedule;
+    problem.dag = &g;
+    problem.max_ms = max_ms;
+    problem.min_ms = min_ms;
+    problem.cap = caps;
+    problem.solver = TF_SOLVER_LP_SOLVE;
     tf_freeze_result fr;
-    assert_int_equal(tf_freeze_solve(&p.schedule, &g, max_ms, min_ms, caps,
-                                     TF_OBJECTIVE_LEAST_FREEZE, &fr, &err), 0);
+    assert_int_equal(tf_freeze_solve(&problem, NULL, &fr, &err), 0);
     assert_true(fabs(fr.makespan - capped.batch_ms_planned) < 1e-6 * fr.makespan);
     double sum_lp = 0, sum_plan = 0;
     for (int i = 0; i < n; i++) {

@@ -44,7 +44,7 @@ typedef struct tf_plan {
                                    * "" when unknown (plans written before it existed) */
     char solver_status[32];
     char solver_fallback[512];    /* "" or why the solver tried first failed, when the
-                                   * other one produced the plan (tf_freeze_solve_ctl) */
+                                   * other one produced the plan (tf_freeze_solve) */
     int solver_variables, solver_constraints;
     double solver_seconds;
     tf_plan_action *actions;      /* schedule.n_actions, same order as schedule.actions */
@@ -59,7 +59,7 @@ typedef struct tf_plan_options {
      * fine-tuning that costs far more accuracy than the same mean ratio
      * spread out (docs/accuracy.md). */
     double max_action_ratio;
-    tf_solver solver;             /* TF_SOLVER_AUTO: tf_solver_for_size picks */
+    tf_solver solver;             /* TF_SOLVER_AUTO: picked by size (tf/freeze.h) */
     tf_freeze_control control;    /* time limit, fallback to the other solver, progress */
 } tf_plan_options;
 
@@ -70,7 +70,7 @@ void tf_plan_options_init(tf_plan_options *o);
 
 /* The planner: builds the DAG of p->schedule, computes the unfrozen and
  * all-frozen bounds, solves the freeze LP with o->solver (o may be NULL:
- * the defaults) through tf_freeze_solve_with and fills *out (tf_plan_free);
+ * the defaults) through tf_freeze_solve and fills *out (tf_plan_free);
  * out->solver_name is the solver that actually ran.  Returns 0, TF_ECYCLE
  * (deadlocking order), TF_ESOLVER or TF_ENOMEM; *out is zeroed on error. */
 int tf_plan_from_profile(const tf_profile *p, const tf_plan_options *o, tf_plan *out,

@@ -93,7 +93,7 @@ void tf_plan_print_summary(const tf_plan *plan, FILE *f)
         fprintf(f, ", at most %.2f on each action", plan->max_action_ratio);
     fputc('\n', f);
     /* "lp_solve 5.5.2.5 (auto): optimal, ..." - the solver that ran, and
-     * "(auto)" when tf_solver_for_size chose it. */
+     * "(auto)" when the size chose it. */
     fprintf(f, "solver        %s%s%s%s: %s, ", plan->solver_name,
             plan->solver_version[0] ? " " : "", plan->solver_version,
             strcmp(plan->solver_requested, "auto") == 0 ? " (auto)" : "", plan->solver_status);

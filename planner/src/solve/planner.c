@@ -106,16 +106,23 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     /* (At c = 1, max - (max - min) could differ from min by rounding.) */
     if (per_action < 1.0)
         cap_each_action(per_action, n, max_ms, solve_min_ms, s->stages, solve_caps);
-    tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
-    if ((rc = tf_freeze_solve_ctl(o ? &o->control : NULL, requested, s, &g, max_ms,
-                                  solve_min_ms, solve_caps, out->objective, &fr, err)))
+    tf_freeze_problem problem;
+    tf_freeze_problem_init(&problem);
+    problem.schedule = s;
+    problem.dag = &g;
+    problem.max_ms = max_ms;
+    problem.min_ms = solve_min_ms;
+    problem.cap = solve_caps;
+    problem.objective = out->objective;
+    problem.solver = o ? o->solver : TF_SOLVER_AUTO;
+    if ((rc = tf_freeze_solve(&problem, o ? &o->control : NULL, &fr, err)))
         goto done;
     for (int i = 0; i < n; i++)
         fr.ratio[i] *= per_action;
     out->batch_ms_planned = fr.makespan;
     snprintf(out->solver_name, sizeof out->solver_name, "%s", fr.solver);
     snprintf(out->solver_requested, sizeof out->solver_requested, "%s",
-             tf_solver_name(requested));
+             tf_solver_name(problem.solver));
     /* The version is that of the code that solved: lp_solve's library, or
      * the planner itself for the fast solver, which is part of it. */
     if (strcmp(fr.solver, "lp_solve") == 0)

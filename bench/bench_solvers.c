@@ -73,6 +73,7 @@
 #include "cli.h"
 #include "tf/freeze.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
 #include "bench_highs.h"

@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #include "tf/error.h"
-#include "tf/freeze.h"
+#include "tf/objective.h"
 
 enum {
     TF_CLI_CONTINUE = -1, /* parsing went well: go on and do the work */

@@ -7,6 +7,8 @@
 #include "tf/dag.h"
 #include "tf/freeze.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
+#include "tf/profile.h"
 #include "tf/util.h"
 
 static void plan_trace(const char *relative, tf_plan *plan)
@@ -53,6 +55,23 @@ static void published_llama_8b(void **state)
     assert_true(fabs(plan.batch_ms_unfrozen - 675.56) / 675.56 < 0.02);
     assert_true(plan.speedup > 1.3);
     tf_plan_free(&plan);
+}
+
+/* tf_planner_init may run more than once, and plans come out the same
+ * after it as before. */
+static void planner_init_is_repeatable(void **state)
+{
+    (void)state;
+    tf_plan before, after;
+    plan_trace("traces/llama8b-1f1b-h200.profile.json", &before);
+    assert_int_equal(tf_planner_init(), 0);
+    assert_int_equal(tf_planner_init(), 0);
+    plan_trace("traces/llama8b-1f1b-h200.profile.json", &after);
+    assert_true(after.batch_ms_planned == before.batch_ms_planned);
+    for (int i = 0; i < before.schedule.n_actions; i++)
+        assert_true(after.actions[i].freeze_ratio == before.actions[i].freeze_ratio);
+    tf_plan_free(&before);
+    tf_plan_free(&after);
 }
 
 static void save_and_load_round_trip(void **state)
@@ -622,6 +641,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(published_llama_8b),
+        cmocka_unit_test(planner_init_is_repeatable),
         cmocka_unit_test(save_and_load_round_trip),
         cmocka_unit_test(every_example_trace),
         cmocka_unit_test(unfrozen_plan_is_the_upper_bound),

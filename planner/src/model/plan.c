@@ -1,6 +1,6 @@
 /* plan.c - a plan's figures from its durations and start times, the
- * summary tf-plan prints, and freeing.  Files: plan_json.c; the pipeline
- * that makes a plan from a profile: solve/planner.c. */
+ * summary tf-plan prints, and freeing.  Files: plan_json.c; the planner,
+ * which makes a plan from a profile: pipeline/plan_from_profile.c. */
 #include "plan_internal.h"
 #include "freezable.h"
 #include "tf/util.h"

@@ -7,6 +7,7 @@
 
 #include "json_util.h"
 #include "plan_internal.h"
+#include "tf/profile.h"
 #include "tf/util.h"
 
 static cJSON *number_array(const double *values, int n)

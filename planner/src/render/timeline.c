@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "model/json_util.h"
+#include "tf/planner.h"
 #include "tf/profile.h"
 #include "tf/util.h"
 #include "timeline_internal.h"

@@ -40,6 +40,10 @@ int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *li
 int tf_freeze_fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
                        tf_freeze_result *out, tf_error *err);
 
+/* lp_solve's process-wide state, set up before threads solve in parallel
+ * (tf_planner_init says why).  Returns 0 or TF_ENOMEM. */
+int tf_freeze_lpsolve_init(void);
+
 /* Has the deadline of lim passed?  Never with lim NULL or no deadline. */
 int tf_freeze_past_deadline(const tf_freeze_limits *lim);
 

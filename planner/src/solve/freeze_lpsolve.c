@@ -34,6 +34,25 @@ char *tf_freeze_solver_version(char *buf, size_t size)
     return buf;
 }
 
+/* make_lp and the creation of a basis factorisation (LUSOL) both call
+ * init_BLAS, which sets lp_solve's BLAS function pointers the first time
+ * and afterwards only reads its flag; a one-row LP goes through both. */
+int tf_freeze_lpsolve_init(void)
+{
+    lprec *lp = make_lp(0, 1);
+    if (!lp)
+        return TF_ENOMEM;
+    double one = 1.0;
+    int column = 1;
+    set_verbose(lp, NEUTRAL);
+    add_constraintex(lp, 1, &one, &column, GE, 1.0);
+    set_obj_fnex(lp, 1, &one, &column);
+    set_minim(lp);
+    solve(lp);
+    delete_lp(lp);
+    return 0;
+}
+
 /* Not an lp_solve status: a failed solve left the model with other
  * dimensions than it was built with (seen after a numerical failure of the
  * primal retry below), so nothing more can be read from or solved on it. */

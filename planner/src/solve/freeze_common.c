@@ -1,6 +1,7 @@
 /* freeze_common.c - what both freeze solvers share: which precedence rows
- * the LP can leave out, turning solved ratios into durations and start
- * times, and the result's memory. */
+ * the LP can leave out, the time limit, turning solved ratios into
+ * durations and start times, and the result's memory.  It calls no other
+ * file of solve/, so the solvers depend on it and on nothing above. */
 #include "freeze_common.h"
 
 #include <stdlib.h>
@@ -10,6 +11,11 @@ int tf_freeze_edge_implied(const tf_schedule *s, const tf_dag *g, int u, int e)
 {
     return !(g->rule[e] & TF_EDGE_RANK_ORDER) &&
            s->actions[u].rank == s->actions[g->succ[e]].rank;
+}
+
+int tf_freeze_past_deadline(const tf_freeze_limits *lim)
+{
+    return lim && lim->deadline > 0.0 && tf_now_seconds() > lim->deadline;
 }
 
 double tf_freeze_apply_ratios(const tf_dag *g, const double *max_ms, const double *min_ms,

@@ -24,11 +24,6 @@ void tf_freeze_control_init(tf_freeze_control *c)
     c->max_rounds = 0;
 }
 
-int tf_freeze_past_deadline(const tf_freeze_limits *lim)
-{
-    return lim && lim->deadline > 0.0 && tf_now_seconds() > lim->deadline;
-}
-
 /* Both solvers trust their input; a bad field is named here instead. */
 static int check_arrays(const tf_freeze_problem *p, tf_error *err)
 {

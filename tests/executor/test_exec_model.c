@@ -2,6 +2,7 @@
  * differences, and the layout / partition rules. */
 #include <math.h>
 
+#include "model_flops.h"
 #include "test_util.h"
 #include "tf/schedule.h"
 #include "tfx/backend.h"

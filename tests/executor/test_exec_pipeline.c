@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model_flops.h"
 #include "test_util.h"
 #include "small_plan.h"
 #include "tf/schedule.h"

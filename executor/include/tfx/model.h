@@ -104,15 +104,6 @@ void tfx_model_layout_free(tfx_model_layout *l);
 /* Parameters of one stage (stage >= 0) or of the whole model (stage < 0). */
 double tfx_model_parameter_count(const tfx_model_layout *l, int stage);
 
-/* Floating-point work of one microbatch in GEMM-equivalent FLOPs (2 m n k
- * per GEMM, attention's included) for stage `stage` (< 0: the whole model):
- * forward, dX, and dW with nothing frozen.  The figure the trainer divides
- * by wall time to print achieved GFLOP/s. */
-typedef struct tfx_model_flops {
-    double forward, backward_input, backward_weight;
-} tfx_model_flops;
-tfx_model_flops tfx_model_microbatch_flops(const tfx_model_layout *l, int stage);
-
 /* Writes the initial values of global tensor `tensor` (count floats) to
  * host_out, as nanoGPT initialises GPT-2: Linear weights and embeddings
  * N(0, 0.02), the residual projections (attn.proj, mlp.fc2) N(0, 0.02 /

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "model_flops.h"
 #include "tfx/rng.h"
 
 #define NORM_EPS 1e-5f

@@ -282,11 +282,6 @@ const tfx_model_layout *tfx_pipeline_layout(const tfx_pipeline *p)
     return &p->layout;
 }
 
-const tf_schedule *tfx_pipeline_schedule(const tfx_pipeline *p)
-{
-    return &p->schedule;
-}
-
 const double *tfx_pipeline_action_ms(const tfx_pipeline *p)
 {
     return p->action_ms;

@@ -70,8 +70,8 @@ static int parse_order(const tfj_ctx *root_ctx, const cJSON *order, int ranks, i
     }
     char where[300];
     snprintf(where, sizeof where, "%s: %s", root_ctx->where, at.path);
-    rc = tf_schedule_from_cells((const char *const *const *)rows, row_len, ranks, microbatches,
-                                where, out, err);
+    tf_cell_rows cells = {(const char *const *const *)rows, row_len, ranks};
+    rc = tf_schedule_from_cells(&cells, microbatches, where, out, err);
 done:
     if (rows)
         for (int k = 0; k < ranks; k++)

@@ -182,12 +182,20 @@ typedef struct tfx_stage {
                                    (the runtime zeroes it with counts) */
 } tfx_stage;
 
-/* Allocates a stage's parameters (initialised from seed), optimizer state,
- * and buffers for `microbatches` in-flight microbatches; `split_backward`
- * keeps a gradient slot per microbatch for deferred W actions.  Returns 0 or
- * TF_ENOMEM; on error everything is released.  be is used, not owned. */
-int tfx_stage_create(const tfx_model_layout *l, int stage, tfx_backend be, int microbatches,
-                     int split_backward, uint64_t seed, tfx_stage *out, tf_error *err);
+/* Which stage to create, where, and for how many microbatches. */
+typedef struct tfx_stage_spec {
+    const tfx_model_layout *layout; /* must outlive the stage */
+    int stage;                      /* of layout */
+    tfx_backend backend;            /* used, not owned */
+    int microbatches;               /* in flight at once: one activation slot each */
+    int split_backward;             /* 1: a gradient slot per microbatch, for deferred W */
+    uint64_t seed;                  /* of the initial parameters */
+} tfx_stage_spec;
+
+/* Allocates the stage spec describes: its parameters (initialised from
+ * the seed), optimizer state and buffers.  Returns 0 or TF_ENOMEM; on
+ * error everything is released. */
+int tfx_stage_create(const tfx_stage_spec *spec, tfx_stage *out, tf_error *err);
 void tfx_stage_destroy(tfx_stage *s);
 
 /* Boundary buffers (device memory, N x C): where a received activation goes

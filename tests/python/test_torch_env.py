@@ -57,13 +57,14 @@ class TorchTest(unittest.TestCase):
 
     def test_two_stage_1f1b_step_matches_autograd(self):
         import torch
-        results = torch_harness.run_ranks(torch_harness.pipeline_step, 2)
+        result = torch_harness.merged(torch_harness.run_ranks(torch_harness.pipeline_step, 2))
         losses, _, output = torch_harness.reference(2)
-        for got, want in zip(results[1]["losses"], losses):
+        self.assertEqual(len(result["losses"]), len(losses))
+        for got, want in zip(result["losses"], losses):
             self.assertAlmostEqual(got, want, places=5)
-        self.assertTrue(torch.allclose(results[1]["output"], output, atol=1e-6))
+        self.assertTrue(torch.allclose(result["output"], output, atol=1e-6))
         for stage in (0, 1):
-            got = results[stage]["grads"]
+            got = result["stages"][stage]["grads"]
             want = torch_harness.expected_grads(stage, 2)
             self.assertEqual(len(got), len(want))
             for i, (g, w) in enumerate(zip(got, want)):

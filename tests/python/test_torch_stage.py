@@ -65,39 +65,54 @@ class PipelineStageTest(unittest.TestCase):
     the sum over the microbatches that did not freeze it, as plain autograd
     on the whole model computes it."""
 
-    def run_pipeline(self, schedule, stages, ratios, method, seed):
+    def run_pipeline(self, schedule, ranks, stages, ratios, method, seed):
+        """Runs `schedule` on `ranks` processes with model() in `stages`
+        stages, frozen by a plan of `ratios` ({(stage, microbatch): ratio});
+        checks each stage's masks and gradients; returns the masks."""
         import torch
         plan = parse_plan(plan_doc(ranks=stages, microbatches=torch_harness.MICROBATCHES,
                                    ratios=ratios))
         freezing = FreezeSchedule(plan, torch_harness.stage_tensors(stages), method, seed=seed,
                                   warmup=0, ramp=0)
-        results = torch_harness.run_ranks(torch_harness.pipeline_step, stages, schedule,
-                                          freezing)
-        for stage, result in enumerate(results):
-            self.assertEqual(result["masks"], freezing.stage_choices(0, stage))
-            want = torch_harness.expected_grads(stage, stages, result["masks"])
-            for i, (got, expected) in enumerate(zip(result["grads"], want)):
+        result = torch_harness.merged(torch_harness.run_ranks(
+            torch_harness.pipeline_step, ranks, schedule, stages, freezing))
+        self.assertEqual(sorted(result["stages"]), list(range(stages)))
+        for stage, got in result["stages"].items():
+            self.assertEqual(got["masks"], freezing.stage_choices(0, stage))
+            want = torch_harness.expected_grads(stage, stages, got["masks"])
+            for i, (grad, expected) in enumerate(zip(got["grads"], want)):
                 where = f"stage {stage} tensor {i}"
                 if expected is None:
-                    self.assertTrue(got is None or not torch.any(got), where)
+                    self.assertTrue(grad is None or not torch.any(grad), where)
                 else:
-                    self.assertTrue(torch.allclose(got, expected, atol=1e-6), where)
-        return results
+                    self.assertTrue(torch.allclose(grad, expected, atol=1e-6), where)
+        return {stage: got["masks"] for stage, got in result["stages"].items()}
 
     def test_gpipe_one_stage(self):
-        results = self.run_pipeline("GPipe", 1, {(0, 0): 0.5, (0, 2): 1.0, (0, 3): 0.25},
-                                    "random", 5)
-        self.assertEqual(results[0]["masks"][2], [True] * 6)
+        masks = self.run_pipeline("GPipe", 1, 1, {(0, 0): 0.5, (0, 2): 1.0, (0, 3): 0.25},
+                                  "random", 5)
+        self.assertEqual(masks[0][2], [True] * 8)
 
     def test_1f1b_two_stages_with_a_first_stage_wholly_frozen(self):
         # Microbatch 1 freezes all of stage 0: its output has no graph, and
         # stage 0's backward of it must do nothing while stage 1 still
         # trains on it and the other microbatches train stage 0.
-        results = self.run_pipeline("1F1B", 2, {(0, 1): 1.0, (0, 3): 0.5, (1, 2): 0.5},
-                                    "rotate", 1)
-        self.assertEqual(results[0]["masks"][1], [True, True])
-        self.assertEqual(results[0]["masks"][0], [False, False])
-        self.assertEqual(sum(results[1]["masks"][2]), 2)
+        masks = self.run_pipeline("1F1B", 2, 2, {(0, 1): 1.0, (0, 3): 0.5, (1, 2): 0.5},
+                                  "rotate", 1)
+        self.assertEqual(masks[0][1], [True] * 4)
+        self.assertEqual(masks[0][0], [False] * 4)
+        self.assertEqual(sum(masks[1][2]), 2)
+
+    def test_split_backward_schedules(self):
+        # Zero-bubble schedules run each backward as I (input gradient) and
+        # later W (weight gradient); freezing at the forward must drop the
+        # frozen tensors from W.  Stage 3 holds one Linear (2 tensors).
+        ratios = {(0, 1): 1.0, (1, 0): 0.5, (2, 3): 0.25, (3, 2): 1.0}
+        for schedule in ("InterleavedZeroBubble", "ZBVZeroBubble"):
+            with self.subTest(schedule=schedule):
+                masks = self.run_pipeline(schedule, 2, 4, ratios, "random", 3)
+                self.assertEqual(masks[0][1], [True, True])
+                self.assertEqual(masks[3][2], [True, True])
 
 
 if __name__ == "__main__":

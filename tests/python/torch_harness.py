@@ -9,9 +9,9 @@ run_ranks: a function run on several fresh processes joined in one gloo
 group (a file store, so no port can collide with another run).
 
 A pipeline and its answer computed without one: pipeline_step runs one
-step of a torch.distributed.pipelining schedule (GPipe or 1F1B) of the model
-of `model()` split over the ranks, one stage each, optionally freezing
-tensors with timelyfreeze_plan; expected_grads gives each stage's gradients
+step of a torch.distributed.pipelining schedule of the model of `model()`
+split into stages over the ranks, optionally freezing tensors with
+timelyfreeze_plan; expected_grads gives each stage's gradients
 from plain autograd on the whole model, microbatch by microbatch, leaving
 out what each microbatch froze.
 """
@@ -26,9 +26,10 @@ SKIP = 77                      # SKIP_RETURN_CODE of these tests (tests/python/C
 MINIMUM = (2, 4)               # torch.distributed.pipelining
 MICROBATCHES = 4
 ROWS = 3                       # rows per microbatch
-WIDTHS = (6, 8, 8, 3)          # in, hidden, hidden, out
-# The modules of model() on each stage, by the number of stages.
-STAGES = {1: ((0, 5),), 2: ((0, 2), (2, 5))}
+WIDTHS = (6, 8, 3)             # in, hidden, out
+# model()'s modules (Linear, Tanh, Linear, Tanh, Linear, Tanh, Linear) on
+# each stage, by the number of stages.
+STAGES = {1: ((0, 7),), 2: ((0, 4), (4, 7)), 4: ((0, 2), (2, 4), (4, 6), (6, 7))}
 
 
 def torch_problem():
@@ -89,15 +90,16 @@ def model():
     import torch
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(WIDTHS[0], WIDTHS[1]), torch.nn.Tanh(),
-                               torch.nn.Linear(WIDTHS[1], WIDTHS[2]), torch.nn.Tanh(),
-                               torch.nn.Linear(WIDTHS[2], WIDTHS[3]))
+                               torch.nn.Linear(WIDTHS[1], WIDTHS[1]), torch.nn.Tanh(),
+                               torch.nn.Linear(WIDTHS[1], WIDTHS[1]), torch.nn.Tanh(),
+                               torch.nn.Linear(WIDTHS[1], WIDTHS[2]))
 
 
 def batch():
     import torch
     generator = torch.Generator().manual_seed(1)
     x = torch.randn(MICROBATCHES * ROWS, WIDTHS[0], generator=generator)
-    y = torch.randn(MICROBATCHES * ROWS, WIDTHS[3], generator=generator)
+    y = torch.randn(MICROBATCHES * ROWS, WIDTHS[2], generator=generator)
     return x, y
 
 
@@ -112,41 +114,68 @@ def stage_tensors(stages):
     return [len(list(stage_module(full, s, stages).parameters())) for s in range(stages)]
 
 
-def pipeline_step(rank, world, schedule="1F1B", freezing=None):
-    """One step of Schedule`schedule` (GPipe or 1F1B) over MICROBATCHES of
-    batch() with this rank's stage of model(); with `freezing` (a
-    FreezeSchedule) the stage is attached to it.  Gradients are summed over
+def stages_of(rank, world, stages, schedule):
+    """The stages a rank holds: one, or several in PyTorch's loop order
+    (rank, rank + world, ...), or V order for ZBVZeroBubble."""
+    if schedule == "ZBVZeroBubble":
+        return [rank, 2 * world - 1 - rank]
+    return list(range(rank, stages, world))
+
+
+def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None):
+    """One step of Schedule`schedule` (GPipe, 1F1B, InterleavedZeroBubble,
+    ZBVZeroBubble, ...) over MICROBATCHES of batch(), model() split into
+    `stages` (default: one per rank), this rank's stages attached to
+    `freezing` (a FreezeSchedule) when given.  Gradients are summed over
     microbatches, not averaged (scale_grads=False where the schedule has the
-    choice).  Returns the stage's gradients (None where a tensor got none),
-    the masks it applied, and on the last stage the per-microbatch losses and
-    the output."""
+    choice).  Returns {"stages": {stage: its gradients (None where a tensor
+    got none) and the masks it applied}, and, from the rank with the last
+    stage, "losses" per microbatch and "output"}."""
     import torch
     from torch.distributed import pipelining
+    from torch.distributed.pipelining.schedules import PipelineScheduleSingle
     from timelyfreeze_plan import attach
 
+    stages = stages or world
     x, y = batch()
-    submodule = stage_module(model(), rank, world)
-    width = WIDTHS[0] if rank == 0 else WIDTHS[1]
-    stage = pipelining.PipelineStage(submodule, rank, world, torch.device("cpu"),
-                                     input_args=(torch.empty(ROWS, width),))
-    handle = attach(stage, freezing) if freezing is not None else None
+    full = model()
+    held, handles = [], {}
+    for s in stages_of(rank, world, stages, schedule):
+        width = WIDTHS[0] if s == 0 else WIDTHS[1]
+        stage = pipelining.PipelineStage(stage_module(full, s, stages), s, stages,
+                                         torch.device("cpu"),
+                                         input_args=(torch.empty(ROWS, width),))
+        handles[s] = attach(stage, freezing) if freezing is not None else None
+        held.append(stage)
     kind = getattr(pipelining, "Schedule" + schedule)
     options = {}
     if "scale_grads" in inspect.signature(kind).parameters:
         options["scale_grads"] = False
-    pipe = kind(stage, MICROBATCHES, loss_fn=torch.nn.functional.mse_loss, **options)
+    pipe = kind(held[0] if issubclass(kind, PipelineScheduleSingle) else held, MICROBATCHES,
+                loss_fn=torch.nn.functional.mse_loss, **options)
     losses = []
-    first, last = rank == 0, rank == world - 1
+    first, last = 0 in handles, stages - 1 in handles
     inputs = (x,) if first else ()
+    output = pipe.step(*inputs, target=y, losses=losses) if last else pipe.step(*inputs)
+    result = {"stages": {s.stage_index: {
+        "grads": [None if p.grad is None else p.grad.detach().clone()
+                  for p in s.submod.parameters()],
+        "masks": handles[s.stage_index].masks if freezing is not None else None}
+        for s in held}}
     if last:
-        output = pipe.step(*inputs, target=y, losses=losses)
-    else:
-        output = pipe.step(*inputs)
-    return {"grads": [None if p.grad is None else p.grad.detach().clone()
-                      for p in submodule.parameters()],
-            "masks": handle.masks if handle else None,
-            "losses": [float(v.detach()) for v in losses] if last else None,
-            "output": output.detach().clone() if last else None}
+        result["losses"] = [float(v.detach()) for v in losses]
+        result["output"] = output.detach().clone()
+    return result
+
+
+def merged(results):
+    """run_ranks' results of pipeline_step as one: every stage, and the last
+    stage's losses and output."""
+    out = {"stages": {}}
+    for r in results:
+        out["stages"].update(r["stages"])
+        out.update({k: v for k, v in r.items() if k != "stages"})
+    return out
 
 
 def reference(stages):

@@ -144,12 +144,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[600];
     fuzz_write_file(tfx_checkpoint_path(t.dir, path, sizeof path), file, len);
     free(file);
-    long step = 0;
+    tfx_checkpoint_meta meta = t.meta;
     int found = 0;
     tf_error err = {0};
-    if (tfx_checkpoint_load(t.dir, t.pipeline, &t.sel, &t.meta, &step, &found, &err) == 0) {
+    if (tfx_checkpoint_load(t.dir, t.pipeline, &t.sel, &meta, &found, &err) == 0) {
         FUZZ_CHECK(found, "a written checkpoint was not found");
-        check_loaded(&t, step);
+        check_loaded(&t, meta.step);
     } else {
         FUZZ_CHECK(err.msg[0] != '\0', "refused without a message");
     }

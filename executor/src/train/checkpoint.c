@@ -409,9 +409,9 @@ static int check_offsets(const ckpt *k, const tfx_freeze_selector *sel, tf_error
 }
 
 int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *sel,
-                        const tfx_checkpoint_meta *expect, long *step, int *found,
-                        tf_error *err)
+                        tfx_checkpoint_meta *meta, int *found, tf_error *err)
 {
+    const tfx_checkpoint_meta *expect = meta;
     int rc = 0;
     ckpt k;
     char path[4096];
@@ -433,7 +433,7 @@ int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *s
     TFX_TRY(load_tensors(&k, p, 0, err));
     for (int s = 0; s < sel->stages; s++)
         sel->rotate_offset[s] = k.offsets[s];
-    *step = k.step;
+    meta->step = k.step;
 fail:
     ckpt_free(&k);
     return rc;

@@ -1,6 +1,7 @@
 /* tf-plan: profiled stage timings in, freeze plan out.  Parses arguments
  * and calls the planner library. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ static const char *const prog = "tf-plan";
 typedef struct plan_args {
     const char *profile, *output, *csv, *timeline, *write_csv;
     int quiet;
+    uint64_t memory_limit;  /* --memory-limit; 0: the profile's */
+    int no_freeze_memory;
     tf_plan_options options;
 } plan_args;
 
@@ -69,6 +72,15 @@ static const tf_cli_option options[] = {
     {"time-limit", 0, TF_CLI_NUMBER, AT(options.control.time_limit_s), 0, 1e9, .arg = "S",
      .help = "stop solving after S seconds (default " TF_PLAN_STRING(TF_PLAN_TIME_LIMIT_S)
              "; 0: none)"},
+    {"memory-limit", 0, TF_CLI_SIZE, AT(memory_limit), 1, 1.152921504606846976e18,
+     .arg = "SIZE",
+     .help = "every rank's memory limit (80GiB = 80 x 2^30 bytes, 80GB = 80e9, or bytes), over "
+             "the profile's memory_limit_bytes; needs the profile's memory fields. A plan keeps "
+             "each rank's peak within it by freezing and, where stages give checkpoint_bytes, "
+             "recomputing"},
+    {"no-freeze-memory", 0, TF_CLI_FLAG, AT(no_freeze_memory),
+     .help = "plan as if freezing saved no memory (a frozen backward's forward keeps all its "
+             "activations), to see what freezing buys in memory"},
     {"schedule-csv", 0, TF_CLI_PATH, AT(csv), .arg = "FILE",
      .help = "run the per-rank order in FILE (PyTorch compute-only CSV: one row per rank, "
              "cells like 0F3 1B2 2I0 2W0 and pairs (0F7;7B3)OVERLAP_F_B); the CSV gives the "
@@ -112,6 +124,8 @@ static int parse_args(int argc, char **argv, plan_args *a)
     int rc = tf_cli_parse(&program, argc, argv, a);
     if (rc == TF_CLI_CONTINUE && check_paths(a))
         rc = TF_EXIT_USAGE;
+    a->options.memory_limit = (double)a->memory_limit;
+    a->options.freeze_saves_memory = !a->no_freeze_memory;
     return rc;
 }
 

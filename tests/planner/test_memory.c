@@ -115,7 +115,7 @@ static double count_peak(const tf_schedule *s, const tf_stage_memory *mem, const
         held *x = &h[a->stage * s->microbatches + a->microbatch];
         double fr = freeze_of(s, f, a->stage, a->microbatch);
         double kept = m->activation_bytes - fr * (m->activation_bytes - m->activation_frozen_bytes);
-        double dropped = m->recompute_ms > 0
+        double dropped = m->recomputes
                              ? recompute_of(s, q, a->stage, a->microbatch) *
                                    fmax(m->activation_frozen_bytes - m->checkpoint_bytes, 0.0)
                              : 0.0;
@@ -172,7 +172,8 @@ static void every_schedule_against_a_count(void **state)
                 mem[st].activation_frozen_bytes = mem[st].activation_bytes * uniform01(&seed);
                 mem[st].weight_grad_bytes = mem[st].activation_bytes * 1.5 * uniform01(&seed);
                 mem[st].checkpoint_bytes = mem[st].activation_frozen_bytes * uniform01(&seed);
-                mem[st].recompute_ms = trial % 2 ? 1.0 : 0.0;
+                mem[st].recompute_ms = 1.0;
+                mem[st].recomputes = trial % 2;
             }
             double *f = calloc((size_t)s.n_actions, sizeof *f);
             double *q = calloc((size_t)s.n_actions, sizeof *q);

@@ -15,7 +15,7 @@
  * stage: the I never freezes), A(f) = A - f (A - A_f), D = max(A_f - C, 0)
  * and q the recompute ratio of (s,m)'s backward (its B, or its I).  A
  * recomputing backward without an R action in the order re-materialises
- * at its own start.  Every change is linear in f and q, which keeps a
+ * at its own start.  A stage without recomputation keeps q = 0.  Every change is linear in f and q, which keeps a
  * memory limit a set of linear rows of the freeze LP; the recomputation
  * term is exact when f = 1 or A_f = A and otherwise a little above the
  * truth, so a plan within its limit is within it in reality.
@@ -36,8 +36,14 @@ typedef struct tf_stage_memory {
     double activation_frozen_bytes; /* A_f <= A: the same when that backward is fully frozen */
     double weight_grad_bytes;       /* G: split backward, live from the end of I to the end of W */
     double checkpoint_bytes;        /* C <= A: what a fully recomputed forward keeps */
-    double recompute_ms;            /* re-running the forward; 0: the stage does not recompute */
+    double recompute_ms;            /* re-running the forward (R at recompute ratio 1) */
+    int recomputes;                 /* 1: checkpoint_bytes and recompute_ms apply */
 } tf_stage_memory;
+
+/* The largest byte count accepted anywhere (an exbibyte): far above any
+ * device, small enough that sums over every stage stay exact in a double
+ * to a byte's fraction of a percent. */
+#define TF_MAX_BYTES 1.152921504606846976e18
 
 /* One change of a rank's live bytes:
  *   constant + freeze_coef * f[freeze_action] + recompute_coef * q[recompute_action]
@@ -63,6 +69,8 @@ typedef struct tf_memory_model {
 
 typedef struct tf_memory_options {
     int freeze_saves_memory; /* 1: a frozen backward's forward keeps A_f and G (1 - f) */
+    const double *cap;       /* per stage, or NULL: a stage capped at 0 never freezes,
+                              * so its recomputation drops A - C, exactly */
 } tf_memory_options;
 
 /* Builds the events of schedule s for the stages' bytes stages[s->stages]
@@ -90,6 +98,12 @@ void tf_memory_peaks(const tf_memory_model *m, const double *f, const double *q,
 /* Can event e raise the live bytes for some ratios in [0, 1]?  Only such
  * events can set a new peak, so only they need a limit row. */
 int tf_memory_event_can_rise(const tf_memory_event *e);
+
+/* The first rank whose peak with nothing frozen or recomputed exceeds
+ * limit[rank] (limit per rank), or -1 when every rank fits.  Freezing and
+ * recomputation only lower the live bytes, so only then can a limit change
+ * a plan. */
+int tf_memory_first_over(const tf_memory_model *m, const double *limit);
 
 void tf_memory_model_free(tf_memory_model *m);
 

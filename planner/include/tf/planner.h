@@ -24,19 +24,33 @@ typedef struct tf_plan_options {
     double max_action_ratio;
     tf_solver solver;             /* TF_SOLVER_AUTO: picked by size (tf/freeze.h) */
     tf_freeze_control control;    /* time limit, fallback to the other solver, progress */
+    /* > 0: every rank's memory limit in bytes, over the profile's
+     * memory_limit_bytes (which needs the profile's memory fields); 0: the
+     * profile's, if any. */
+    double memory_limit;
+    /* 1 (the default): a frozen backward's forward keeps only what its
+     * input gradient needs (tf/memory.h); 0: freezing saves no memory, to
+     * see what it buys. */
+    int freeze_saves_memory;
 } tf_plan_options;
 
 /* Defaults: least-freeze, caps from the profile, no per-action cap, solver
- * auto, and tf_freeze_control_init's control (no time limit, fallback,
- * silent). */
+ * auto, tf_freeze_control_init's control (no time limit, fallback,
+ * silent), the profile's memory limit, freezing saving memory. */
 void tf_plan_options_init(tf_plan_options *o);
 
 /* Builds the DAG of p->schedule, computes the unfrozen and all-frozen
  * bounds, solves the freeze LP with o->solver (o may be NULL: the
  * defaults) through tf_freeze_solve and fills *out (tf_plan_free);
- * out->solver_name is the solver that actually ran.  Returns 0, TF_ECYCLE
- * (deadlocking order), TF_EINVAL (max_action_ratio outside (0, 1]),
- * TF_ESOLVER or TF_ENOMEM; *out is zeroed on error. */
+ * out->solver_name is the solver that actually ran.  With the profile's
+ * memory fields the plan carries each rank's peak bytes; with a limit that
+ * some rank exceeds unfrozen, the LP keeps every rank within it, freezing
+ * and, for stages that can recompute, placing R actions before their
+ * backwards (docs/planner.md, "Memory").  Returns 0, TF_ECYCLE
+ * (deadlocking order), TF_EINVAL (max_action_ratio outside (0, 1]; a
+ * memory limit without memory fields, below a rank's static bytes, or
+ * that no plan meets: the message names the rank, its smallest achievable
+ * peak and the limit), TF_ESOLVER or TF_ENOMEM; *out is zeroed on error. */
 int tf_plan_from_profile(const tf_profile *p, const tf_plan_options *o, tf_plan *out,
                          tf_error *err);
 

@@ -21,7 +21,7 @@ static backward_actions backward_of(const tf_schedule *s, const int *index, int 
     backward_actions b;
     int full = tf_schedule_lookup(s, index, TF_ACT_B, stage, microbatch);
     b.freeze = full >= 0 ? full : tf_schedule_lookup(s, index, TF_ACT_W, stage, microbatch);
-    b.recompute = full >= 0 ? full : tf_schedule_lookup(s, index, TF_ACT_I, stage, microbatch);
+    b.recompute = tf_schedule_backward_of(s, index, stage, microbatch);
     b.r = tf_schedule_lookup(s, index, TF_ACT_R, stage, microbatch);
     return b;
 }
@@ -40,7 +40,7 @@ static stage_bytes bytes_of(const tf_stage_memory *m, int saves)
     b.a = m->activation_bytes;
     b.a_frozen = saves ? m->activation_frozen_bytes : m->activation_bytes;
     b.g = m->weight_grad_bytes;
-    b.recomputes = m->recompute_ms > 0;
+    b.recomputes = m->recomputes;
     b.dropped = b.recomputes && b.a_frozen > m->checkpoint_bytes
                     ? b.a_frozen - m->checkpoint_bytes : 0.0;
     return b;
@@ -51,6 +51,7 @@ typedef struct builder {
     const int *index;
     const tf_stage_memory *stages;
     int saves;
+    const double *cap;
     tf_memory_event *events;
     int n;
 } builder;
@@ -79,7 +80,8 @@ static void push(builder *b, int action, double constant, int freeze_action, dou
 static int push_action(builder *b, int i, tf_error *err)
 {
     const tf_action *a = &b->s->actions[i];
-    stage_bytes st = bytes_of(&b->stages[a->stage], b->saves);
+    const int saves = b->saves && !(b->cap && b->cap[a->stage] == 0.0);
+    stage_bytes st = bytes_of(&b->stages[a->stage], saves);
     backward_actions bw = backward_of(b->s, b->index, a->stage, a->microbatch);
     double saved = st.a - st.a_frozen; /* what freezing the whole backward saves */
     if (a->type != TF_ACT_F && a->type != TF_ACT_R && a->type != TF_ACT_W && st.recomputes &&
@@ -97,9 +99,9 @@ static int push_action(builder *b, int i, tf_error *err)
     case TF_ACT_R: push(b, i, 0.0, -1, 0.0, bw.recompute, st.dropped); break;
     case TF_ACT_B: push(b, i, -st.a, i, saved, -1, 0.0); break;
     case TF_ACT_I:
-        push(b, i, st.g - st.a, bw.freeze, saved - (b->saves ? st.g : 0.0), -1, 0.0);
+        push(b, i, st.g - st.a, bw.freeze, saved - (saves ? st.g : 0.0), -1, 0.0);
         break;
-    case TF_ACT_W: push(b, i, -st.g, i, b->saves ? st.g : 0.0, -1, 0.0); break;
+    case TF_ACT_W: push(b, i, -st.g, i, saves ? st.g : 0.0, -1, 0.0); break;
     }
     return 0;
 }
@@ -108,7 +110,8 @@ int tf_memory_model_build(const tf_schedule *s, const tf_stage_memory *stages,
                           const tf_memory_options *o, tf_memory_model *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
-    builder b = {s, tf_schedule_index(s), stages, o ? o->freeze_saves_memory : 1, NULL, 0};
+    builder b = {s, tf_schedule_index(s), stages, o ? o->freeze_saves_memory : 1,
+                 o ? o->cap : NULL, NULL, 0};
     out->ranks = s->ranks;
     out->static_bytes = calloc((size_t)s->ranks + 1, sizeof *out->static_bytes);
     out->event_offset = calloc((size_t)s->ranks + 1, sizeof *out->event_offset);
@@ -156,21 +159,35 @@ int tf_memory_event_can_rise(const tf_memory_event *e)
     return most > 0.0;
 }
 
+/* Rank r's peak under ratios f and q (NULL: all 0), and where. */
+static tf_memory_peak rank_peak(const tf_memory_model *m, int r, const double *f,
+                                const double *q)
+{
+    double live = m->static_bytes[r];
+    tf_memory_peak peak = {live, -1};
+    for (int k = m->event_offset[r]; k < m->event_offset[r + 1]; k++) {
+        live += tf_memory_event_delta(&m->events[k], f, q);
+        if (live > peak.bytes) {
+            peak.bytes = live;
+            peak.action = m->events[k].action;
+        }
+    }
+    return peak;
+}
+
 void tf_memory_peaks(const tf_memory_model *m, const double *f, const double *q,
                      tf_memory_peak *peaks)
 {
-    for (int r = 0; r < m->ranks; r++) {
-        double live = m->static_bytes[r];
-        peaks[r].bytes = live;
-        peaks[r].action = -1;
-        for (int k = m->event_offset[r]; k < m->event_offset[r + 1]; k++) {
-            live += tf_memory_event_delta(&m->events[k], f, q);
-            if (live > peaks[r].bytes) {
-                peaks[r].bytes = live;
-                peaks[r].action = m->events[k].action;
-            }
-        }
-    }
+    for (int r = 0; r < m->ranks; r++)
+        peaks[r] = rank_peak(m, r, f, q);
+}
+
+int tf_memory_first_over(const tf_memory_model *m, const double *limit)
+{
+    for (int r = 0; r < m->ranks; r++)
+        if (rank_peak(m, r, NULL, NULL).bytes > limit[r])
+            return r;
+    return -1;
 }
 
 void tf_memory_model_free(tf_memory_model *m)

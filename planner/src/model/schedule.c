@@ -111,6 +111,7 @@ int tf_action_type_parse(char letter, tf_action_type *type)
     case 'B': parsed = TF_ACT_B; break;
     case 'I': parsed = TF_ACT_I; break;
     case 'W': parsed = TF_ACT_W; break;
+    case 'R': parsed = TF_ACT_R; break;
     default: return TF_EINVAL;
     }
     if (type)
@@ -385,17 +386,20 @@ int tf_schedule_lookup(const tf_schedule *s, const int *index, tf_action_type ty
     return index[((size_t)type * s->stages + stage) * s->microbatches + microbatch];
 }
 
+int tf_schedule_backward_of(const tf_schedule *s, const int *index, int stage, int microbatch)
+{
+    int b = tf_schedule_lookup(s, index, TF_ACT_B, stage, microbatch);
+    return b >= 0 ? b : tf_schedule_lookup(s, index, TF_ACT_I, stage, microbatch);
+}
+
 int tf_schedule_sender(const tf_schedule *s, const int *index, int i)
 {
     const tf_action *a = &s->actions[i];
     int u = -1;
-    if (a->type == TF_ACT_F) {
+    if (a->type == TF_ACT_F)
         u = tf_schedule_lookup(s, index, TF_ACT_F, a->stage - 1, a->microbatch);
-    } else if (a->type == TF_ACT_B || a->type == TF_ACT_I) {
-        u = tf_schedule_lookup(s, index, TF_ACT_B, a->stage + 1, a->microbatch);
-        if (u < 0)
-            u = tf_schedule_lookup(s, index, TF_ACT_I, a->stage + 1, a->microbatch);
-    }
+    else if (a->type == TF_ACT_B || a->type == TF_ACT_I)
+        u = tf_schedule_backward_of(s, index, a->stage + 1, a->microbatch);
     return u >= 0 && s->actions[u].rank != a->rank ? u : -1;
 }
 

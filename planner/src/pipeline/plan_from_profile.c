@@ -487,6 +487,58 @@ int tf_plan_from_profile(const tf_profile *p, const tf_plan_options *o, tf_plan 
     return make_plan(p, o, 1, out, err);
 }
 
+/* The largest static bytes of any rank: no limit can be below it. */
+static double largest_static(const tf_profile *p)
+{
+    double most = 0.0;
+    for (int r = 0; r < p->schedule.ranks; r++) {
+        double fixed = 0.0;
+        for (int st = 0; st < p->schedule.stages; st++)
+            if (p->schedule.stage_rank[st] == r)
+                fixed += p->memory[st].static_bytes;
+        most = fixed > most ? fixed : most;
+    }
+    return most;
+}
+
+int tf_plan_memory_floor(const tf_profile *p, const tf_plan_options *o, double *bytes,
+                         tf_error *err)
+{
+    if (!p->memory)
+        return tf_fail(err, TF_EINVAL, "the smallest memory limit needs a profile with memory "
+                       "fields (static_bytes, activation_bytes per stage)");
+    tf_plan_options probe;
+    if (o)
+        probe = *o;
+    else
+        tf_plan_options_init(&probe);
+    /* A limit at the largest static bytes binds wherever any rank holds
+     * activations above that, which is where the floor lies. */
+    *bytes = probe.memory_limit = largest_static(p);
+    plan_work w = {.p = p, .o = &probe, .solve = 1};
+    int rc = prepare(&w, err);
+    const int ranks = p->schedule.ranks;
+    double *peaks = malloc(((size_t)ranks + 1) * sizeof *peaks);
+    if (!rc && !peaks)
+        rc = tf_fail(err, TF_ENOMEM, "out of memory");
+    if (!rc && w.binds) {
+        if (probe.max_action_ratio < 1.0)
+            cap_each_action(&w, probe.max_action_ratio);
+        tf_dag g = {0};
+        if (!w.lp.dag.succ)
+            rc = tf_dag_build(&p->schedule, p->p2p_ms, &g, err);
+        tf_freeze_problem problem = problem_of(&w, w.lp.dag.succ ? &w.lp.dag : &g);
+        if (!rc)
+            rc = tf_freeze_memory_floor(&problem, peaks, err);
+        for (int r = 0; r < ranks && !rc; r++)
+            *bytes = peaks[r] > *bytes ? peaks[r] : *bytes;
+        tf_dag_free(&g);
+    }
+    free(peaks);
+    work_free(&w);
+    return rc;
+}
+
 int tf_plan_unfrozen(const tf_profile *p, tf_plan *out, tf_error *err)
 {
     return make_plan(p, NULL, 0, out, err);

@@ -65,6 +65,11 @@ int tf_freeze_memory_binds(const tf_freeze_problem *p);
  * (TF_ESOLVER, TF_ENOMEM if that cannot be found).  freeze_memory.c. */
 int tf_freeze_memory_check(const tf_freeze_problem *p, tf_error *err);
 
+/* peaks[r] for every rank of p (a memory model, and limits, which only
+ * scale the LP): the smallest peak freezing and recomputing within the
+ * caps can reach.  Returns 0, TF_ESOLVER or TF_ENOMEM.  freeze_memory.c. */
+int tf_freeze_memory_floor(const tf_freeze_problem *p, double *peaks, tf_error *err);
+
 /* served[i] for every action of p's schedule: -1, or for an R action the
  * backward whose recompute ratio sets its duration (no R without
  * p->recompute_ms).  recomputed[j] (may be NULL) is set for each such

@@ -346,7 +346,11 @@ static int solve_step(lp_model *m, const char *step, int *solves, tf_freeze_resu
 /* Solves with `column` bounded by the optimum just found, so the next
  * objective keeps it optimal.  The bound is the exact optimum; only if
  * lp_solve's round-off makes that infeasible is it relaxed by 1e-9
- * relative, far below any timer's resolution. */
+ * relative, far below any timer's resolution.  If lp_solve still calls it
+ * infeasible, it solves once more from the slack basis: started from the
+ * last optimal basis, its dual simplex has called such a problem
+ * infeasible (least recomputation under a memory limit, GPipe, 3 ranks)
+ * that it solves from the start. */
 static int solve_keeping_optimum(lp_model *m, int column, double optimum, const char *step,
                                  int *solves, tf_freeze_result *out, tf_error *err)
 {
@@ -355,7 +359,11 @@ static int solve_keeping_optimum(lp_model *m, int column, double optimum, const 
     int status = guarded_solve(m, solves);
     if (status == INFEASIBLE || status == NUMFAILURE) {
         set_upbo(m->lp, column, optimum + 1e-9 * fmax(1.0, fabs(optimum)));
-        return solve_step(m, step, solves, out, err);
+        status = guarded_solve(m, solves);
+    }
+    if (status == INFEASIBLE || status == NUMFAILURE) {
+        default_basis(m->lp);
+        status = guarded_solve(m, solves);
     }
     return report_status(m, status, out, err);
 }

@@ -207,49 +207,74 @@ static void describe_rank(char *buf, size_t size, const tf_freeze_problem *p, in
              p->memory_limit[r], p->memory_limit[r] / gib);
 }
 
-/* The smallest peak of every rank that is over its limit unfrozen into
- * message (ranks within it unfrozen need nothing). */
-static int check_ranks(const tf_freeze_problem *p, const peak_choices *c, char *message,
-                       size_t size, tf_error *err)
+/* Which actions may freeze and which backwards recompute, as in the whole
+ * LP; freed by choices_free. */
+static int choices_init(const tf_freeze_problem *p, peak_choices *c, tf_error *err)
 {
-    const tf_memory_model *mem = p->memory;
-    tf_memory_peak *unfrozen = malloc(((size_t)mem->ranks + 1) * sizeof *unfrozen);
-    if (!unfrozen)
-        return tf_fail(err, TF_ENOMEM, "out of memory checking the memory limit");
-    tf_memory_peaks(mem, NULL, NULL, unfrozen);
-    int rc = 0;
-    for (int r = 0; r < mem->ranks && !rc; r++) {
-        double peak = 0.0;
-        if (unfrozen[r].bytes <= p->memory_limit[r])
+    const int n = p->schedule->n_actions;
+    c->freezable = malloc((size_t)n + 1);
+    c->recomputed = calloc((size_t)n + 1, 1);
+    int *served = malloc(((size_t)n + 1) * sizeof *served);
+    int rc = c->freezable && c->recomputed && served
+                 ? tf_freeze_recompute_targets(p, served, c->recomputed) : TF_ENOMEM;
+    free(served);
+    if (rc)
+        return tf_fail(err, TF_ENOMEM, "out of memory finding the smallest memory peaks");
+    tf_freezable_mark(p->schedule, p->max_ms, p->min_ms, p->memory, c->freezable);
+    return 0;
+}
+
+static void choices_free(peak_choices *c)
+{
+    free(c->freezable);
+    free(c->recomputed);
+}
+
+/* peaks[r] for each rank with wanted[r] (NULL: all): its smallest
+ * achievable peak; the others get NAN. */
+static int floors(const tf_freeze_problem *p, const unsigned char *wanted, double *peaks,
+                  tf_error *err)
+{
+    peak_choices c = {0};
+    int rc = choices_init(p, &c, err);
+    for (int r = 0; r < p->memory->ranks && !rc; r++) {
+        peaks[r] = NAN;
+        if (wanted && !wanted[r])
             continue;
-        if ((rc = min_peak(p, c, r, &peak)))
+        if ((rc = min_peak(p, &c, r, &peaks[r])))
             rc = tf_fail(err, rc, "lp_solve: could not find rank %d's smallest memory peak", r);
-        else if (peak > tf_lp_memory_target(p->memory_limit[r]))
-            describe_rank(message, size, p, r, peak);
     }
-    free(unfrozen);
+    choices_free(&c);
     return rc;
+}
+
+int tf_freeze_memory_floor(const tf_freeze_problem *p, double *peaks, tf_error *err)
+{
+    return floors(p, NULL, peaks, err);
 }
 
 int tf_freeze_memory_check(const tf_freeze_problem *p, tf_error *err)
 {
-    const tf_schedule *s = p->schedule;
-    const int n = s->n_actions;
-    peak_choices c = {malloc((size_t)n + 1), calloc((size_t)n + 1, 1)};
-    int *served = malloc(((size_t)n + 1) * sizeof *served);
+    const tf_memory_model *mem = p->memory;
+    const int ranks = mem->ranks;
+    tf_memory_peak *unfrozen = malloc(((size_t)ranks + 1) * sizeof *unfrozen);
+    unsigned char *over = malloc((size_t)ranks + 1);
+    double *peaks = malloc(((size_t)ranks + 1) * sizeof *peaks);
+    int rc = unfrozen && over && peaks ? 0 : tf_fail(err, TF_ENOMEM, "out of memory");
     char message[sizeof err->msg] = "";
-    int rc = c.freezable && c.recomputed && served ? tf_freeze_recompute_targets(p, served,
-                                                                             c.recomputed)
-                                                   : TF_ENOMEM;
-    if (rc) {
-        rc = tf_fail(err, TF_ENOMEM, "out of memory checking the memory limit");
-    } else {
-        tf_freezable_mark(s, p->max_ms, p->min_ms, p->memory, c.freezable);
-        rc = check_ranks(p, &c, message, sizeof message, err);
+    if (!rc) {
+        /* Ranks within their limit unfrozen need nothing. */
+        tf_memory_peaks(mem, NULL, NULL, unfrozen);
+        for (int r = 0; r < ranks; r++)
+            over[r] = unfrozen[r].bytes > p->memory_limit[r];
+        rc = floors(p, over, peaks, err);
     }
-    free(c.freezable);
-    free(c.recomputed);
-    free(served);
+    for (int r = 0; r < ranks && !rc; r++)
+        if (over[r] && peaks[r] > tf_lp_memory_target(p->memory_limit[r]))
+            describe_rank(message, sizeof message, p, r, peaks[r]);
+    free(unfrozen);
+    free(over);
+    free(peaks);
     if (!rc && message[0])
         rc = tf_fail(err, TF_EINVAL, "no plan fits the memory limit: %s (freezing and "
                      "recomputing all the caps allow brings it no lower)", message);

@@ -200,7 +200,7 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
     return 0;
 }
 
-/* The frame the timeline is drawn in, as tl_render_graphviz would choose
+/* The frame the timeline is drawn in, as tl_draw_timeline would choose
  * it. */
 static int frame_of(const tl_model *m, const tf_timeline_options *opt, frame *f, tf_error *err)
 {
@@ -578,10 +578,8 @@ static void draw_saving(tf_canvas *c, const tl_model *m, const frame *f, double 
         tf_canvas_text(c, (x0 + x1) / 2, (top + bottom) / 2, text, 10, 'c', "#2d6a2a", 1);
 }
 
-/* Draws the timeline (one panel, or two with --compare) into c with pinned
- * positions, for the nop layout.  Returns 0 or TF_EINVAL (too narrow). */
-static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_options *opt,
-                         tf_error *err)
+int tl_draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_options *opt,
+                     tf_error *err)
 {
     char line1[512], line2[512];
     tl_title_lines(m, opt, line1, line2, sizeof line1);
@@ -628,19 +626,4 @@ static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_opti
      * above and left of the title are kept too. */
     tf_canvas_rect(c, 0, 0, 1, 1, "#ffffff");
     return 0;
-}
-
-int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const char *format,
-                       char **data, size_t *len, tf_error *err)
-{
-    *data = NULL;
-    *len = 0;
-    tf_canvas *c = tl_canvas_new_graph("timeline", !opt->dag);
-    if (!c)
-        return tf_fail(err, TF_ENOMEM, "out of memory creating the Graphviz graph");
-    int rc = opt->dag ? tl_draw_dependency_graph(c, m, opt, err) : draw_timeline(c, m, opt, err);
-    if (!rc)
-        rc = tl_canvas_render(c, opt->dag ? "dot" : "nop", format, opt->dpi, data, len, err);
-    tf_canvas_free(c);
-    return rc;
 }

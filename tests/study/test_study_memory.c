@@ -1,0 +1,229 @@
+/* test_study_memory.c - a transformer's bytes from its shape: each formula of
+ * Korthikanti et al. (MLSys 2023) checked against the paper's closed form,
+ * the frozen and weight-gradient shares against their tensor lists, and the
+ * paper's Figure 1 reproduced through the planner's liveness by the bundled
+ * example studies (tools/examples/activation-memory/). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "study/study.h"
+#include "study/study_memory.h"
+
+static const double GiB = 1073741824.0;
+
+/* A GPT layer of the paper's 22B model (Table 3) with t-way tensor
+ * parallelism. */
+static tf_transformer_shape gpt(int t)
+{
+    tf_transformer_shape m = {0};
+    m.hidden = 6144;
+    m.heads = m.kv_heads = 64;
+    m.sequence_length = 2048;
+    m.microbatch_size = 4;
+    m.ffn_hidden = 4 * m.hidden;
+    m.vocab = 51200;
+    m.bytes_per_value = 2;
+    m.tensor_parallel = t;
+    m.dropout = 1;
+    return m;
+}
+
+static double sbh(const tf_transformer_shape *m)
+{
+    return m->sequence_length * m->microbatch_size * m->hidden;
+}
+
+/* as/h, the attention scores' share. */
+static double scores(const tf_transformer_shape *m)
+{
+    return m->heads * m->sequence_length / m->hidden;
+}
+
+static tf_activation_bytes layer(const tf_transformer_shape *m, int sp, tf_recompute r)
+{
+    tf_activation_bytes b;
+    tf_transformer_layer_bytes(m, sp, r, &b);
+    return b;
+}
+
+/* The paper's three closed forms (section 4.1 and 4.2.2), and selective
+ * recomputation dropping the 5as/(ht) term (section 4.3). */
+static void test_paper_formulas(void **state)
+{
+    (void)state;
+    tf_transformer_shape one = gpt(1), m = gpt(8);
+    const double t = 8, x = sbh(&m), as_h = scores(&m);
+    assert_float_equal(layer(&one, 0, TF_RECOMPUTE_NONE).activation, x * (34 + 5 * as_h), 1e-3);
+    assert_float_equal(layer(&m, 0, TF_RECOMPUTE_NONE).activation,
+                       x * (10 + 24 / t + 5 * as_h / t), 1e-3);
+    assert_float_equal(layer(&m, 1, TF_RECOMPUTE_NONE).activation, x * (34 / t + 5 * as_h / t),
+                       1e-3);
+    assert_float_equal(layer(&m, 1, TF_RECOMPUTE_SELECTIVE).activation, x * 34 / t, 1e-3);
+    assert_float_equal(layer(&m, 0, TF_RECOMPUTE_SELECTIVE).activation, x * (10 + 24 / t),
+                       1e-3);
+    /* "auto" keeps everything, as "none" does; the planner recomputes. */
+    assert_float_equal(layer(&m, 0, TF_RECOMPUTE_AUTO).activation,
+                       layer(&m, 0, TF_RECOMPUTE_NONE).activation, 0);
+}
+
+/* Full recomputation keeps the layer's input, 2sbh (sharded under sequence
+ * parallelism), frozen or not. */
+static void test_full_recompute(void **state)
+{
+    (void)state;
+    tf_transformer_shape m = gpt(8);
+    tf_activation_bytes full = layer(&m, 0, TF_RECOMPUTE_FULL);
+    assert_float_equal(full.activation, 2 * sbh(&m), 1e-3);
+    assert_float_equal(full.activation_frozen, full.activation, 0);
+    assert_float_equal(full.checkpoint, full.activation, 0);
+    assert_float_equal(layer(&m, 1, TF_RECOMPUTE_FULL).activation, 2 * sbh(&m) / 8, 1e-3);
+    assert_float_equal(layer(&m, 0, TF_RECOMPUTE_NONE).checkpoint, 2 * sbh(&m), 1e-3);
+}
+
+/* A frozen backward needs no GEMM input that serves only a weight
+ * gradient: the QKV and FC1 inputs (replicated without sequence
+ * parallelism, 2sbh each), the attention projection's input (2sbh / t) and
+ * FC2's (8sbh / t).  A split backward keeps those four plus the GEMM
+ * output gradients from I to W: QKV's 6sbh / t, the projection's 2sbh,
+ * FC1's 8sbh / t and FC2's 2sbh. */
+static void test_frozen_and_weight_grad_shares(void **state)
+{
+    (void)state;
+    tf_transformer_shape one = gpt(1), m = gpt(8);
+    const double x = sbh(&m);
+    tf_activation_bytes b = layer(&one, 0, TF_RECOMPUTE_NONE);
+    assert_float_equal(b.activation - b.activation_frozen, 14 * x, 1e-3);
+    assert_float_equal(b.weight_grad, 14 * x + 18 * x, 1e-3);
+    b = layer(&m, 0, TF_RECOMPUTE_NONE);
+    assert_float_equal(b.activation - b.activation_frozen, 4 * x + 10 * x / 8, 1e-3);
+    assert_float_equal(b.weight_grad, (4 * x + 10 * x / 8) + (6 * x / 8 + 2 * x + 8 * x / 8 + 2 * x),
+                       1e-3);
+    b = layer(&m, 1, TF_RECOMPUTE_SELECTIVE);
+    assert_float_equal(b.activation - b.activation_frozen, 14 * x / 8, 1e-3);
+}
+
+/* LLaMA-style layers: grouped-query attention shrinks K and V, a gated FFN
+ * keeps both its inputs, no dropout keeps no masks, and flash attention
+ * keeps the row-wise fp32 logsumexp instead of the s x s scores, and its
+ * backward reads the attention output, so the projection's input is kept
+ * when frozen. */
+static void test_llama_variant(void **state)
+{
+    (void)state;
+    tf_transformer_shape m = {0};
+    m.hidden = 4096;
+    m.heads = 32;
+    m.kv_heads = 8;
+    m.sequence_length = 8192;
+    m.microbatch_size = 1;
+    m.ffn_hidden = 14336;
+    m.bytes_per_value = 2;
+    m.tensor_parallel = 1;
+    m.gated_ffn = m.flash_attention = 1;
+    const double x = sbh(&m), xf = 8192.0 * 14336.0, lse = 4.0 * 32 * 8192;
+    /* norms 2 x 2sbh, QKV input 2sbh, Q 2sbh, K and V 2 x 0.5sbh, output
+     * 2sbh; FC1 input 2sbh, gate and up 4sbf, FC2 input 2sbf. */
+    tf_activation_bytes b = layer(&m, 0, TF_RECOMPUTE_NONE);
+    assert_float_equal(b.activation, 13 * x + 6 * xf + lse, 1e-3);
+    assert_float_equal(b.activation_frozen, b.activation - 4 * x - 2 * xf, 1e-3);
+    assert_float_equal(layer(&m, 0, TF_RECOMPUTE_SELECTIVE).activation, b.activation, 0);
+    /* GEMM inputs (QKV, output, FC1, FC2) and output gradients (QKV's
+     * 1.5 x 2sbh with 8 of 32 KV heads, the projection's, gate and up,
+     * FC2's). */
+    assert_float_equal(b.weight_grad, (6 * x + 2 * xf) + (3 * x + 2 * x + 4 * xf + 2 * x), 1e-3);
+}
+
+/* The output layer with sequence parallelism: 4sbh/t (1 + v/h) (the
+ * paper's section 4.3, v the vocabulary); the embedding's dropout mask
+ * sbh/t; p2p buffers of one activation and one gradient. */
+static void test_ends_and_static(void **state)
+{
+    (void)state;
+    tf_transformer_shape m = gpt(8);
+    const double x = sbh(&m);
+    tf_activation_bytes head;
+    tf_transformer_head_bytes(&m, 1, &head);
+    assert_float_equal(head.activation, 4 * x / 8 * (1 + m.vocab / m.hidden), 1e-3);
+    assert_float_equal(tf_transformer_embedding_bytes(&m, 1), x / 8, 1e-3);
+    assert_float_equal(tf_transformer_embedding_bytes(&m, 0), x, 1e-3);
+    assert_float_equal(tf_transformer_p2p_bytes(&m, 0), 4 * x, 1e-3);
+    tf_transformer_shape one = gpt(1);
+    assert_float_equal(tf_transformer_layer_parameters(&one),
+                       12 * one.hidden * one.hidden + 2 * one.hidden, 1e-3);
+    assert_float_equal(tf_bytes_per_parameter(0, 64), 18, 0);
+    assert_float_equal(tf_bytes_per_parameter(1, 8), 7.5, 0);
+}
+
+/* Figure 1 of the paper: activation memory of the first pipeline stage,
+ * per GPU, t = 8, without (tensor parallelism alone) and with sequence
+ * parallelism and selective recomputation; the 175B and 530B runs
+ * interleave 3 stages per rank, which holds 1 + (p - 1)/(p m) times the
+ * layers' share.  Here through the example studies, each planned with the
+ * planner's liveness over its schedule's order. */
+static void test_figure_1(void **state)
+{
+    (void)state;
+    const char *root = getenv("TF_SOURCE_DIR");
+    if (!root)
+        skip();
+    static const struct {
+        const char *file;
+        double without, with;
+    } figure[] = {{"22b.json", 59.25, 9.5625},
+                  {"175b.json", 66.84375, 12.3515625},
+                  {"530b.json", 114.0234375, 23.076171875},
+                  {"1t.json", 131.25, 26.5625}};
+    for (size_t k = 0; k < sizeof figure / sizeof *figure; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tools/examples/activation-memory/%s", root,
+                 figure[k].file);
+        tf_study s;
+        tf_error err = {0};
+        int rc = tf_study_load(path, &s, &err);
+        if (rc)
+            fprintf(stderr, "%s\n", err.msg);
+        assert_int_equal(rc, 0);
+        tf_study_config *configs;
+        int n;
+        assert_int_equal(tf_study_configs(&s, &configs, &n, &err), 0);
+        int seen = 0;
+        for (int i = 0; i < n; i++) {
+            const tf_study_config *c = &configs[i];
+            int baseline = !c->sequence_parallel && c->recompute == TF_RECOMPUTE_NONE;
+            int both = c->sequence_parallel && c->recompute == TF_RECOMPUTE_SELECTIVE;
+            if (!baseline && !both)
+                continue;
+            tf_study_row row;
+            tf_study_solve(&s, c, TF_OBJECTIVE_LEAST_FREEZE, &row);
+            if (row.status != TF_STUDY_SOLVED)
+                fprintf(stderr, "%s: %s\n", figure[k].file, row.reason);
+            assert_int_equal(row.status, TF_STUDY_SOLVED);
+            assert_float_equal(row.peak_activation_bytes / GiB,
+                               baseline ? figure[k].without : figure[k].with, 1e-9);
+            seen++;
+        }
+        assert_int_equal(seen, 2);
+        free(configs);
+        tf_study_free(&s);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_paper_formulas),
+        cmocka_unit_test(test_full_recompute),
+        cmocka_unit_test(test_frozen_and_weight_grad_shares),
+        cmocka_unit_test(test_llama_variant),
+        cmocka_unit_test(test_ends_and_static),
+        cmocka_unit_test(test_figure_1),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

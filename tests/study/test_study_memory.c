@@ -215,6 +215,64 @@ static void test_figure_1(void **state)
     }
 }
 
+/* A small GPT on 2 ranks of GPipe with recomputation left to the planner
+ * ("auto") and no freezing: without a limit nothing is recomputed; under a
+ * limit between the smallest reachable peak and the unfrozen one the row
+ * fits by recomputing, within the limit and slower; under one below every
+ * plan it is marked as not fitting, with the unlimited plan's figures. */
+static const char *const auto_study =
+    "{ \"model\": { \"layers\": 8, \"layer_forward_ms\": 1, \"layer_backward_ms\": 2,"
+    "  \"hidden\": 1024, \"heads\": 16, \"sequence_length\": 2048, \"microbatch_size\": 1,"
+    "  \"recompute\": \"auto\" },"
+    "  \"sweep\": { \"schedule\": \"GPipe\", \"ranks\": 2, \"microbatches\": 8,"
+    "  \"max_freeze_ratio\": 0 } }";
+
+static void solve_one(tf_study *s, tf_study_row *row)
+{
+    tf_study_config *configs;
+    int n;
+    tf_error err = {0};
+    assert_int_equal(tf_study_configs(s, &configs, &n, &err), 0);
+    assert_int_equal(n, 1);
+    tf_study_solve(s, &configs[0], TF_OBJECTIVE_LEAST_FREEZE, row);
+    free(configs);
+    if (row->status != TF_STUDY_SOLVED)
+        fprintf(stderr, "%s\n", row->reason);
+    assert_int_equal(row->status, TF_STUDY_SOLVED);
+}
+
+static void test_fit_by_recomputation(void **state)
+{
+    (void)state;
+    tf_study s;
+    tf_error err = {0};
+    assert_int_equal(tf_study_parse(auto_study, "auto.json", &s, &err), 0);
+    tf_study_row free_row, fit_row, over_row;
+    solve_one(&s, &free_row);
+    assert_int_equal(free_row.fits, -1);
+    /* Each rank's 4 layers per microbatch: 8 in flight on rank 0. */
+    tf_activation_bytes layer_bytes;
+    tf_transformer_layer_bytes(&s.shape, 0, TF_RECOMPUTE_NONE, &layer_bytes);
+    assert_float_equal(free_row.peak_activation_bytes, 8 * 4 * layer_bytes.activation, 1e-3);
+
+    const double half = free_row.peak_memory_bytes - free_row.peak_activation_bytes / 2;
+    assert_int_equal(tf_study_set_gpu_memory(&s, half, &err), 0);
+    solve_one(&s, &fit_row);
+    assert_int_equal(fit_row.fits, 1);
+    assert_true(fit_row.fit_recomputes);
+    assert_false(fit_row.fit_freezes);
+    assert_true(fit_row.peak_memory_bytes <= half * (1 + 1e-9));
+    assert_true(fit_row.batch_ms_planned > free_row.batch_ms_planned);
+
+    assert_int_equal(tf_study_set_gpu_memory(&s, free_row.peak_memory_bytes -
+                                                     free_row.peak_activation_bytes, &err), 0);
+    solve_one(&s, &over_row);
+    assert_int_equal(over_row.fits, 0);
+    assert_float_equal(over_row.batch_ms_planned, free_row.batch_ms_planned, 1e-9);
+    assert_float_equal(over_row.peak_memory_bytes, free_row.peak_memory_bytes, 1e-3);
+    tf_study_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_llama_variant),
         cmocka_unit_test(test_ends_and_static),
         cmocka_unit_test(test_figure_1),
+        cmocka_unit_test(test_fit_by_recomputation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -273,6 +273,51 @@ static void test_fit_by_recomputation(void **state)
     tf_study_free(&s);
 }
 
+/* Megatron-LM's theoretical_memory_usage for the first stage of the 1T
+ * run (t = 8, p = 64, 1F1B, sequence parallelism and selective
+ * recomputation, 18 bytes a parameter), written out here, against the
+ * study's rank-0 peak.  They differ by exactly three things: Megatron
+ * counts biases and divides the norms' weights by t (4h per layer over t
+ * against 2h replicated here, and the final norm over p t), keeps the
+ * embedding's int64 token ids (8sbp / t), and has no p2p buffers (2 x 2sbh
+ * / t here). */
+static void test_megatron_total(void **state)
+{
+    (void)state;
+    const char *root = getenv("TF_SOURCE_DIR");
+    if (!root)
+        skip();
+    const double h = 25600, L = 128, s = 2048, b = 1, t = 8, p = 64, V = 51200;
+    const double layer_params = 12 * h * h + 4 * h, block = L * layer_params + 2 * h;
+    const double weights = 18 * (block / p + V * h) / t;
+    const double activations = (s * b * h * 34 * L + 8 * s * b * p + s * b * h * p) / t;
+    const double megatron = weights + activations;
+    const double differ = 18 * (4 * h - 8 * h / t - 2 * h / (p * t)) + 4 * s * b * h / t -
+                          8 * s * b * p / t;
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tools/examples/activation-memory/1t.json", root);
+    tf_study st;
+    tf_error err = {0};
+    assert_int_equal(tf_study_load(path, &st, &err), 0);
+    tf_study_config *configs;
+    int n;
+    assert_int_equal(tf_study_configs(&st, &configs, &n, &err), 0);
+    int seen = 0;
+    for (int i = 0; i < n; i++) {
+        if (!configs[i].sequence_parallel || configs[i].recompute != TF_RECOMPUTE_SELECTIVE)
+            continue;
+        tf_study_row row;
+        tf_study_solve(&st, &configs[i], TF_OBJECTIVE_LEAST_FREEZE, &row);
+        assert_int_equal(row.status, TF_STUDY_SOLVED);
+        assert_float_equal(row.peak_memory_bytes, megatron + differ, 1.0);
+        seen++;
+    }
+    assert_int_equal(seen, 1);
+    free(configs);
+    tf_study_free(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_llama_variant),
         cmocka_unit_test(test_ends_and_static),
         cmocka_unit_test(test_figure_1),
+        cmocka_unit_test(test_megatron_total),
         cmocka_unit_test(test_fit_by_recomputation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -136,13 +136,16 @@ static int shape_field_given(const cJSON *model, const char **key)
     return 0;
 }
 
-/* Fills the parameters a shape implies where the model gave none. */
+/* Fills the parameters a shape implies where the model gave none: given
+ * per-layer counts (or a profile's, which spread the embedding and head
+ * over their stages' layers) are kept whole. */
 static void apply_shape(int layer_parameters_given, tf_study *s)
 {
     const tf_transformer_shape *m = &s->shape;
-    if (!layer_parameters_given)
-        for (int i = 0; i < s->layers; i++)
-            s->layer[i].parameters = tf_transformer_layer_parameters(m);
+    if (layer_parameters_given)
+        return;
+    for (int i = 0; i < s->layers; i++)
+        s->layer[i].parameters = tf_transformer_layer_parameters(m);
     /* The embedding and the output projection are vocab-parallel. */
     const double table = m->vocab * m->hidden / m->tensor_parallel;
     if (s->embedding.parameters == 0.0)

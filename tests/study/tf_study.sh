@@ -297,7 +297,12 @@ expect_refused_with 2 "bad --solver" '--solver: expected auto, lp_solve or fast,
 # GPipe on 4 ranks keeps all 32 microbatches' activations (8 layers of about
 # 1.06 GiB each) on rank 0: it cannot fit, while 1F1B keeps 4 and fits.
 expect_status 0 "--gpu-memory" "$TF_STUDY" "$TF_SOURCE_DIR/tools/examples/llama8b-h200.json" \
-    --gpu-memory 80GiB -o "$work/mem.csv" -j 2
+    --gpu-memory 80GiB -o "$work/mem.csv" --plot "$work/mem.svg" -j 2
+check "memory chart: no peak memory panel" grep -q 'peak memory per GPU (GiB)' "$work/mem.svg"
+check "memory chart: the fastest that fits is not named once" \
+    [ "$(grep -c 'fastest that fits' "$work/mem.svg")" -eq 1 ]
+check "memory chart: GPipe 4 ranks 32 microbatches cap 0.8 is not shown as not fitting" \
+    grep -q 'GPipe, 4 ranks x 1 stage, 32 microbatches, cap 0.8, [^"]*(does not fit)' "$work/mem.svg"
 check "memory CSV header" grep -q ',recompute,sequence_parallel,peak_memory_gib,peak_activation_gib,fits,fit_by$' \
     <(head -1 "$work/mem.csv")
 check "memory: GPipe 4 ranks 32 microbatches is not marked as not fitting" \

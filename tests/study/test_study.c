@@ -752,7 +752,8 @@ static void test_bundled_examples(void **state)
     const char *root = getenv("TF_SOURCE_DIR");
     if (!root)
         skip();
-    const char *names[] = {"issue-example.json", "llama8b-h200.json", "llama8b-profile.json"};
+    const char *names[] = {"issue-example.json", "llama8b-h200.json", "llama8b-profile.json",
+                           "llama8b-80gib.json", "llama8b-memory.json"};
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/tools/examples/%s", root, names[k]);

@@ -161,6 +161,23 @@ static void test_ends_and_static(void **state)
     assert_float_equal(tf_bytes_per_parameter(1, 8), 7.5, 0);
 }
 
+/* Loads tools/examples/activation-memory/<file> under the source tree
+ * (root) and expands its sweep into *configs (caller frees); returns how
+ * many. */
+static int load_example(const char *root, const char *file, tf_study *s,
+                        tf_study_config **configs)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tools/examples/activation-memory/%s", root, file);
+    tf_error err = {0};
+    int rc = tf_study_load(path, s, &err), n = 0;
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    assert_int_equal(tf_study_configs(s, configs, &n, &err), 0);
+    return n;
+}
+
 /* Figure 1 of the paper: activation memory of the first pipeline stage,
  * per GPU, t = 8, without (tensor parallelism alone) and with sequence
  * parallelism and selective recomputation; the 175B and 530B runs
@@ -181,19 +198,9 @@ static void test_figure_1(void **state)
                   {"530b.json", 114.0234375, 23.076171875},
                   {"1t.json", 131.25, 26.5625}};
     for (size_t k = 0; k < sizeof figure / sizeof *figure; k++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/tools/examples/activation-memory/%s", root,
-                 figure[k].file);
         tf_study s;
-        tf_error err = {0};
-        int rc = tf_study_load(path, &s, &err);
-        if (rc)
-            fprintf(stderr, "%s\n", err.msg);
-        assert_int_equal(rc, 0);
         tf_study_config *configs;
-        int n;
-        assert_int_equal(tf_study_configs(&s, &configs, &n, &err), 0);
-        int seen = 0;
+        int n = load_example(root, figure[k].file, &s, &configs), seen = 0;
         for (int i = 0; i < n; i++) {
             const tf_study_config *c = &configs[i];
             int baseline = !c->sequence_parallel && c->recompute == TF_RECOMPUTE_NONE;
@@ -295,15 +302,9 @@ static void test_megatron_total(void **state)
     const double differ = 18 * (4 * h - 8 * h / t - 2 * h / (p * t)) + 4 * s * b * h / t -
                           8 * s * b * p / t;
 
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tools/examples/activation-memory/1t.json", root);
     tf_study st;
-    tf_error err = {0};
-    assert_int_equal(tf_study_load(path, &st, &err), 0);
     tf_study_config *configs;
-    int n;
-    assert_int_equal(tf_study_configs(&st, &configs, &n, &err), 0);
-    int seen = 0;
+    int n = load_example(root, "1t.json", &st, &configs), seen = 0;
     for (int i = 0; i < n; i++) {
         if (!configs[i].sequence_parallel || configs[i].recompute != TF_RECOMPUTE_SELECTIVE)
             continue;

@@ -351,6 +351,16 @@ bad_memory "headroom" "$shape" '"gpu_memory_bytes": 8e10, "memory_headroom_bytes
     '$.memory_headroom_bytes: the headroom must be less than gpu_memory_bytes'
 bad_memory "gpu memory negative" "$shape" '"gpu_memory_bytes": -1,' '$.gpu_memory_bytes'
 
+# The model's recompute and sequence_parallel lists count toward the sweep's
+# size limit: 8 of them x 12501 microbatch counts is over 100,000.
+python3 -c 'import json; print(json.dumps({"model": {"layers": 8, "layer_forward_ms": 1,
+    "layer_backward_ms": 2, "hidden": 1024, "heads": 16, "sequence_length": 2048,
+    "microbatch_size": 1, "recompute": ["none", "selective", "full", "auto"],
+    "sequence_parallel": [False, True]},
+    "sweep": {"schedule": "1F1B", "ranks": 2, "microbatches": [1] * 12501}}))' >"$work/big.json"
+expect_refused_with 1 "memory sweep size" '$.sweep: 100008 configurations, at most 100000' \
+    -- "$TF_STUDY" "$work/big.json" -q
+
 # --- usage ---------------------------------------------------------------
 expect_status 2 "no arguments" "$TF_STUDY"
 expect_status 2 "bad --jobs" "$TF_STUDY" "$work/good.json" -j 0

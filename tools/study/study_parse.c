@@ -561,7 +561,9 @@ static int check_config_count(const tfj_ctx *at, const cJSON *sweep, tf_study *s
 {
     static const char *const keys[] = {"schedule", "ranks", "stages_per_rank", "microbatches",
                                        "max_freeze_ratio", "p2p_ms"};
-    double configs = 1.0;
+    /* The model's recompute and sequence_parallel lists sweep too. */
+    double configs = (s->n_recompute ? s->n_recompute : 1) *
+                     (double)(s->n_sequence_parallel ? s->n_sequence_parallel : 1);
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         int count = list_count(sweep, keys[k]);
         configs *= count > 0 ? count : 1;

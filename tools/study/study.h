@@ -4,7 +4,10 @@
  * over schedules, pipeline depth (ranks), stages per rank, microbatch counts,
  * freeze caps and p2p lags.  Every configuration of the sweep becomes an
  * in-memory tf_profile (layers split into contiguous, balanced stages), is
- * planned with tf_plan_from_profile, and yields one result row.
+ * planned with tf_plan_from_profile, and yields one result row.  A model
+ * given by its transformer shape also gets each stage's bytes
+ * (study_memory.h), each row the largest rank's peak, and with a GPU memory
+ * each configuration is planned within it and marked as fitting or not.
  *
  * Memory: every struct that owns memory has a *_free function that frees it
  * and zeroes the struct; freeing a zeroed struct is a no-op.  Functions that
@@ -108,8 +111,9 @@ typedef struct tf_study_config {
 int tf_study_default_stages_per_rank(const char *schedule);
 
 /* Expands the sweep into *configs (malloc'd, caller frees) in the order
- * schedule, ranks, stages_per_rank, microbatches, max_freeze_ratio, p2p_ms
- * (the last varies fastest).  stages_per_rank values apply to schedules that
+ * schedule, ranks, stages_per_rank, microbatches, max_freeze_ratio, p2p_ms,
+ * then, with a shape, sequence_parallel and recompute (the last varies
+ * fastest).  stages_per_rank values apply to schedules that
  * accept several (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble); GPipe
  * and 1F1B always use 1, ZBVZeroBubble and DualPipeV 2.  Returns 0 or
  * TF_ENOMEM. */

@@ -284,8 +284,8 @@ static void test_fit_by_recomputation(void **state)
  * run (t = 8, p = 64, 1F1B, sequence parallelism and selective
  * recomputation, 18 bytes a parameter), written out here, against the
  * study's rank-0 peak.  They differ by exactly three things: Megatron
- * counts biases and divides the norms' weights by t (4h per layer over t
- * against 2h replicated here, and the final norm over p t), keeps the
+ * counts the LayerNorms' weights and biases divided by t (4h per layer over
+ * t against 2h replicated here, and the final norm over p t), keeps the
  * embedding's int64 token ids (8sbp / t), and has no p2p buffers (2 x 2sbh
  * / t here). */
 static void test_megatron_total(void **state)

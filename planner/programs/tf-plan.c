@@ -27,6 +27,7 @@ typedef struct plan_args {
     uint64_t memory_limit;  /* --memory-limit; 0: the profile's */
     int no_freeze_memory;
     int pareto, pareto_memory; /* print a trade-off curve instead of one plan */
+    int compare_aux;        /* print the aux work's three arms instead of one plan */
     tf_plan_options options;
 } plan_args;
 
@@ -90,6 +91,13 @@ static const tf_cli_option options[] = {
      .help = "instead of one plan, print the least batch time against the memory limit of "
              "every rank, from the smallest any plan meets to the largest unfrozen peak: every "
              "breakpoint of the exact curve (needs the profile's memory fields)"},
+    {"aux-margin", 0, TF_CLI_NUMBER, AT(options.aux_margin), 0, TF_AUX_MAX_MARGIN, .arg = "F",
+     .help = "the share of each bubble kept free when the profile's aux work is placed in "
+             "the bubbles (default " TF_PLAN_STRING(TF_AUX_DEFAULT_MARGIN) ")"},
+    {"compare-aux", 0, TF_CLI_FLAG, AT(compare_aux),
+     .help = "instead of one plan, print the aux work placed per step and how often it "
+             "completes with no freezing, with the plan, and with the most freezing that still "
+             "completes it every step (needs a stage's \"aux\" list)"},
     {"schedule-csv", 0, TF_CLI_PATH, AT(csv), .arg = "FILE",
      .help = "run the per-rank order in FILE (PyTorch compute-only CSV: one row per rank, "
              "cells like 0F3 1B2 2I0 2W0 and pairs (0F7;7B3)OVERLAP_F_B); the CSV gives the "
@@ -133,6 +141,9 @@ static int parse_args(int argc, char **argv, plan_args *a)
     int rc = tf_cli_parse(&program, argc, argv, a);
     if (rc == TF_CLI_CONTINUE && check_paths(a))
         rc = TF_EXIT_USAGE;
+    if (rc == TF_CLI_CONTINUE && a->compare_aux && a->pareto + a->pareto_memory > 0)
+        rc = tf_cli_bad_value(prog, "--compare-aux", "one table at a time, not with a trade-off "
+                              "curve", a->pareto ? "--pareto" : "--pareto-memory");
     if (rc == TF_CLI_CONTINUE && a->pareto + a->pareto_memory > 1)
         rc = tf_cli_bad_value(prog, "--pareto-memory", "one trade-off at a time, not with "
                               "--pareto", "--pareto");
@@ -274,6 +285,35 @@ static int run_pareto(const plan_args *a, const tf_profile *profile, tf_error *e
     return rc;
 }
 
+/* The arms of --compare-aux on stdout. */
+static int print_aux_arms(const tf_aux_comparison *c)
+{
+    static const char *const labels[] = {"no freezing", "the plan", "refresh every step"};
+    printf("aux work against freezing (placed: in the step's own bubbles, all ranks)\n");
+    printf("%-20s %16s %12s %16s %10s\n", "arm", "max action ratio", "batch ms",
+           "placed/demand ms", "refresh");
+    for (int k = 0; k < 3; k++) {
+        const tf_aux_arm *a = &c->arm[k];
+        char refresh[32];
+        snprintf(refresh, sizeof refresh, a->refresh_steps ? "%d" : "never", a->refresh_steps);
+        printf("%-20s %16.4f %12.3f %8.2f/%-7.2f %10s\n", labels[k], a->max_action_ratio,
+               a->batch_ms, a->placed_ms, a->demand_ms, refresh);
+    }
+    if (c->none_completes)
+        printf("not even the unfrozen step's bubbles complete the aux work every step\n");
+    return tf_cli_finish_stdout(prog);
+}
+
+static int run_compare_aux(const plan_args *a, const tf_profile *profile, tf_error *err,
+                           int *status)
+{
+    tf_aux_comparison c;
+    int rc = tf_plan_compare_aux(profile, &a->options, &c, err);
+    if (!rc)
+        *status = print_aux_arms(&c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     plan_args a;
@@ -288,8 +328,9 @@ int main(int argc, char **argv)
     if (!a.quiet)
         a.options.control.progress = &progress;
     int rc = load_profile(&a, &profile, &err);
-    if (!rc && (a.pareto || a.pareto_memory)) {
-        rc = run_pareto(&a, &profile, &err, &status);
+    if (!rc && (a.pareto || a.pareto_memory || a.compare_aux)) {
+        rc = a.compare_aux ? run_compare_aux(&a, &profile, &err, &status)
+                           : run_pareto(&a, &profile, &err, &status);
         if (rc)
             tf_cli_report(prog, rc, &err);
         tf_profile_free(&profile);

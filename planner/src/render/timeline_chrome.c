@@ -1,6 +1,9 @@
 /* timeline_chrome.c - the plan as a Chrome/Perfetto trace (traceEvents JSON):
  * one process per rank and panel with one named thread, one complete event
- * ("ph": "X") per action with its freeze ratio in args, and, when asked,
+ * ("ph": "X") per action (R actions included) with its freeze ratio (and for
+ * an R or a recomputing backward the recompute ratio) in args, with memory the live
+ * bytes (timeline_memory.c) and the limit as counter events ("ph": "C"),
+ * which the viewers draw as a track per rank, and, when asked,
  * flow events ("ph": "s" / "f") for the dependencies between ranks, which
  * the viewers draw as arrows.  Loads in chrome://tracing and
  * ui.perfetto.dev, which handle schedules far larger than a picture can.
@@ -98,6 +101,8 @@ static int add_action(cJSON *events, const tl_model *m, const tl_panel *p, int i
     cJSON_AddNumberToObject(args, "microbatch", a->microbatch);
     cJSON_AddStringToObject(args, "type", type);
     tfj_add_number(args, "freeze_ratio", p->ratio[i]);
+    if (a->type == TF_ACT_R || pa->recompute_ratio > 0)
+        tfj_add_number(args, "recompute_ratio", tl_recompute_ratio(m, p, i));
     tfj_add_number(args, "start_ms", p->start[i]);
     tfj_add_number(args, "ms", p->ms[i]);
     tfj_add_number(args, "max_ms", pa->max_ms);
@@ -110,6 +115,47 @@ static int add_action(cJSON *events, const tl_model *m, const tl_panel *p, int i
                                                              &s->actions[first + 1], pair));
     }
     cJSON_AddItemToArray(events, ev);
+    return 0;
+}
+
+/* A counter sample: series name of process pid holds value from ts_us
+ * on (Perfetto draws one track per process and name). */
+static int add_counter(cJSON *events, const char *name, int pid, double ts_us, double value)
+{
+    cJSON *ev = cJSON_CreateObject();
+    cJSON *args = cJSON_AddObjectToObject(ev, "args");
+    if (!ev || !args) {
+        cJSON_Delete(ev);
+        return TF_ENOMEM;
+    }
+    cJSON_AddStringToObject(ev, "name", name);
+    cJSON_AddStringToObject(ev, "ph", "C");
+    cJSON_AddNumberToObject(ev, "pid", pid);
+    tfj_add_number(ev, "ts", ts_us);
+    tfj_add_number(args, "bytes", value);
+    cJSON_AddItemToArray(events, ev);
+    return 0;
+}
+
+/* Rank r's live bytes in panel p as counter samples, one per point of its
+ * curve and one at the step's end, and its limit, when the plan has one,
+ * as a flat series over the step. */
+static int add_memory_counters(cJSON *events, const tl_model *m, const tl_panel *p, int r,
+                               int pid)
+{
+    if (!p->memory)
+        return 0;
+    const tl_memory_curve *mc = &p->memory[r];
+    for (int k = 0; k < mc->n; k++)
+        if (add_counter(events, "live bytes", pid, mc->t[k] * 1000.0, mc->bytes[k]))
+            return TF_ENOMEM;
+    double end_us = p->makespan * 1000.0;
+    if (add_counter(events, "live bytes", pid, end_us, mc->bytes[mc->n - 1]))
+        return TF_ENOMEM;
+    const double *limit = m->plan->memory_limit;
+    if (limit && (add_counter(events, "memory limit", pid, 0.0, limit[r]) ||
+                  add_counter(events, "memory limit", pid, end_us, limit[r])))
+        return TF_ENOMEM;
     return 0;
 }
 
@@ -197,6 +243,8 @@ static cJSON *build_trace(const tl_model *m, int flows)
             for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
                 if (add_action(events, m, p, i, pid))
                     goto oom;
+            if (add_memory_counters(events, m, p, r, pid))
+                goto oom;
         }
     }
     long next_id = 1;

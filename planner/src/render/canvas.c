@@ -150,6 +150,7 @@ static void declare_attributes(Agraph_t *g, int pinned)
     static const char *const edge_defaults[][2] = {
         {"arrowhead", "none"}, {"penwidth", "1"}, {"color", "#000000"}, {"style", ""},
         {"pos", ""},           {"id", ""},        {"class", ""},        {"tooltip", ""},
+        {"headclip", "false"}, {"tailclip", "false"},
     };
     /* Edges of a pinned canvas are lines (tf_canvas_line); the dependency
      * graph styles its own. */

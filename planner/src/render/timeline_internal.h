@@ -92,7 +92,9 @@ struct tf_canvas;
  * step) darker at the bottom, and a scale from 0 to
  * f->mem_top, labelled in GiB at the left; the limit (when the plan has
  * one) as a red line with its value, the peak marked with its value at the
- * right.  SVG ids: <prefix>_mem_<r>_<k> (the curve's pieces),
+ * right.  SVG ids: <prefix>_mem_<r>_<k> (the curve's pieces, k as in the
+ * curve), <prefix>_mem_axis_<r> (the zero line), <prefix>_mem_top_<r> (the
+ * scale's top line), <prefix>_mem_scale_<r> (its label, "<GiB> GiB"),
  * <prefix>_static_<r>, <prefix>_peak_<r>, <prefix>_limit_<r>. */
 void tl_draw_memory_lane(struct tf_canvas *c, const tl_model *m, const tl_panel *p,
                          const tl_frame *f, int r, double top);

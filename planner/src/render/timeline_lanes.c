@@ -33,12 +33,14 @@ static void draw_scale(tf_canvas *c, const tl_frame *f, const tl_panel *p, int r
 {
     double y_top = y_of(f, top, f->mem_top), y_zero = y_of(f, top, 0.0);
     double x_end = round(tl_x(f, f->axis_ms));
-    tf_canvas_rect(c, f->x0, y_top, x_end, y_top, "#e4e4e4");
+    tf_canvas_mark *top_line = tf_canvas_rect(c, f->x0, y_top, x_end, y_top, "#e4e4e4");
+    tf_canvas_setf(top_line, "id", "%s_mem_top_%d", p->id_prefix, r);
     tf_canvas_mark *axis = tf_canvas_rect(c, f->x0, y_zero, x_end, y_zero, "#999999");
     tf_canvas_setf(axis, "id", "%s_mem_axis_%d", p->id_prefix, r);
     char text[48];
     snprintf(text, sizeof text, "%.4g GiB", gib(f->mem_top));
-    tf_canvas_text(c, f->x0 - 8, y_top + 2, text, &SCALE);
+    tf_canvas_mark *label = tf_canvas_text(c, f->x0 - 8, y_top + 2, text, &SCALE);
+    tf_canvas_setf(label, "id", "%s_mem_scale_%d", p->id_prefix, r);
     tf_canvas_text(c, f->x0 - 8, y_zero - 2, "0", &SCALE);
 }
 

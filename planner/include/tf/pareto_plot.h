@@ -8,8 +8,9 @@
  *
  * Geometry (what tests and readers can rely on), in points from the
  * top-left corner: x(v) = x(lo) + (v - lo) * x_scale and y(ms) = y(lo_ms)
- * - (ms - lo_ms) * y_scale, with both axes' ticks labelled at round values
- * (ids "xtick_k", "ytick_k").  SVG ids: "pt_k" (the k-th point's mark,
+ * - (ms - lo_ms) * y_scale, with both axes' ticks at round values: the
+ * k-th tick's gridline has id "xgrid_k" ("ygrid_k"), its label, the value,
+ * "xtick_k" ("ytick_k").  SVG ids: "pt_k" (the k-th point's mark,
  * centred on it, its tooltip the point's figures), "label_k" (its label,
  * where it has room), "seg_k" (the piece from
  * point k to k + 1), "unfrozen" (the reference line).

@@ -99,14 +99,16 @@ static void draw_axes(tf_canvas *c, const chart *ch)
     char text[64];
     for (int k = 0; k * ch->x.step <= span * (1 + 1e-9); k++) {
         double v = ch->x.lo / unit + k * ch->x.step, x = round(x_of(ch, v * unit));
-        tf_canvas_rect(c, x, TOP, x, bottom, "#e4e4e4");
+        tf_canvas_mark *grid = tf_canvas_rect(c, x, TOP, x, bottom, "#e4e4e4");
+        tf_canvas_setf(grid, "id", "xgrid_%d", k);
         snprintf(text, sizeof text, "%.*f", decimals_for(ch->x.step), v);
         tf_canvas_mark *n = tf_canvas_text(c, x, bottom + 12, text, &TICK_X);
         tf_canvas_setf(n, "id", "xtick_%d", k);
     }
     for (int k = 0; k * ch->y.step <= (ch->y.hi - ch->y.lo) * (1 + 1e-9); k++) {
         double v = ch->y.lo + k * ch->y.step, y = round(y_of(ch, v));
-        tf_canvas_rect(c, LEFT, y, right, y, "#e4e4e4");
+        tf_canvas_mark *grid = tf_canvas_rect(c, LEFT, y, right, y, "#e4e4e4");
+        tf_canvas_setf(grid, "id", "ygrid_%d", k);
         snprintf(text, sizeof text, "%.*f", decimals_for(ch->y.step), v);
         tf_canvas_mark *n = tf_canvas_text(c, LEFT - 6, y, text, &TICK_Y);
         tf_canvas_setf(n, "id", "ytick_%d", k);

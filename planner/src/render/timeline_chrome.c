@@ -241,7 +241,7 @@ static cJSON *build_trace(const tl_model *m, int flows)
             if (add_process(events, pid, name) || add_thread(events, s, pid, r))
                 goto oom;
             for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
-                if (add_action(events, m, p, i, pid))
+                if (tl_runs(m, p, i) && add_action(events, m, p, i, pid))
                     goto oom;
             if (add_memory_counters(events, m, p, r, pid))
                 goto oom;

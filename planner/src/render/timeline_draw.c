@@ -457,9 +457,11 @@ static double draw_panel(tf_canvas *c, const tl_model *m, const tl_panel *p, con
     for (int r = 0; r < s->ranks; r++) {
         double row_top = top + r * f->row_h;
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
-            draw_action(c, m, p, f, i, row_top);
+            if (tl_runs(m, p, i))
+                draw_action(c, m, p, f, i, row_top);
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
-            draw_marker(c, m, p, f, i, row_top);
+            if (tl_runs(m, p, i))
+                draw_marker(c, m, p, f, i, row_top);
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
             draw_pair_frame(c, m, p, f, i, row_top);
         char text[96];

@@ -46,6 +46,13 @@ typedef struct tl_model {
     tl_panel panels[2];    /* top to bottom: [unfrozen,] planned */
 } tl_model;
 
+/* Does action i run in panel p?  Every action does but an R of 0 ms: a
+ * recomputation of nothing (any R in the unfrozen panel) is not drawn. */
+static inline int tl_runs(const tl_model *m, const tl_panel *p, int i)
+{
+    return m->plan->schedule.actions[i].type != TF_ACT_R || p->ms[i] > 0;
+}
+
 /* Fills p->memory from the plan's memory model, under the panel's times
  * and ratios: the planned panel (id_prefix "p") takes the plan's freeze
  * and recompute ratios, the unfrozen one none.  A plan without memory
@@ -89,13 +96,14 @@ enum { TL_ROW_H = 26, TL_MEMORY_H = 52 };
 struct tf_canvas;
 /* Draws rank r's memory lane of panel p (its top at top): the live bytes
  * as a filled step curve on f's time axis, its static bytes (held all
- * step) darker at the bottom, and a scale from 0 to
- * f->mem_top, labelled in GiB at the left; the limit (when the plan has
- * one) as a red line with its value, the peak marked with its value at the
- * right.  SVG ids: <prefix>_mem_<r>_<k> (the curve's pieces, k as in the
- * curve), <prefix>_mem_axis_<r> (the zero line), <prefix>_mem_top_<r> (the
- * scale's top line), <prefix>_mem_scale_<r> (its label, "<GiB> GiB"),
- * <prefix>_static_<r>, <prefix>_peak_<r>, <prefix>_limit_<r>. */
+ * step) darker at the bottom, and a scale from 0 to f->mem_top labelled in
+ * GiB at the left; the limit (when the plan has one) as a red dashed line
+ * over the step, and the peak marked, each with its value at the right.
+ * SVG ids: <prefix>_mem_<r>_<k> (the curve's pieces, numbered left to
+ * right; pieces of no width at one point drawn as one), <prefix>_mem_axis_<r>
+ * (the zero line), <prefix>_mem_top_<r> (the scale's top line),
+ * <prefix>_mem_scale_<r> (its label, "<GiB> GiB"), <prefix>_static_<r>,
+ * <prefix>_peak_<r>, <prefix>_limit_<r>. */
 void tl_draw_memory_lane(struct tf_canvas *c, const tl_model *m, const tl_panel *p,
                          const tl_frame *f, int r, double top);
 

@@ -44,22 +44,40 @@ static void draw_scale(tf_canvas *c, const tl_frame *f, const tl_panel *p, int r
     tf_canvas_text(c, f->x0 - 8, y_zero - 2, "0", &SCALE);
 }
 
-/* The curve as one filled rectangle per piece, from the zero line up to
- * its bytes; a piece of no width becomes a 1-point spike, so a short-lived
- * high still shows. */
+/* Piece k of the curve spans [x0, x1] (whole points) at bytes. */
+static void piece_at(const tl_frame *f, const tl_panel *p, const tl_memory_curve *mc, int k,
+                     double span[2])
+{
+    double end = k + 1 < mc->n ? mc->t[k + 1] : p->makespan;
+    span[0] = round(tl_x(f, mc->t[k]));
+    span[1] = round(tl_x(f, fmax(end, mc->t[k])));
+}
+
+/* The curve as filled rectangles from the zero line up to its bytes, one
+ * per piece, numbered left to right.  A piece of no width becomes a
+ * 1-point spike, so a short-lived high still shows; neighbouring pieces of
+ * no width at the same point make one spike, the highest (in dense rows
+ * most pieces have no width). */
 static void draw_curve(tf_canvas *c, const tl_frame *f, const tl_panel *p, int r, double top)
 {
     const tl_memory_curve *mc = &p->memory[r];
-    double y_zero = y_of(f, top, 0.0);
+    double y_zero = y_of(f, top, 0.0), span[2], next[2];
+    int drawn = 0;
     for (int k = 0; k < mc->n; k++) {
-        double end = k + 1 < mc->n ? mc->t[k + 1] : p->makespan;
-        double x0 = round(tl_x(f, mc->t[k])), x1 = round(tl_x(f, fmax(end, mc->t[k])));
+        piece_at(f, p, mc, k, span);
+        double bytes = mc->bytes[k];
+        while (span[1] == span[0] && k + 1 < mc->n) {
+            piece_at(f, p, mc, k + 1, next);
+            if (next[0] != span[0] || next[1] != span[0])
+                break;
+            bytes = fmax(bytes, mc->bytes[++k]);
+        }
         tf_canvas_mark *n =
-            tf_canvas_rect(c, x0, y_of(f, top, mc->bytes[k]), x1, y_zero, TL_MEMORY_FILL);
-        tf_canvas_setf(n, "id", "%s_mem_%d_%d", p->id_prefix, r, k);
+            tf_canvas_rect(c, span[0], y_of(f, top, bytes), span[1], y_zero, TL_MEMORY_FILL);
+        tf_canvas_setf(n, "id", "%s_mem_%d_%d", p->id_prefix, r, drawn++);
         tf_canvas_set(n, "class", "memory");
-        tf_canvas_setf(n, "tooltip", "rank %d: %.3f GiB live from %.3f to %.3f ms", r,
-                       gib(mc->bytes[k]), mc->t[k], end);
+        tf_canvas_setf(n, "tooltip", "rank %d: %.3f GiB live from %.3f ms", r, gib(bytes),
+                       mc->t[k]);
     }
 }
 
@@ -77,15 +95,15 @@ static void draw_static(tf_canvas *c, const tl_frame *f, const tl_panel *p, int 
                    r, gib(bytes));
 }
 
-/* The limit as a red line across the lane, its value at the right. */
+/* The limit as a red line across the step, its value at the right. */
 static void draw_limit(tf_canvas *c, const tl_model *m, const tl_frame *f, const tl_panel *p,
                        int r, double top)
 {
     if (!m->plan->memory_limit)
         return;
     double limit = m->plan->memory_limit[r], y = y_of(f, top, limit);
-    tf_canvas_mark *n = tf_canvas_line(c, f->x0, y, round(tl_x(f, f->axis_ms)), y,
-                                       TL_LIMIT_COLOUR);
+    tf_canvas_mark *n = tf_canvas_line(c, f->x0, y, fmax(round(tl_x(f, p->makespan)), f->x0 + 1),
+                                       y, TL_LIMIT_COLOUR);
     tf_canvas_set(n, "penwidth", "1.2");
     tf_canvas_set(n, "style", "dashed");
     tf_canvas_setf(n, "id", "%s_limit_%d", p->id_prefix, r);

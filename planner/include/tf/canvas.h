@@ -82,6 +82,11 @@ double tf_canvas_text_width(const char *text, double size);
  * 70 points, never closer than 36 (room for a label like "1250"). */
 double tf_canvas_tick_step(double span, double length);
 
+/* How many decimals label ticks step apart (a tf_canvas_tick_step):
+ * 0 for steps of 1 and more, else enough to tell neighbours apart (0.05:
+ * 2). */
+int tf_canvas_tick_decimals(double step);
+
 /* Mixes colours a and b ("#rrggbb"): t = 0 gives a, 1 gives b.  Writes
  * "#rrggbb" into out and returns it. */
 const char *tf_canvas_mix(const char *a, const char *b, double t, char out[8]);

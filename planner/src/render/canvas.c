@@ -100,6 +100,11 @@ double tf_canvas_tick_step(double span, double length)
     return best;
 }
 
+int tf_canvas_tick_decimals(double step)
+{
+    return step >= 1.0 || !(step > 0) ? 0 : (int)ceil(-log10(step) - 1e-9);
+}
+
 const char *tf_canvas_format_for_path(const char *path)
 {
     static const struct {

@@ -66,12 +66,6 @@ static double shown(const chart *ch, double x)
     return ch->memory ? x / 1073741824.0 : x;
 }
 
-/* Decimals for labels of values spaced step apart. */
-static int decimals_for(double step)
-{
-    return step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
-}
-
 static void chart_of(const tf_pareto *pa, chart *ch)
 {
     double x_min = INFINITY, x_max = -INFINITY, y_min = pa->batch_ms_unfrozen,
@@ -101,7 +95,7 @@ static void draw_axes(tf_canvas *c, const chart *ch)
         double v = ch->x.lo / unit + k * ch->x.step, x = round(x_of(ch, v * unit));
         tf_canvas_mark *grid = tf_canvas_rect(c, x, TOP, x, bottom, "#e4e4e4");
         tf_canvas_setf(grid, "id", "xgrid_%d", k);
-        snprintf(text, sizeof text, "%.*f", decimals_for(ch->x.step), v);
+        snprintf(text, sizeof text, "%.*f", tf_canvas_tick_decimals(ch->x.step), v);
         tf_canvas_mark *n = tf_canvas_text(c, x, bottom + 12, text, &TICK_X);
         tf_canvas_setf(n, "id", "xtick_%d", k);
     }
@@ -109,7 +103,7 @@ static void draw_axes(tf_canvas *c, const chart *ch)
         double v = ch->y.lo + k * ch->y.step, y = round(y_of(ch, v));
         tf_canvas_mark *grid = tf_canvas_rect(c, LEFT, y, right, y, "#e4e4e4");
         tf_canvas_setf(grid, "id", "ygrid_%d", k);
-        snprintf(text, sizeof text, "%.*f", decimals_for(ch->y.step), v);
+        snprintf(text, sizeof text, "%.*f", tf_canvas_tick_decimals(ch->y.step), v);
         tf_canvas_mark *n = tf_canvas_text(c, LEFT - 6, y, text, &TICK_Y);
         tf_canvas_setf(n, "id", "ytick_%d", k);
     }

@@ -15,26 +15,34 @@
 #include "model/json_util.h"
 #include "timeline_internal.h"
 
+/* A new event named name, of phase ph, in process pid, with an empty
+ * args object (*args); NULL when out of memory (nothing to free). */
+static cJSON *new_event(const char *name, const char *ph, int pid, cJSON **args)
+{
+    cJSON *ev = cJSON_CreateObject();
+    *args = cJSON_AddObjectToObject(ev, "args");
+    if (!ev || !*args) {
+        cJSON_Delete(ev);
+        return NULL;
+    }
+    cJSON_AddStringToObject(ev, "name", name);
+    cJSON_AddStringToObject(ev, "ph", ph);
+    cJSON_AddNumberToObject(ev, "pid", pid);
+    return ev;
+}
+
 /* Process metadata: its name and its place in the list. */
 static int add_process(cJSON *events, int pid, const char *name)
 {
-    cJSON *meta = cJSON_CreateObject();
-    cJSON *sort = cJSON_CreateObject();
-    cJSON *args = cJSON_AddObjectToObject(meta, "args");
-    cJSON *sort_args = cJSON_AddObjectToObject(sort, "args");
-    if (!meta || !sort || !args || !sort_args) {
+    cJSON *args, *sort_args, *meta = new_event("process_name", "M", pid, &args);
+    cJSON *sort = new_event("process_sort_index", "M", pid, &sort_args);
+    if (!meta || !sort) {
         cJSON_Delete(meta);
         cJSON_Delete(sort);
         return TF_ENOMEM;
     }
-    cJSON_AddStringToObject(meta, "name", "process_name");
-    cJSON_AddStringToObject(meta, "ph", "M");
-    cJSON_AddNumberToObject(meta, "pid", pid);
     cJSON_AddStringToObject(args, "name", name);
     cJSON_AddItemToArray(events, meta);
-    cJSON_AddStringToObject(sort, "name", "process_sort_index");
-    cJSON_AddStringToObject(sort, "ph", "M");
-    cJSON_AddNumberToObject(sort, "pid", pid);
     cJSON_AddNumberToObject(sort_args, "sort_index", pid);
     cJSON_AddItemToArray(events, sort);
     return 0;
@@ -45,20 +53,14 @@ static int add_process(cJSON *events, int pid, const char *name)
  * events are. */
 static int add_thread(cJSON *events, const tf_schedule *s, int pid, int rank)
 {
-    cJSON *meta = cJSON_CreateObject();
-    cJSON *args = cJSON_AddObjectToObject(meta, "args");
-    if (!meta || !args) {
-        cJSON_Delete(meta);
+    cJSON *args, *meta = new_event("thread_name", "M", pid, &args);
+    if (!meta)
         return TF_ENOMEM;
-    }
     char name[256];
     int used = snprintf(name, sizeof name, "%s", s->stages_per_rank > 1 ? "stages" : "stage");
     for (int st = 0, n = 0; st < s->stages && used < (int)sizeof name - 16; st++)
         if (s->stage_rank[st] == rank)
             used += snprintf(name + used, sizeof name - (size_t)used, "%s %d", n++ ? "," : "", st);
-    cJSON_AddStringToObject(meta, "name", "thread_name");
-    cJSON_AddStringToObject(meta, "ph", "M");
-    cJSON_AddNumberToObject(meta, "pid", pid);
     cJSON_AddNumberToObject(meta, "tid", 0);
     cJSON_AddStringToObject(args, "name", name);
     cJSON_AddItemToArray(events, meta);
@@ -81,20 +83,13 @@ static int add_action(cJSON *events, const tl_model *m, const tl_panel *p, int i
     const tf_plan_action *pa = &m->plan->actions[i];
     const tf_action *a = &pa->action;
     char name[32], cell[32], type[2] = {tf_action_letter(a->type), '\0'};
-    event_name(s, a, name);
-    cJSON *ev = cJSON_CreateObject();
-    cJSON *args = cJSON_AddObjectToObject(ev, "args");
-    if (!ev || !args) {
-        cJSON_Delete(ev);
+    cJSON *args, *ev = new_event(event_name(s, a, name), "X", pid, &args);
+    if (!ev)
         return TF_ENOMEM;
-    }
-    cJSON_AddStringToObject(ev, "name", name);
     cJSON_AddStringToObject(ev, "cat", type);
-    cJSON_AddStringToObject(ev, "ph", "X");
     /* Trace times are microseconds. */
     tfj_add_number(ev, "ts", p->start[i] * 1000.0);
     tfj_add_number(ev, "dur", p->ms[i] * 1000.0);
-    cJSON_AddNumberToObject(ev, "pid", pid);
     cJSON_AddNumberToObject(ev, "tid", 0);
     cJSON_AddStringToObject(args, "action", tf_action_format(a, cell));
     cJSON_AddNumberToObject(args, "stage", a->stage);
@@ -122,15 +117,9 @@ static int add_action(cJSON *events, const tl_model *m, const tl_panel *p, int i
  * on (Perfetto draws one track per process and name). */
 static int add_counter(cJSON *events, const char *name, int pid, double ts_us, double value)
 {
-    cJSON *ev = cJSON_CreateObject();
-    cJSON *args = cJSON_AddObjectToObject(ev, "args");
-    if (!ev || !args) {
-        cJSON_Delete(ev);
+    cJSON *args, *ev = new_event(name, "C", pid, &args);
+    if (!ev)
         return TF_ENOMEM;
-    }
-    cJSON_AddStringToObject(ev, "name", name);
-    cJSON_AddStringToObject(ev, "ph", "C");
-    cJSON_AddNumberToObject(ev, "pid", pid);
     tfj_add_number(ev, "ts", ts_us);
     tfj_add_number(args, "bytes", value);
     cJSON_AddItemToArray(events, ev);

@@ -490,7 +490,7 @@ static double draw_axis(tf_canvas *c, const frame *f, double step, double top)
 {
     double x_end = round(tl_x(f, f->axis_ms));
     tf_canvas_rect(c, f->x0, top, x_end, top, "#555555");
-    int decimals = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    int decimals = tf_canvas_tick_decimals(step);
     for (int k = 0; k * step <= f->axis_ms * (1 + 1e-12); k++) {
         double x = round(tl_x(f, k * step));
         tf_canvas_rect(c, x, top, x, top + 4, "#555555");

@@ -319,6 +319,12 @@ run "$TF_PLAN" "$trace" --pareto --plot "$work/pareto.gif"
 check "--plot pareto.gif: exit 2" [ "$rc" -eq 2 ]
 expect_stderr "--plot pareto.gif" 'a file name ending in .svg, .png or .pdf'
 check "--plot pareto.gif: nothing written" [ ! -e "$work/pareto.gif" ]
+cp "$trace" "$work/chart-input.json"
+cp "$work/chart-input.json" "$work/chart-input.kept"
+run "$TF_PLAN" "$work/chart-input.json" --pareto --plot "$work/./chart-input.json"
+check "--plot over the profile: exit 2" [ "$rc" -eq 2 ]
+check "--plot over the profile: the profile kept" cmp -s "$work/chart-input.json" \
+    "$work/chart-input.kept"
 
 # --time-limit bounds the solve: past it, exit 3 naming the limit.
 expect_error "bad --time-limit" 2 'time-limit' "$trace" --time-limit -1

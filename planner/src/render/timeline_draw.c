@@ -166,12 +166,12 @@ static double *sorted_durations(const tl_model *m, double *near_zero)
 
 /* The top of the memory lanes' scale, in bytes: a round number of GiB
  * (1, 2 or 5 times a power of ten) at or above most, the highest peak or
- * limit; 0 without memory. */
+ * limit; 1 GiB when nothing is ever held. */
 static double memory_scale_top(double most)
 {
     const double gib = 1073741824.0;
     if (!(most > 0))
-        return 0.0;
+        return gib;
     double step = tf_canvas_tick_step(most / gib, 350.0); /* about five steps */
     return ceil(most / gib / step - 1e-9) * step * gib;
 }
@@ -214,7 +214,7 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
     f->scale = f->plot_w / f->axis_ms;
     f->dense = f->plot_w / busiest_rank(m) < TF_TIMELINE_DENSE_POINTS;
     f->row_h = m->plan->memory ? ROW_H + TL_MEMORY_H : ROW_H;
-    f->mem_top = memory_scale_top(tl_memory_max_bytes(m));
+    f->mem_top = m->plan->memory ? memory_scale_top(tl_memory_max_bytes(m)) : 0.0;
     return 0;
 }
 

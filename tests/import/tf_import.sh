@@ -44,7 +44,8 @@ python3 "$here/trace_medians.py" "$f0" "$f1" > "$work/want-frozen.json"
 expect_status 0 "real traces import" "$TF_IMPORT" "$r0" "$r1" --frozen "$f0" "$f1" \
     -o "$work/profile.json"
 expect_stderr "real traces: the order is 1F1B" "schedule 1F1B"
-expect_stderr "real traces: no shared clock" "p2p_ms = 0"
+expect_stderr "real traces: no shared clock, aligned by the messages" \
+    "the traces share no clock: aligned by their messages"
 check "real traces: times are the traces' medians" \
     compare "$work/profile.json" "$work/want-pooled.json" "$work/want-frozen.json"
 expect_status 0 "tf-plan plans the imported profile" "$TF_PLAN" "$work/profile.json" \

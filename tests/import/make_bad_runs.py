@@ -12,7 +12,9 @@ from small hand-laid orders in the legacy profiler's layout:
 - f1-before-f0-rank0.json: rank 0 runs 0F1 before 0F0 (a deadlock);
 - gpipe-rank1.json: rank 1 of a GPipe run, to pair with a 1F1B rank 0
   (two runs' files: a deadlock); 1f1b-rank0.json, 1f1b-rank1.json: the
-  1F1B run it came from, laid out the same way;
+  1F1B run it came from, laid out the same way; 1f1b-again-rank0.json,
+  1f1b-again-rank1.json: another run of it (its actions 20 us apart), as a
+  frozen run;
 - hour-rank1.json, 5ms-rank1.json, 10h-rank1.json: rank 1 with its clock an
   hour, 5 ms and ten hours off (baseTimeNanoseconds moved, events not);
 - inf-rank1.json, neg-inf-rank1.json: baseTimeNanoseconds 1e308 and -1e308;
@@ -68,6 +70,8 @@ def shifted(doc, ns):
 def deadlocks(out):
     write(out, "1f1b-rank0.json", laid_out(one_f_one_b_cells(0)))
     write(out, "1f1b-rank1.json", laid_out(one_f_one_b_cells(1)))
+    write(out, "1f1b-again-rank0.json", laid_out(one_f_one_b_cells(0), gap_us=20.0))
+    write(out, "1f1b-again-rank1.json", laid_out(one_f_one_b_cells(1), gap_us=20.0))
     cells = one_f_one_b_cells(1)
     b0, f0 = cells.index("1B0"), cells.index("1F0")
     cells[b0], cells[f0] = cells[f0], cells[b0]

@@ -83,6 +83,13 @@ expect_refused "a trace copied under another name" "hold the same events: one ra
     "$out" -- "$TF_IMPORT" "$g/kineto-rank0.json" "$g/copy-rank0.json" -o "$out"
 expect_refused "the run given as its frozen run" "--frozen $r0 is also given as a trace of the run measured" \
     "$out" -- "$TF_IMPORT" "$r0" "$r1" --frozen "$r0" "$f1" -o "$out"
+expect_status 0 "another run as the frozen run" "$TF_IMPORT" "$g/1f1b-rank0.json" \
+    "$g/1f1b-rank1.json" --frozen "$g/1f1b-again-rank1.json" "$g/1f1b-again-rank0.json" \
+    -q -o "$work/frozen.json"
+expect_refused "a frozen run whose clocks disagree" \
+    "--frozen ProfilerStep#5: $g/kineto-rank0.json's PP:0B0 (rank 0) starts computing" "$out" -- \
+    "$TF_IMPORT" "$g/1f1b-rank0.json" "$g/1f1b-rank1.json" \
+    --frozen "$g/kineto-rank0.json" "$g/5ms-rank1.json" -o "$out"
 expect_refused "a copy of the run as its frozen run" "--frozen $g/copy-rank0.json holds the same events as" \
     "$out" -- "$TF_IMPORT" "$g/kineto-rank0.json" "$g/kineto-rank1.json" \
     --frozen "$g/copy-rank0.json" "$g/kineto-rank1.json.gz" -o "$out"

@@ -28,7 +28,8 @@
  * hostile file is refused before it exhausts memory. */
 enum { TFI_MAX_SPANS = 1 << 24 };
 
-/* The largest trace read, decompressed: reading it takes about 10 s. */
+/* The largest trace read, decompressed: reading it takes about half a
+ * minute. */
 #define TFI_MAX_TRACE_BYTES ((uint64_t)4 << 30)
 
 typedef enum { TFI_SPAN_PP = 0, TFI_SPAN_STEP = 1, TFI_SPAN_RECV = 2 } tfi_span_kind;

@@ -107,6 +107,11 @@ assert abs(got - float(sys.argv[2])) <= 1e-9 and got > 0, (got, sys.argv[2])" \
         "$work/lag.json" "$want"
 done
 
+# A pipe is refused by name (a trace is opened twice: for its kind, and to
+# place an error).
+expect_refused "a pipe" "not a regular file (a pipe or a device)" "$out" -- \
+    bash -c '"$1" <(cat "$2") "$3" -o "$4"' sh "$TF_IMPORT" "$r0" "$r1" "$out"
+
 # --p2p-ms is checked like every number of the option layer; -o may not
 # name a trace.
 for bad in -1 nan abc 1e8; do

@@ -31,6 +31,7 @@ typedef struct clock_work {
     double worst_gap;
     double *gaps;       /* waiting gaps, microseconds */
     int n_gaps, room;
+    int timed;          /* messages whose receiver's compute start is known */
 } clock_work;
 
 typedef int (*message_fn)(clock_work *w, const message *m, tf_error *err);
@@ -238,6 +239,7 @@ static int note_gap(clock_work *w, const message *m, tf_error *err)
 {
     double sent_end = m->sent->end + w->off[m->from];
     double start = m->got->compute_start + w->off[m->to];
+    w->timed += m->got->input_timed;
     if (!m->got->input_timed || m->idle_since + w->off[m->to] > sent_end || sent_end > start)
         return 0;
     if (w->n_gaps == w->room) {
@@ -303,6 +305,7 @@ static int measure(clock_work *w, const tf_schedule *s, const int *index, tfi_cl
     if (rc)
         return rc;
     out->samples = w->n_gaps;
+    out->timed = w->timed;
     out->lag_ms = w->n_gaps ? tf_median(w->gaps, w->n_gaps) / 1000.0 : 0.0;
     out->step_ms = median_step_ms(w);
     return check_lag(w->run, out, err);

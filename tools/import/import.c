@@ -155,6 +155,10 @@ static int measured_lag(const tfi_options *o, const tfi_run *run, const tf_sched
     else if (c.kind == TFI_CLOCK_UNALIGNED)
         note(o, 0, "p2p_ms = 0: the traces share no clock (no baseTimeNanoseconds) and some "
              "pair of ranks sends data one way only, so their clocks cannot be aligned");
+    else if (c.timed == 0)
+        note(o, 0, "p2p_ms = 0: the CPU-side traces show no receive event (gloo:recv, "
+             "nccl:recv) in the RECV spans of the actions that take another rank's data, so "
+             "when that data arrived is unknown");
     else if (c.samples == 0)
         note(o, 0, "p2p_ms = 0: no action was seen waiting for another rank's data alone");
     else

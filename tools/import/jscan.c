@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { BLOCK = 1 << 16 };
 
@@ -26,6 +27,14 @@ int tfi_js_open(tfi_jscan *j, const char *path, uint64_t limit, tf_error *err)
     j->file = fopen(path, "rb");
     if (!j->file)
         return tf_fail(err, TF_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* A trace is opened again to tell where an error is, and its first
+     * bytes are read twice: a pipe or a device cannot do either. */
+    struct stat st;
+    if (fstat(fileno(j->file), &st) != 0 || !S_ISREG(st.st_mode)) {
+        tfi_js_close(j);
+        return tf_fail(err, TF_EINVAL, "%s: not a regular file (a pipe or a device): give the "
+                       "trace's file", path);
+    }
     unsigned char magic[2] = {0, 0};
     j->gzip = fread(magic, 1, 2, j->file) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     rewind(j->file);

@@ -65,10 +65,11 @@ typedef struct tfi_js_text {
     int truncated;
 } tfi_js_text;
 
-/* Opens path (gzip when it starts with gzip's magic bytes, whatever its
- * name) for reading at most limit bytes of text.  err receives every later
- * failure.  Returns 0, TF_EIO (cannot open) or TF_ENOMEM; on error nothing
- * is left to close. */
+/* Opens path, a regular file (gzip when it starts with gzip's magic
+ * bytes, whatever its name), for reading at most limit bytes of text.  err
+ * receives every later failure.  Returns 0, TF_EIO (cannot open),
+ * TF_EINVAL (a pipe or a device) or TF_ENOMEM; on error nothing is left to
+ * close. */
 int tfi_js_open(tfi_jscan *j, const char *path, uint64_t limit, tf_error *err);
 
 /* Closes the file and frees the block.  j may be closed already. */

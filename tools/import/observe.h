@@ -54,6 +54,8 @@ typedef struct tfi_clock {
     double lag_ms;   /* the median gap between a sender's end and the start of a
                         receiver that waited for it alone; 0 when none was seen */
     int samples;     /* gaps measured */
+    int timed;       /* messages whose receiver's compute start is known (GPU side, or a
+                        receive event seen): the only ones a gap is measured on */
     double step_ms;  /* median length of a step, every rank together */
 } tfi_clock;
 

@@ -298,16 +298,24 @@ static int read_events(tfi_jscan *j, tfi_trace *t, tf_progress *progress, tf_err
     return rc ? rc : (more < 0 ? more : 0);
 }
 
+/* Reads a number into *v and its token, or passes over a value of any
+ * other kind (the token then empty, *v NAN). */
+static int number_or_skip(tfi_jscan *j, double *v, char *token, size_t size)
+{
+    int c = tfi_js_peek(j);
+    token[0] = '\0';
+    *v = NAN;
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return tfi_js_number(j, v, token, size);
+    return tfi_js_skip(j);
+}
+
 /* Reads distributedInfo's integer field (rank, world_size) into *out. */
 static int info_int(tfi_jscan *j, const char *path, const char *key, int *out, tf_error *err)
 {
-    char token[SMALL_CAP] = "";
-    double v = NAN;
-    int c = tfi_js_peek(j), rc;
-    if (c == '-' || (c >= '0' && c <= '9'))
-        rc = tfi_js_number(j, &v, token, sizeof token);
-    else
-        rc = tfi_js_skip(j);
+    char token[SMALL_CAP];
+    double v;
+    int rc = number_or_skip(j, &v, token, sizeof token);
     if (rc)
         return rc;
     if (v >= 0 && v <= 1e6 && v == floor(v)) {
@@ -348,13 +356,9 @@ static int read_info(tfi_jscan *j, tfi_trace *t, tfi_js_text *key, tf_error *err
  * read exactly (a double would keep only 256 ns of a time since 1970). */
 static int read_base(tfi_jscan *j, tfi_trace *t, tf_error *err)
 {
-    char token[SMALL_CAP] = "";
-    double v = NAN;
-    int c = tfi_js_peek(j), rc;
-    if (c == '-' || (c >= '0' && c <= '9'))
-        rc = tfi_js_number(j, &v, token, sizeof token);
-    else
-        rc = tfi_js_skip(j);
+    char token[SMALL_CAP];
+    double v;
+    int rc = number_or_skip(j, &v, token, sizeof token);
     if (rc)
         return rc;
     char *end;

@@ -51,6 +51,12 @@ expect_stderr "--p2p-ms said" "p2p_ms = 0.25, as given by --p2p-ms"
 check "--p2p-ms: the lag written" python3 -c \
     "import json,sys; assert json.load(open(sys.argv[1]))['p2p_ms'] == 0.25" "$work/forced.json"
 
+# Legacy traces have no shared clock, but their messages still tell two
+# runs apart: rank 0 of the trained run with rank 1 of the frozen one.
+expect_refused "legacy ranks of two runs" "no offset between them puts every action after the data it takes" \
+    "$out" -- "$TF_IMPORT" "$r0" "$f1" -o "$out"
+expect_stderr "legacy ranks of two runs: both named" "$f1's PP:1B0 (rank 1), whose output it takes"
+
 # 3. Infinite clocks never reach a file.
 for which in inf neg-inf; do
     expect_refused "baseTimeNanoseconds $which" \

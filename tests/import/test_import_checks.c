@@ -74,7 +74,8 @@ static void test_json_edges(void **state)
      * of any depth are passed over. */
     assert_int_equal(load("[{\"name\":\"\\u0050P:0F0\",\"ph\":\"X\",\"ts\":1,\"dur\":2},"
                           "{\"name\":\"PP:0B0\",\"name\":\"x\",\"ph\":\"X\",\"ts\":5,\"dur\":1,"
-                          "\"args\":{\"a\":[1,{\"b\":[true,false,null,\"\\\"]\"]}],\"c\":-1.5e-3}}]",
+                          "\"args\":{\"a\":[1,{\"b\":[true,false,null,\"\\\"]\"]}],"
+                          "\"c\":-1.5e-3}}]",
                           &t, &err), 0);
     assert_int_equal(t.n_spans, 2);
     tf_action a;

@@ -320,7 +320,10 @@ int tfi_clock_check(const tfi_run *run, const tf_schedule *s, tfi_clock *out, tf
     w.need = malloc(n * n * sizeof *w.need);
     w.ext = malloc(2 * n * (size_t)run->n_steps * sizeof *w.ext + 1);
     int *index = tf_schedule_index(s);
-    int rc = w.off && w.need && w.ext && index ? 0 : tf_fail(err, TF_ENOMEM, "out of memory aligning the clocks of %d ranks over %d steps", run->ranks, run->n_steps);
+    int rc = 0;
+    if (!w.off || !w.need || !w.ext || !index)
+        rc = tf_fail(err, TF_ENOMEM, "out of memory aligning the clocks of %d ranks over %d "
+                     "steps", run->ranks, run->n_steps);
     if (rc == 0) {
         extents(&w);
         rc = align(&w, s, index, &out->kind, err);

@@ -75,6 +75,18 @@ static void print_note(void *ctx, int warning, const char *message)
         fprintf(stderr, "%s: %s: %s\n", prog, warning ? "warning" : "note", message);
 }
 
+/* -o may name no trace (under any spelling): the profile would replace it.
+ * Says so and returns 1 when it does. */
+static int output_is_a_trace(const import_args *a)
+{
+    for (int i = 0; i < a->traces.n + a->frozen.n; i++) {
+        const char *trace = i < a->traces.n ? a->traces.items[i] : a->frozen.items[i - a->traces.n];
+        if (tf_cli_distinct(prog, "--output", a->output, "a trace", trace))
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     import_args a;
@@ -83,14 +95,9 @@ int main(int argc, char **argv)
     int status = tf_cli_parse(&program, argc, argv, &a);
     if (status != TF_CLI_CONTINUE)
         return status;
-    for (int i = 0; i < a.traces.n + a.frozen.n && status == TF_CLI_CONTINUE; i++) {
-        const char *trace = i < a.traces.n ? a.traces.items[i] : a.frozen.items[i - a.traces.n];
-        if (tf_cli_distinct(prog, "--output", a.output, "a trace", trace))
-            status = TF_EXIT_USAGE;
-    }
-    if (status != TF_CLI_CONTINUE) {
+    if (output_is_a_trace(&a)) {
         tf_cli_free(&program, &a);
-        return status;
+        return TF_EXIT_USAGE;
     }
     tf_error err = {0};
     tf_progress progress;

@@ -89,9 +89,14 @@ expect_refused "a trace copied under another name" "hold the same events: one ra
     "$out" -- "$TF_IMPORT" "$g/kineto-rank0.json" "$g/copy-rank0.json" -o "$out"
 expect_refused "the run given as its frozen run" "--frozen $r0 is also given as a trace of the run measured" \
     "$out" -- "$TF_IMPORT" "$r0" "$r1" --frozen "$r0" "$f1" -o "$out"
+expect_status 0 "the real frozen run" "$TF_IMPORT" "$r0" "$r1" --frozen "$f0" "$f1" -q \
+    -o "$work/real-frozen.json"
+check "the real frozen run: no doubt about it" lacks "was every parameter frozen" "$work/err"
 expect_status 0 "another run as the frozen run" "$TF_IMPORT" "$g/1f1b-rank0.json" \
     "$g/1f1b-rank1.json" --frozen "$g/1f1b-again-rank1.json" "$g/1f1b-again-rank0.json" \
     -q -o "$work/frozen.json"
+expect_stderr "another run as the frozen run: its backwards are no shorter" \
+    "warning: the --frozen run's B and W take 100% of the run's: was every parameter frozen in it?"
 expect_refused "a frozen run whose clocks disagree" \
     "--frozen ProfilerStep#5: $g/kineto-rank0.json's PP:0B0 (rank 0) starts computing" "$out" -- \
     "$TF_IMPORT" "$g/1f1b-rank0.json" "$g/1f1b-rank1.json" \

@@ -118,6 +118,26 @@ static int add_frozen_run(const tfi_options *o, const tfi_run *run, const tf_sch
     return rc;
 }
 
+/* A frozen backward skips its weight gradients: one that takes about as
+ * long as the unfrozen one suggests a run that froze nothing. */
+#define TFI_FROZEN_SUSPECT 0.9
+
+/* Warns when the --frozen run's B and W add up to nearly the run's. */
+static void check_frozen_shorter(const tfi_options *o, const tf_profile *p)
+{
+    double ms = 0, frozen = 0;
+    for (int k = 0; k < p->n_overrides; k++) {
+        const tf_action_time *t = &p->overrides[k];
+        if ((t->type == TF_ACT_B || t->type == TF_ACT_W) && t->frozen_ms >= 0) {
+            ms += t->ms;
+            frozen += t->frozen_ms;
+        }
+    }
+    if (o->n_frozen > 0 && ms > 0 && frozen >= TFI_FROZEN_SUSPECT * ms)
+        note(o, 1, "the --frozen run's B and W take %.0f%% of the run's: was every parameter "
+             "frozen in it? (a frozen backward skips its weight gradients)", 100 * frozen / ms);
+}
+
 /* The profile of the samples (tf/profile_samples.h), with a note for each
  * choice the builder made. */
 static int build_profile(const tfi_options *o, const tf_schedule *s, const sample_set *set,
@@ -138,6 +158,7 @@ static int build_profile(const tfi_options *o, const tf_schedule *s, const sampl
     if (out->n_pairs > 0)
         note(o, 0, "%d overlapped pairs (OVERLAP_F_B) timed as one span each; tf-plan splits "
              "each over its forward and backward (docs/formats.md)", out->n_pairs);
+    check_frozen_shorter(o, out);
     return 0;
 }
 

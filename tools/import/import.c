@@ -272,12 +272,16 @@ int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err)
     int rc = check_paths(o, err);
     if (rc == 0)
         rc = tfi_run_load(o, 0, &run, err);
+    tf_progress_note(o->progress, "checking the order of %d %s", run.n_steps,
+                     tf_plural(run.n_steps, "step", "steps"));
     if (rc == 0)
         rc = tfi_observed_schedule(&run, o, &s, err);
     if (rc == 0)
         rc = add_run(&set, &run, &s, 0, err);
     if (rc == 0) {
         describe(o, &run, &s);
+        tf_progress_note(o->progress, "measuring the lag between %d %s", run.ranks,
+                         tf_plural(run.ranks, "rank", "ranks"));
         rc = lag_of(o, &run, &s, &lag, err);
     }
     tfi_run_drop_steps(&run);

@@ -120,6 +120,7 @@ static int load_one(const tfi_options *o, const char *path, tfi_trace *t, tfi_ra
                     long *actions, tf_error *err)
 {
     int rc = tfi_trace_load(path, o->progress, t, err);
+    tf_progress_note(o->progress, "cutting %s into steps (%d events)", path, t->n_spans);
     if (rc == 0)
         rc = tfi_rank_run_build(t, r, err);
     if (rc == 0)

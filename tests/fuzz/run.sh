@@ -4,7 +4,8 @@
 # SECONDS (default 30) from a seed corpus of the repository's own files:
 # bundled traces and examples, the golden schedules, profiles tf-study writes
 # for the bundled study, plans tf-plan makes from all of these, a real
-# checkpoint, and the synthetic torch.profiler runs of tests/import.  Needs a build configured with -DTF_FUZZ=ON (clang):
+# checkpoint, and the synthetic torch.profiler runs of tests/import.  Needs a
+# build configured with -DTF_FUZZ=ON (clang):
 #
 #   CC=clang cmake -S . -B build-fuzz -DTF_FUZZ=ON && cmake --build build-fuzz -j2
 #   tests/fuzz/run.sh 30                          # what CI runs (ctest -R fuzz_short)

@@ -2,7 +2,7 @@
 # tf-import on large traces generated here (make_large.py; none is
 # committed): many profiler steps, a step over the planner's action limit,
 # many receives, and memory running out.  What is asserted is the answer
-# and the message; the times are docs/robustness.md's, measured by hand
+# and the message; the times are docs/results.md's, measured by hand
 # (no timing assertion here: the test's timeout only stops a hang).
 . "$(dirname "$0")/../lib.sh"
 need TF_IMPORT TF_SOURCE_DIR

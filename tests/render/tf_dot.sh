@@ -228,6 +228,6 @@ cp "$plan" "$work/self.json"
 expect_refused_with 2 "input as output" 'the input and -o are the same file' \
     "$work/self.json" -- "$TF_DOT" "$work/self.json" -o "$work/./self.json" -T svg
 expect_refused_with 1 "/dev/zero as input" '/dev/zero: larger than the 64 MiB limit' -- \
-    timeout 60 "$TF_DOT" /dev/zero -o "$work/zero.svg"
+    cpu_bounded 20 "$TF_DOT" /dev/zero -o "$work/zero.svg"
 
 finish "tf-dot CLI"

@@ -56,14 +56,15 @@ int tfi_parse_steps(const char *text, long *first, long *last, tf_error *err)
     return 0;
 }
 
-/* The samples a profile is built from: every action in every step used. */
-typedef struct sample_set {
+/* The samples a profile is built from (every action in every step used),
+ * in an array that grows with each run added. */
+typedef struct sample_buffer {
     tf_sample *x;
     size_t n;
-} sample_set;
+} sample_buffer;
 
 /* Adds the samples of run (schedule s; `frozen` as the run was). */
-static int add_run(sample_set *set, const tfi_run *run, const tf_schedule *s, int frozen,
+static int add_run(sample_buffer *set, const tfi_run *run, const tf_schedule *s, int frozen,
                    tf_error *err)
 {
     size_t room = set->n + (size_t)s->n_actions * (size_t)run->n_steps + 1;
@@ -76,7 +77,7 @@ static int add_run(sample_set *set, const tfi_run *run, const tf_schedule *s, in
 
 /* Adds the samples of the frozen run (one trace per rank, the same
  * actions), or warns that there is none. */
-static int add_frozen_run(const tfi_options *o, const tf_schedule *s, sample_set *set,
+static int add_frozen_run(const tfi_options *o, const tf_schedule *s, sample_buffer *set,
                           tf_error *err)
 {
     if (o->n_frozen == 0) {
@@ -99,12 +100,17 @@ static int add_frozen_run(const tfi_options *o, const tf_schedule *s, sample_set
 
 /* The profile of the samples (tf/profile_samples.h), with a note for each
  * choice the builder made. */
-static int build_profile(const tfi_options *o, const tf_schedule *s, const sample_set *set,
+static int build_profile(const tfi_options *o, const tf_schedule *s, const sample_buffer *set,
                          tf_profile *out, tf_error *err)
 {
-    const tf_sample_options build = {.max_freeze_ratio = TF_DEFAULT_CAP, .pair_spans = 1};
+    tf_sample_set in;
+    tf_sample_set_init(&in);
+    in.schedule = s;
+    in.samples = set->x;
+    in.n = set->n;
+    in.pair_spans = 1;
     tf_sample_report report;
-    int rc = tf_profile_from_samples(s, set->x, set->n, &build, out, &report, err);
+    int rc = tf_profile_from_samples(&in, out, &report, err);
     if (rc)
         return rc;
     if (report.capped)
@@ -171,7 +177,7 @@ int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err)
     if (rc)
         return rc;
     tf_schedule s = {0};
-    sample_set set = {0};
+    sample_buffer set = {0};
     rc = tfi_observed_schedule(&run, o, &s, err);
     if (rc == 0)
         rc = add_run(&set, &run, &s, 0, err);

@@ -211,10 +211,10 @@ expect_error "misspelled stage field" 1 \
 sed 's/"max_freeze_ratio"/"max_freeze_ratios"/' "$llama" >"$work/typo-cap.json"
 expect_error "misspelled cap" 1 \
     '$.max_freeze_ratios: unknown field (did you mean max_freeze_ratio?)' "$work/typo-cap.json"
-sed 's/"version": 1/"version": 2/' "$llama" >"$work/v2.json"
+sed 's/"version": 1/"version": 3/' "$llama" >"$work/v3.json"
 expect_error "newer version" 1 \
-    '$.version: version 2 is newer than the tf-profile version this toolkit reads (1)' \
-    "$work/v2.json"
+    '$.version: version 3 is newer than the tf-profile version this toolkit reads (2)' \
+    "$work/v3.json"
 # Notes go under "meta", which holds anything and changes nothing.
 python3 - "$llama" "$work/meta.json" <<'PY'
 import json, sys

@@ -200,7 +200,7 @@ static int unfrozen_panel(const tl_model *m, tl_panel *p)
     p->id_prefix = "u";
     p->name = "unfrozen";
     for (int i = 0; i < m->n; i++)
-        p->ms[i] = plan->actions[i].max_ms;
+        p->ms[i] = tf_plan_action_unfrozen_ms(&plan->actions[i]);
     p->makespan = tf_dag_longest_path(&m->dag, p->ms, p->start);
     return tf_dag_critical(&m->dag, p->ms, p->critical);
 }

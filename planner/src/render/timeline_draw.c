@@ -49,6 +49,7 @@ static const char *type_colour(tf_action_type type)
     case TF_ACT_F: return "#4e79a7";
     case TF_ACT_B: return "#e15759";
     case TF_ACT_I: return "#f28e2b";
+    case TF_ACT_R: return "#b07aa1";
     default: return "#59a14f";
     }
 }
@@ -59,6 +60,7 @@ static const char *type_name(tf_action_type type)
     case TF_ACT_F: return "forward";
     case TF_ACT_B: return "backward";
     case TF_ACT_I: return "backward-input";
+    case TF_ACT_R: return "recompute";
     default: return "backward-weight";
     }
 }
@@ -494,7 +496,7 @@ static void legend_room(double *x, double *y, double w, double left, double righ
 static double draw_legend(tf_canvas *c, const tl_model *m, const frame *f, double top)
 {
     const tf_schedule *s = &m->plan->schedule;
-    int present[4] = {0}, freezable_type = -1;
+    int present[TF_ACTION_TYPES] = {0}, freezable_type = -1;
     for (int i = 0; i < m->n; i++) {
         const tf_plan_action *a = &m->plan->actions[i];
         present[a->action.type] = 1;
@@ -505,7 +507,7 @@ static double draw_legend(tf_canvas *c, const tl_model *m, const frame *f, doubl
     const double right = x_at(f, f->axis_ms) + GUTTER_RIGHT, line_h = 18, sw = 12;
     double x = f->x0, y = top + 10;
     char shade[8];
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < TF_ACTION_TYPES; t++) {
         if (!present[t])
             continue;
         char text[48];

@@ -58,14 +58,15 @@ int tfi_parse_steps(const char *text, long *first, long *last, tf_error *err)
     return 0;
 }
 
-/* The samples a profile is built from: every action in every step used. */
-typedef struct sample_set {
+/* The samples a profile is built from (every action in every step used),
+ * in an array that grows with each run added. */
+typedef struct sample_buffer {
     tf_sample *x;
     size_t n;
-} sample_set;
+} sample_buffer;
 
 /* Adds the samples of run (schedule s; `frozen` as the run was). */
-static int add_run(sample_set *set, const tfi_run *run, const tf_schedule *s, int frozen,
+static int add_run(sample_buffer *set, const tfi_run *run, const tf_schedule *s, int frozen,
                    tf_error *err)
 {
     size_t room = set->n + (size_t)s->n_actions * (size_t)run->n_steps + 1;
@@ -94,7 +95,7 @@ static int check_not_unfrozen(const tfi_run *frozen, const tfi_run *run, tf_erro
  * actions, its clocks checked as the run's are), or warns that there is
  * none.  run's traces are compared with it. */
 static int add_frozen_run(const tfi_options *o, const tfi_run *run, const tf_schedule *s,
-                          sample_set *set, tf_error *err)
+                          sample_buffer *set, tf_error *err)
 {
     if (o->n_frozen == 0) {
         note(o, 1, "no --frozen traces: the frozen times are the reference's defaults, B x %g "
@@ -140,12 +141,17 @@ static void check_frozen_shorter(const tfi_options *o, const tf_profile *p)
 
 /* The profile of the samples (tf/profile_samples.h), with a note for each
  * choice the builder made. */
-static int build_profile(const tfi_options *o, const tf_schedule *s, const sample_set *set,
+static int build_profile(const tfi_options *o, const tf_schedule *s, const sample_buffer *set,
                          tf_profile *out, tf_error *err)
 {
-    const tf_sample_options build = {.max_freeze_ratio = TF_DEFAULT_CAP, .pair_spans = 1};
+    tf_sample_set in;
+    tf_sample_set_init(&in);
+    in.schedule = s;
+    in.samples = set->x;
+    in.n = set->n;
+    in.pair_spans = 1;
     tf_sample_report report;
-    int rc = tf_profile_from_samples(s, set->x, set->n, &build, out, &report, err);
+    int rc = tf_profile_from_samples(&in, out, &report, err);
     if (rc)
         return rc;
     if (report.capped)
@@ -267,7 +273,7 @@ int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err)
         return tf_fail(err, TF_EINVAL, "no trace given (one per rank is needed)");
     tfi_run run = {0};
     tf_schedule s = {0};
-    sample_set set = {0};
+    sample_buffer set = {0};
     double lag = 0;
     int rc = check_paths(o, err);
     if (rc == 0)

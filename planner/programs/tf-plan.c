@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tf/canvas.h"
+#include "tf/pareto_plot.h"
 #include "tf/plan.h"
 #include "tf/planner.h"
 #include "tf/profile.h"
@@ -23,6 +25,7 @@ static const char *const prog = "tf-plan";
 
 typedef struct plan_args {
     const char *profile, *output, *csv, *timeline, *write_csv;
+    const char *plot;       /* --plot: the trade-off curve's chart */
     int quiet;
     uint64_t memory_limit;  /* --memory-limit; 0: the profile's */
     int no_freeze_memory;
@@ -45,6 +48,17 @@ static int parse_timeline(const char *text, void *field, const char **expected)
 {
     *expected = "a file name ending in .svg, .png, .pdf, .dot or .json";
     if (!tf_timeline_format_for_path(text))
+        return -1;
+    *(const char **)field = text;
+    return 0;
+}
+
+/* --plot FILE: a picture whose extension tells the format. */
+static int parse_plot(const char *text, void *field, const char **expected)
+{
+    const char *format = tf_canvas_format_for_path(text);
+    *expected = "a file name ending in .svg, .png or .pdf";
+    if (!format || !strcmp(format, "dot"))
         return -1;
     *(const char **)field = text;
     return 0;
@@ -98,6 +112,10 @@ static const tf_cli_option options[] = {
      .help = "instead of one plan, print the aux work placed per step and how often it "
              "completes with no freezing, with the plan, and with the most freezing that still "
              "completes it every step (needs a stage's \"aux\" list)"},
+    {"plot", 0, TF_CLI_CUSTOM, AT(plot), .parse = parse_plot, .arg = "FILE",
+     .help = "with --pareto or --pareto-memory, also draw the curve (format from the "
+             "extension: .svg .png .pdf): batch time against the swept limit, every "
+             "breakpoint marked"},
     {"schedule-csv", 0, TF_CLI_PATH, AT(csv), .arg = "FILE",
      .help = "run the per-rank order in FILE (PyTorch compute-only CSV: one row per rank, "
              "cells like 0F3 1B2 2I0 2W0 and pairs (0F7;7B3)OVERLAP_F_B); the CSV gives the "
@@ -121,9 +139,10 @@ static const tf_cli_program program = {prog, TF_VERSION, synopsis, options,
  * Checked before anything is read or written. */
 static int check_paths(const plan_args *a)
 {
-    const char *name[] = {"-o", "--timeline", "--write-csv", "the profile", "--schedule-csv"};
-    const char *path[] = {a->output, a->timeline, a->write_csv, a->profile, a->csv};
-    const int outputs = 3, files = 5;
+    const char *name[] = {"-o", "--timeline", "--write-csv", "--plot", "the profile",
+                          "--schedule-csv"};
+    const char *path[] = {a->output, a->timeline, a->write_csv, a->plot, a->profile, a->csv};
+    const int outputs = 4, files = 6;
     for (int i = 0; i < outputs; i++)
         for (int j = i + 1; j < files; j++)
             if (tf_cli_distinct(prog, name[i], path[i], name[j], path[j]))
@@ -154,6 +173,9 @@ static int parse_args(int argc, char **argv, plan_args *a)
                               "belong to one plan", a->output ? a->output
                                                                : a->timeline ? a->timeline
                                                                              : a->write_csv);
+    if (rc == TF_CLI_CONTINUE && a->plot && !a->pareto && !a->pareto_memory)
+        rc = tf_cli_bad_value(prog, "--plot", "--pareto or --pareto-memory with it (it draws "
+                              "their trade-off curve; tf-dot draws a plan)", a->plot);
     a->options.memory_limit = (double)a->memory_limit;
     a->options.freeze_saves_memory = !a->no_freeze_memory;
     return rc;
@@ -247,7 +269,7 @@ static int print_summary(const plan_args *a, const tf_plan *plan)
 }
 
 /* The trade-off table on stdout. */
-static int print_pareto(const tf_pareto *pa)
+static int print_pareto(const tf_pareto *pa, const char *plot)
 {
     const int memory = pa->axis == TF_PARETO_MEMORY;
     printf("%s\n", memory ? "least batch time against every rank's memory limit"
@@ -268,20 +290,26 @@ static int print_pareto(const tf_pareto *pa)
     printf("%d %s (the ends and every breakpoint; linear between), %d %s solved; speedup "
            "against the unfrozen %.3f ms\n", pa->n, tf_plural(pa->n, "point", "points"),
            pa->solves, tf_plural(pa->solves, "plan", "plans"), pa->batch_ms_unfrozen);
+    if (plot)
+        printf("plot          %s\n", plot);
     return tf_cli_finish_stdout(prog);
 }
 
-/* --pareto or --pareto-memory: the curve instead of one plan. */
+/* --pareto or --pareto-memory: the curve instead of one plan, and with
+ * --plot its chart. */
 static int run_pareto(const plan_args *a, const tf_profile *profile, tf_error *err,
                       int *status)
 {
     tf_pareto pa;
     int rc = tf_plan_pareto(profile, &a->options,
                             a->pareto ? TF_PARETO_ACTION_RATIO : TF_PARETO_MEMORY, &pa, err);
-    if (!rc) {
-        *status = print_pareto(&pa);
-        tf_pareto_free(&pa);
-    }
+    if (rc)
+        return rc;
+    if (a->plot)
+        rc = tf_pareto_plot(&pa, a->plot, err);
+    if (!rc)
+        *status = print_pareto(&pa, a->plot);
+    tf_pareto_free(&pa);
     return rc;
 }
 

@@ -258,7 +258,7 @@ int tf_freeze_memory_check(const tf_freeze_problem *p, tf_error *err)
     const tf_memory_model *mem = p->memory;
     const int ranks = mem->ranks;
     tf_memory_peak *unfrozen = malloc(((size_t)ranks + 1) * sizeof *unfrozen);
-    unsigned char *over = malloc((size_t)ranks + 1);
+    unsigned char *over = calloc((size_t)ranks + 1, 1);
     double *peaks = malloc(((size_t)ranks + 1) * sizeof *peaks);
     int rc = unfrozen && over && peaks ? 0 : tf_fail(err, TF_ENOMEM, "out of memory");
     char message[sizeof err->msg] = "";

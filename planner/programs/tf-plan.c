@@ -110,8 +110,8 @@ static const tf_cli_option options[] = {
              "the bubbles (default " TF_PLAN_STRING(TF_AUX_DEFAULT_MARGIN) ")"},
     {"compare-aux", 0, TF_CLI_FLAG, AT(compare_aux),
      .help = "instead of one plan, print the aux work placed per step and how often it "
-             "completes with no freezing, with the plan, and with the most freezing that still "
-             "completes it every step (needs a stage's \"aux\" list)"},
+             "completes with no freezing, with the plan, and with the most freezing that "
+             "completes it as often as no freezing does (needs a stage's \"aux\" list)"},
     {"plot", 0, TF_CLI_CUSTOM, AT(plot), .parse = parse_plot, .arg = "FILE",
      .help = "with --pareto or --pareto-memory, also draw the curve (format from the "
              "extension: .svg .png .pdf): batch time against the swept limit, every "
@@ -316,7 +316,7 @@ static int run_pareto(const plan_args *a, const tf_profile *profile, tf_error *e
 /* The arms of --compare-aux on stdout. */
 static int print_aux_arms(const tf_aux_comparison *c)
 {
-    static const char *const labels[] = {"no freezing", "the plan", "refresh every step"};
+    static const char *const labels[] = {"no freezing", "the plan", "as fresh as unfrozen"};
     printf("aux work against freezing (placed: in the step's own bubbles, all ranks)\n");
     printf("%-20s %16s %12s %16s %10s\n", "arm", "max action ratio", "batch ms",
            "placed/demand ms", "refresh");
@@ -327,8 +327,8 @@ static int print_aux_arms(const tf_aux_comparison *c)
         printf("%-20s %16.4f %12.3f %8.2f/%-7.2f %10s\n", labels[k], a->max_action_ratio,
                a->batch_ms, a->placed_ms, a->demand_ms, refresh);
     }
-    if (c->none_completes)
-        printf("not even the unfrozen step's bubbles complete the aux work every step\n");
+    if (c->never_completes)
+        printf("an aux item is longer than every bubble: its work never completes\n");
     return tf_cli_finish_stdout(prog);
 }
 

@@ -63,6 +63,38 @@ static void closed_forms(void **state)
             }
 }
 
+/* ZBVZeroBubble with F = I = W = 1 ms on every stage, M >= 2P: every rank
+ * idles (P - 1) t_F in one step (the fill before its first forward and
+ * the drain after its last W; the zero-bubble paper's "0" bubble is the
+ * steady state between them) and the step takes 6M + P - 1 ms. */
+static void zero_bubble_closed_form(void **state)
+{
+    (void)state;
+    for (int d = 2; d <= 5; d++)
+        for (int m = 2 * d; m <= 3 * d; m += d) {
+            char json[8192];
+            int used = snprintf(json, sizeof json,
+                                "{\"schedule\": \"ZBVZeroBubble\", \"ranks\": %d, "
+                                "\"stages_per_rank\": 2, \"microbatches\": %d, \"stages\": [",
+                                d, m);
+            for (int s = 0; s < 2 * d; s++)
+                used += snprintf(json + used, sizeof json - used,
+                                 "%s{\"forward_ms\": 1, \"backward_input_ms\": 1, "
+                                 "\"backward_weight_ms\": 1}", s ? ", " : "");
+            snprintf(json + used, sizeof json - used, "]}");
+            tf_profile p;
+            tf_plan plan;
+            tf_error err = {0};
+            assert_int_equal(tf_profile_parse(json, "zbv.json", &p, &err), 0);
+            assert_int_equal(tf_plan_unfrozen(&p, &plan, &err), 0);
+            assert_true(fabs(plan.batch_ms_planned - (6 * m + d - 1)) < 1e-9);
+            for (int r = 0; r < d; r++)
+                assert_true(fabs(plan.per_rank[r].idle_ms_planned - (d - 1)) < 1e-9);
+            tf_plan_free(&plan);
+            tf_profile_free(&p);
+        }
+}
+
 /* --- Placement on hand-made windows --------------------------------- */
 
 typedef struct placed {
@@ -346,16 +378,52 @@ static void plan_places_and_reads_back(void **state)
     tf_profile_free(&p);
 }
 
+/* 1F1B on 2 ranks, 2 microbatches (t_f 1, t_b 2, frozen 1): stage 1's
+ * once-per-step 1.5 ms of work can only go in the trailing window of rank
+ * 1, while rank 0 runs its last backward, 2 - c ms at per-action cap c,
+ * 95% of it usable.  Unfrozen it fits (1.9 ms), the plan (c = 1, 1.0 ms)
+ * spills it to the next step; the most freezing that keeps it in the step
+ * is c = 2 - 1.5 / 0.95. */
+static void compare_arms(void **state)
+{
+    (void)state;
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 2, \"stages\": ["
+             "{\"forward_ms\": 1, \"backward_ms\": 2, \"backward_frozen_ms\": 1}, "
+             "{\"forward_ms\": 1, \"backward_ms\": 2, \"backward_frozen_ms\": 1, \"aux\": "
+             "[{\"name\": \"inverse\", \"after\": \"step\", \"ms\": 1.5, "
+             "\"divisible\": true}]}], \"max_freeze_ratio\": 1}");
+    tf_profile p;
+    tf_error err = {0};
+    assert_int_equal(tf_profile_parse(json, "arms.json", &p, &err), 0);
+    tf_aux_comparison c;
+    assert_int_equal(tf_plan_compare_aux(&p, NULL, &c, &err), 0);
+    assert_int_equal(c.arm[0].refresh_steps, 1);
+    assert_true(fabs(c.arm[0].batch_ms - 9.0) < 1e-9);
+    assert_int_equal(c.arm[1].refresh_steps, 2);
+    assert_int_equal(c.arm[2].refresh_steps, 1);
+    assert_true(fabs(c.arm[2].max_action_ratio - (2.0 - 1.5 / 0.95)) < 1e-5);
+    assert_true(c.arm[2].batch_ms > c.arm[1].batch_ms && c.arm[2].batch_ms < c.arm[0].batch_ms);
+    tf_profile_free(&p);
+    /* Without aux work there is nothing to compare. */
+    equal_profile("1F1B", 2, 2, "", &p);
+    assert_int_equal(tf_plan_compare_aux(&p, NULL, &c, &err), TF_EINVAL);
+    tf_profile_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(closed_forms),
+        cmocka_unit_test(zero_bubble_closed_form),
         cmocka_unit_test(first_fit),
         cmocka_unit_test(spill_and_refresh),
         cmocka_unit_test(margin_and_unplaceable),
         cmocka_unit_test(exact_is_max_flow),
         cmocka_unit_test(profile_lists),
         cmocka_unit_test(plan_places_and_reads_back),
+        cmocka_unit_test(compare_arms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,10 +116,10 @@ typedef struct tf_aux_arm {
 
 typedef struct tf_aux_comparison {
     /* [0] no freezing; [1] o's plan; [2] the most freezing (the largest
-     * per-action cap, by bisection) at which every rank's aux work
-     * completes within the step, or [1] when it already does */
+     * per-action cap, by bisection) whose refresh interval is no longer
+     * than [0]'s, or [1] when it already is */
     tf_aux_arm arm[3];
-    int none_completes;      /* 1: not even the unfrozen step completes it ([2] = [0]) */
+    int never_completes;     /* 1: an item fits no bubble, at any cap ([2] = [0]) */
 } tf_aux_comparison;
 
 /* Fills *out for profile p planned with options o (NULL: the defaults).

@@ -146,7 +146,8 @@ int tf_aux_place_rank(const tf_aux_rank_input *in, tf_aux_placement *out, int *c
 {
     tf_aux_rank *r = &out->per_rank[in->rank];
     memset(r, 0, sizeof *r);
-    qsort(in->items, (size_t)in->n_items, sizeof *in->items, by_ready);
+    if (in->n_items > 1)
+        qsort(in->items, (size_t)in->n_items, sizeof *in->items, by_ready);
     window *w = malloc(((size_t)in->n_windows + 1) * sizeof *w);
     double *left = malloc(((size_t)in->n_items + 1) * sizeof *left);
     int rc = !w || !left ? TF_ENOMEM : 0;

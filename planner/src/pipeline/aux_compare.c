@@ -1,15 +1,19 @@
 /* aux_compare.c - what freezing does to the aux work the bubbles can take
  * (tf/planner.h, tf_plan_compare_aux): the unfrozen step, the plan, and
- * the most freezing that still completes the aux work every step.
+ * the most freezing that still refreshes the aux work as often as the
+ * unfrozen step does.
  *
  * Freezing shortens the step by shortening its critical path; the ranks
  * off that path keep waiting, but for less time, so the bubbles shrink
  * and aux work spills into later steps.  Lowering the per-action cap
  * gives up speed for bubbles; the third arm searches the cap by bisection
- * for the largest one at which no rank's aux work spills.  Whether a cap
- * spills is not monotone in the cap in general (first fit, windows that
- * move), so the cap found is one at which nothing spills with a cap a
- * little above it spilling, not always the largest such cap. */
+ * for the largest one whose refresh interval is no longer than the
+ * unfrozen step's.  (Work that becomes ready after a rank's last idle
+ * window, such as curvature after rank 0's last backward, spills at any
+ * cap, so "nothing spills" would be a target most profiles never meet.)
+ * The interval is not monotone in the cap in general (first fit, windows
+ * that move), so the cap found keeps it with a cap a little above it not
+ * keeping it, not always the largest such cap. */
 #include <string.h>
 
 #include "model/plan_internal.h"
@@ -51,15 +55,16 @@ static int arm_at(const tf_profile *p, const tf_plan_options *base, double x, tf
     return 0;
 }
 
-static int completes(const tf_aux_arm *a)
+/* Whether arm a refreshes as often as the unfrozen arm u (0: never). */
+static int keeps(const tf_aux_arm *a, const tf_aux_arm *u)
 {
-    return a->refresh_steps == 1;
+    return a->refresh_steps != 0 && a->refresh_steps <= u->refresh_steps;
 }
 
-/* The third arm: bisection between a cap that completes (lo) and one
- * that does not (hi). */
-static int most_freezing_that_completes(const tf_profile *p, const tf_plan_options *o,
-                                        tf_aux_comparison *out, tf_error *err)
+/* The third arm: bisection between a cap that keeps the interval (lo)
+ * and one that does not (hi). */
+static int most_freezing_that_keeps(const tf_profile *p, const tf_plan_options *o,
+                                    tf_aux_comparison *out, tf_error *err)
 {
     double lo = 0.0, hi = out->arm[1].max_action_ratio;
     out->arm[2] = out->arm[0];
@@ -69,7 +74,7 @@ static int most_freezing_that_completes(const tf_profile *p, const tf_plan_optio
         int rc = arm_at(p, o, mid, &at, err);
         if (rc)
             return rc;
-        if (completes(&at)) {
+        if (keeps(&at, &out->arm[0])) {
             lo = mid;
             out->arm[2] = at;
         } else {
@@ -95,14 +100,14 @@ int tf_plan_compare_aux(const tf_profile *p, const tf_plan_options *o, tf_aux_co
         rc = arm_at(p, &base, base.max_action_ratio, &out->arm[1], err);
     if (rc)
         return rc;
-    if (completes(&out->arm[1])) {
+    if (out->arm[0].refresh_steps == 0) {
+        out->arm[2] = out->arm[0];
+        out->never_completes = 1;
+        return 0;
+    }
+    if (keeps(&out->arm[1], &out->arm[0])) {
         out->arm[2] = out->arm[1];
         return 0;
     }
-    if (!completes(&out->arm[0])) {
-        out->arm[2] = out->arm[0];
-        out->none_completes = 1;
-        return 0;
-    }
-    return most_freezing_that_completes(p, &base, out, err);
+    return most_freezing_that_keeps(p, &base, out, err);
 }

@@ -203,6 +203,8 @@ static int check_pair(const tf_schedule *s, const int *columns, const cell_namin
     }
     if (at[TF_ACT_B] >= 0 && (at[TF_ACT_I] >= 0 || at[TF_ACT_W] >= 0)) {
         int mix[TF_ACTION_TYPES], first, second;
+        for (int t = 0; t < TF_ACTION_TYPES; t++)
+            mix[t] = -1; /* first_mix sets them all; the optimiser cannot see it */
         first_mix(s, keys, mix);
         mixed_cells(mix, &first, &second);
         const tf_action *b = &s->actions[first], *c = &s->actions[second];

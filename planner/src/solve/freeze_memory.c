@@ -201,9 +201,9 @@ static void describe_rank(char *buf, size_t size, const tf_freeze_problem *p, in
     const double gib = 1073741824.0;
     size_t used = strlen(buf);
     snprintf(buf + used, size - used,
-             "%srank %d: its smallest achievable peak is %.17g bytes (%.3f GiB; static "
+             "%srank %d: its smallest achievable peak is %.0f bytes (%.3f GiB; static "
              "%.3f GiB), above its memory limit %.17g bytes (%.3f GiB)",
-             used ? "; " : "", r, peak, peak / gib, p->memory->static_bytes[r] / gib,
+             used ? "; " : "", r, ceil(peak), peak / gib, p->memory->static_bytes[r] / gib,
              p->memory_limit[r], p->memory_limit[r] / gib);
 }
 
@@ -258,7 +258,7 @@ int tf_freeze_memory_check(const tf_freeze_problem *p, tf_error *err)
     const tf_memory_model *mem = p->memory;
     const int ranks = mem->ranks;
     tf_memory_peak *unfrozen = malloc(((size_t)ranks + 1) * sizeof *unfrozen);
-    unsigned char *over = malloc((size_t)ranks + 1);
+    unsigned char *over = calloc((size_t)ranks + 1, 1);
     double *peaks = malloc(((size_t)ranks + 1) * sizeof *peaks);
     int rc = unfrozen && over && peaks ? 0 : tf_fail(err, TF_ENOMEM, "out of memory");
     char message[sizeof err->msg] = "";

@@ -3,6 +3,7 @@
 #include "memory_json.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tf/profile.h"
 
@@ -56,6 +57,30 @@ int tf_stage_memory_parse(const tfj_ctx *ctx, const cJSON *o, tf_stage_memory *m
         return stage_field_fails(ctx, o, m->recomputes ? "recompute_ms" : "checkpoint_bytes",
                                  "recomputation needs both checkpoint_bytes and recompute_ms",
                                  err);
+    return 0;
+}
+
+int tf_memory_limit_parse(const tfj_ctx *ctx, const cJSON *v, int ranks, double **limit,
+                          tf_error *err)
+{
+    const int per_rank = cJSON_IsArray(v);
+    if (per_rank && cJSON_GetArraySize(v) != ranks) {
+        char what[96];
+        snprintf(what, sizeof what, "expected one limit per rank (%d numbers)", ranks);
+        return tfj_fail(ctx, v, what, err);
+    }
+    *limit = calloc((size_t)ranks + 1, sizeof **limit);
+    if (!*limit)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
+    for (int r = 0; r < ranks; r++) {
+        tfj_ctx item = *ctx;
+        if (per_rank)
+            tfj_index(ctx, r, &item);
+        int rc = tfj_number_value(&item, per_rank ? cJSON_GetArrayItem(v, r) : v, 1,
+                                  TF_MAX_BYTES, &(*limit)[r], err);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 

@@ -18,6 +18,13 @@
 int tf_stage_memory_parse(const tfj_ctx *ctx, const cJSON *o, tf_stage_memory *m, int *given,
                           tf_error *err);
 
+/* Reads a memory limit, value v at ctx: one number for every rank, or an
+ * array of one per rank, each in [1, TF_MAX_BYTES], into *limit (malloc'd,
+ * ranks entries; the caller frees it).  TF_EINVAL naming the field for an
+ * array of another length or a bad number, TF_ENOMEM. */
+int tf_memory_limit_parse(const tfj_ctx *ctx, const cJSON *v, int ranks, double **limit,
+                          tf_error *err);
+
 /* Adds m's fields to object o (the recomputation pair only when the stage
  * recomputes). */
 void tf_stage_memory_to_json(const tf_stage_memory *m, cJSON *o);

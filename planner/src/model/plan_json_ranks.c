@@ -149,24 +149,9 @@ static int parse_limit(const tfj_ctx *ctx, const cJSON *memory, tf_plan *plan, t
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(memory, "limit_bytes");
     if (!v || cJSON_IsNull(v))
         return 0;
-    const int ranks = plan->schedule.ranks, per_rank = cJSON_IsArray(v);
     tfj_ctx at;
     tfj_child(ctx, "limit_bytes", &at);
-    if (per_rank && cJSON_GetArraySize(v) != ranks)
-        return tfj_fail(&at, v, "expected one limit, or one per rank", err);
-    plan->memory_limit = calloc((size_t)ranks + 1, sizeof *plan->memory_limit);
-    if (!plan->memory_limit)
-        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
-    for (int r = 0; r < ranks; r++) {
-        tfj_ctx item = at;
-        if (per_rank)
-            tfj_index(&at, r, &item);
-        int rc = tfj_number_value(&item, per_rank ? cJSON_GetArrayItem(v, r) : v, 1,
-                                  TF_MAX_BYTES, &plan->memory_limit[r], err);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return tf_memory_limit_parse(&at, v, plan->schedule.ranks, &plan->memory_limit, err);
 }
 
 /* "memory.stages": one object of byte fields per stage. */

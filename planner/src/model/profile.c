@@ -540,26 +540,7 @@ static int parse_memory_limit(const tfj_ctx *ctx, const cJSON *root, tf_profile 
     if (!p->memory)
         return tfj_fail(&at, v, "a memory limit needs the stages' memory fields (static_bytes, "
                         "activation_bytes)", err);
-    const int ranks = p->schedule.ranks;
-    const int per_rank = cJSON_IsArray(v);
-    if (per_rank && cJSON_GetArraySize(v) != ranks) {
-        char what[96];
-        snprintf(what, sizeof what, "expected one limit per rank (%d numbers)", ranks);
-        return tfj_fail(&at, v, what, err);
-    }
-    p->memory_limit = calloc((size_t)ranks + 1, sizeof *p->memory_limit);
-    if (!p->memory_limit)
-        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
-    for (int r = 0; r < ranks; r++) {
-        tfj_ctx item = at;
-        if (per_rank)
-            tfj_index(&at, r, &item);
-        int rc = tfj_number_value(&item, per_rank ? cJSON_GetArrayItem(v, r) : v, 1,
-                                  TF_MAX_BYTES, &p->memory_limit[r], err);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return tf_memory_limit_parse(&at, v, p->schedule.ranks, &p->memory_limit, err);
 }
 
 /* A profile, of its own schedule (order NULL) or of a given order. */

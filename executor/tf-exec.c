@@ -52,7 +52,7 @@ static int parse_lr(const char *text, void *field, const char **expected)
 
 static int parse_select(const char *text, void *field, const char **expected)
 {
-    *expected = "random or rotate";
+    *expected = "random, rotate or stable";
     return tfx_select_method_parse(text, field, NULL) == 0 ? 0 : -1;
 }
 
@@ -153,8 +153,9 @@ static const tf_cli_option options[] = {
     {"freeze-ratio", 0, TF_CLI_RATIO, AT(freeze_ratio), .arg = "R",
      .help = "without a plan: freeze R of every backward"},
     {"freeze-select", 0, TF_CLI_CUSTOM, AT(select), .parse = parse_select,
-     .arg = "random|rotate",
-     .help = "which tensors a microbatch freezes: random (default) or each stage's in turn"},
+     .arg = "random|rotate|stable",
+     .help = "which tensors a microbatch freezes: random (default), each stage's in turn, or "
+             "those whose gradients have settled (running gradient statistics)"},
     {"freeze-rescale", 0, TF_CLI_FLAG, AT(freeze_rescale),
      .help = "scale a tensor frozen in k of M microbatches by M/(M-k): the mean gradient of "
              "the others, not a shrunk sum"},

@@ -117,6 +117,14 @@ class RulesTest(unittest.TestCase):
         self.assertEqual(masks[0], [True, True, False, False, False])
         self.assertEqual(masks[1], [False, False, True, True, False])
 
+    def test_refuses_the_gradient_statistics_method(self):
+        # tf-exec's "stable" follows its own run's gradients: no plan holds
+        # them, so the module says so instead of choosing something else.
+        with self.assertRaisesRegex(ValueError, "method 'stable'.*cannot reproduce"):
+            FreezeSelector([5], "stable")
+        with self.assertRaisesRegex(ValueError, "expected random or rotate"):
+            FreezeSelector([5], "sometimes")
+
     def test_schedule_applies_ratios_with_the_phase(self):
         plan = parse_plan(plan_doc(ratios={(0, 1): 1.0, (1, 0): 0.5}))
         sched = FreezeSchedule(plan, [4, 4], warmup=2, ramp=2)

@@ -97,9 +97,14 @@ class FreezeSelector:
     (first tensor) down to 0.1 (last) on stage 0, uniform elsewhere; the
     draw depends only on (seed, step, stage, microbatch).  method "rotate":
     each stage's tensors in turn, k at a time; calls for one stage must come
-    in execution order (step, then microbatch)."""
+    in execution order (step, then microbatch).  tf-exec's third method,
+    "stable", is refused: it follows the run's own gradients."""
 
     def __init__(self, stage_tensors, method="random", seed=1):
+        if method == "stable":
+            raise ValueError("method 'stable': tf-exec chooses by the gradients of its own "
+                             "run, which a plan does not hold, so this module cannot "
+                             "reproduce its choices; use random or rotate")
         if method not in ("random", "rotate"):
             raise ValueError(f"method {method!r}: expected random or rotate")
         if any(not isinstance(k, int) or k < 0 for k in stage_tensors):

@@ -61,6 +61,16 @@ class Rng:
             self.block_index = (self.block_index + 1) & ((1 << _BLOCK_BITS) - 1)
         return self.block.pop()
 
+    def below(self, n):
+        """A uniform integer in [0, n), n >= 1, by rejection (tfx_rng_below):
+        words below 2^64 mod n are drawn again, so every value is equally
+        likely."""
+        incomplete = ((1 << 64) - n) % n
+        x = self.next()
+        while x < incomplete:
+            x = self.next()
+        return x % n
+
     def uniform(self):
         """A double in [0, 1) from the top 53 bits (tfx_rng_uniform)."""
         return float(self.next() >> 11) * (1.0 / 9007199254740992.0)

@@ -448,7 +448,9 @@ static void record(trainer *tr, const step_report *rep)
      * the plan would predict had it known them. */
     const double *ms = tfx_pipeline_action_ms(tr->run.p);
     const double replay = tr->dag.n ? tf_dag_longest_path(&tr->dag, ms, tr->scratch) : -1.0;
-    if (rep->factor == 0.0) {
+    /* A run that never freezes (no plan, ratio 0) has only unfrozen steps,
+     * whatever its warm-up says. */
+    if (rep->factor == 0.0 || !tr->any_freezing) {
         tr->unfrozen_ms[tr->n_unfrozen] = rep->res.pipeline_ms;
         tr->unfrozen_step[tr->n_unfrozen++] = step_ms;
         if (replay >= 0)

@@ -75,7 +75,7 @@ static int read_losses(const char *path, double *loss, int max)
 static void test_resume_is_bit_identical(void **state)
 {
     fixture *f = *state;
-    for (int method = 0; method < 2; method++) {
+    for (int method = 0; method < 3; method++) { /* random, rotate, stable */
         char a[128], b[128], log_a[128], log_b[128], ck_a[256], ck_b[256];
         snprintf(a, sizeof a, "%s/a%d", f->dir, method);
         snprintf(b, sizeof b, "%s/b%d", f->dir, method);
@@ -284,6 +284,66 @@ static void test_valid_checksum_bad_fields(void **state)
     free(data);
 }
 
+/* --freeze-select stable: the gradient statistics close the file, each
+ * checked like the other fields; --init reads such a file's weights. */
+static void test_stable_statistics_checked(void **state)
+{
+    fixture *f = *state;
+    char dir[128], path[256];
+    snprintf(dir, sizeof dir, "%s/stable", f->dir);
+    tfx_exec_options o;
+    tf_error err = {0};
+    small_options(f, &o);
+    o.steps = 2;
+    o.checkpoint_dir = dir;
+    o.select = TFX_SELECT_STABLE;
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
+    tfx_checkpoint_path(dir, path, sizeof path);
+    char *data;
+    size_t len;
+    assert_int_equal(tf_read_file(path, &data, &len, NULL), 0);
+    /* The section (checkpoint.c): per tensor, steps without a gradient 8,
+     * P 8, value count 8, then both averages; the checksum 8 ends the file. */
+    tfx_model_layout l;
+    assert_int_equal(tfx_model_layout_build(&o.model, 2, &l, NULL), 0);
+    size_t section = 0;
+    for (int t = 0; t < l.n_tensors; t++)
+        section += 24 + 2 * l.tensors[t].count * sizeof(float);
+    const size_t at = len - 8 - section, first_average = at + 24;
+    const double big_p = 2.0;
+    const float negative = -0.5f;
+    const struct {
+        size_t at;
+        const void *value;
+        const char *needle;
+    } bad[] = {
+        {at, &(int64_t){5}, "5 steps without a gradient of 2"},
+        {at + 8, &big_p, "P = 2"},
+        {at + 16, &(int64_t){3}, "3 values of 4096"},
+        {first_average + 256 * 16 * 4, &negative, "embed.token, gradient average 4096 is -0.5"},
+    };
+    o.steps = 4;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t word;
+        memcpy(&word, data + bad[i].at, 8);
+        memcpy(&word, bad[i].value, bad[i].value == &negative ? 4 : 8);
+        patch(path, data, len, bad[i].at, &word);
+        assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+        assert_contains(err.msg, bad[i].needle);
+    }
+    /* Another method's run cannot resume it; --init takes its weights. */
+    assert_int_equal(tf_write_file_atomic(path, data, len, NULL), 0);
+    o.select = TFX_SELECT_RANDOM;
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "freeze_select = 2, but this run has freeze_select = 0");
+    o.checkpoint_dir = NULL;
+    o.init_dir = dir;
+    o.steps = 1;
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
+    tfx_model_layout_free(&l);
+    free(data);
+}
+
 /* --init: the weights of a checkpoint saved by another pipeline shape, and
  * nothing else (a fresh optimizer), whatever the stages. */
 static void test_init_from_another_shape(void **state)
@@ -395,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_resume_is_bit_identical),
         cmocka_unit_test(test_bad_checkpoints_are_refused),
         cmocka_unit_test(test_valid_checksum_bad_fields),
+        cmocka_unit_test(test_stable_statistics_checked),
         cmocka_unit_test(test_init_from_another_shape),
         cmocka_unit_test(test_bad_plans_are_refused),
     };

@@ -14,7 +14,7 @@ check_study() {
     local n_arms n_sched
     n_arms=$(wc -w <<<"$arms")
     n_sched=$(wc -w <<<"$schedules")
-    for f in evaluations.csv summary.csv runs.csv config.json; do
+    for f in evaluations.csv summary.csv runs.csv speed.csv config.json; do
         check "wrote $f" [ -s "$out/$f" ]
     done
     # arms x schedules x 2 seeds x 4 evaluations; one summary row per arm and schedule.
@@ -24,6 +24,10 @@ check_study() {
     rows=$(($(wc -l <"$out/runs.csv") - 1))
     check "runs.csv has $rows runs, expected $((n_arms * n_sched * 2))" \
         [ "$rows" -eq $((n_arms * n_sched * 2)) ]
+    # One speed round (--rounds 1): every arm of every schedule once.
+    rows=$(($(wc -l <"$out/speed.csv") - 1))
+    check "speed.csv has $rows runs, expected $((n_arms * n_sched))" \
+        [ "$rows" -eq $((n_arms * n_sched)) ]
     for s in $schedules; do
         for arm in $arms; do
             check "summary has $s $arm" grep -q "^$s,$arm," "$out/summary.csv"
@@ -84,14 +88,15 @@ PY
 }
 
 # 1. The 2-rank study on the built-in sources.
-expect_status 0 "quick study (shifted)" python3 "${study[@]}" --quick -o "$work/q"
+expect_status 0 "quick study (shifted)" python3 "${study[@]}" --quick --rounds 1 -o "$work/q"
 check_study "$work/q" "no-freeze plan-lf-random plan-lf-rotate plan-lf-stable plan-spread-random
 plan-spread-rotate uniform cap plan-lf-rescaled plan-actcap-random" 1F1B
 check "shifted: the summary's figures hold" check_figures "$work/q" 1F1B
 check "config names the seeds" grep -q '"seeds"' "$work/q/config.json"
 
 # 2. The 4-rank text study: two schedules, data from Debian's files.
-expect_status 0 "quick study (text)" python3 "${study[@]}" --study text --quick -o "$work/t"
+expect_status 0 "quick study (text)" python3 "${study[@]}" --study text --quick --rounds 1 \
+    -o "$work/t"
 check_study "$work/t" "no-freeze plan-lf-random plan-lf-stable plan-actcap-random uniform cap" \
     "1F1B ZBVZeroBubble"
 for s in 1F1B ZBVZeroBubble; do
@@ -102,6 +107,13 @@ check "text: 3,000,000 bytes of Python to pretrain on" \
 check "text: the fine-tuning file's digest is recorded" \
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["data"]["finetune"]; sys.exit(not (len(d["sha256"]) == 64 and d["files"] > 50))' \
     "$work/t/config.json"
+
+# --speed: the rounds again for a finished study, speed.csv rewritten.
+rm "$work/t/speed.csv"
+expect_status 0 "--speed on the text study" python3 "${study[@]}" --speed "$work/t" --rounds 2
+rows=$(($(wc -l <"$work/t/speed.csv") - 1))
+check "speed.csv has $rows runs after 2 rounds, expected 24" [ "$rows" -eq 24 ]
+expect_stdout "--speed prints the medians" "medians over 2 rounds"
 
 # Refusals: a non-empty output folder is never overwritten; a failing run
 # stops the study with the command that failed; missing data files are

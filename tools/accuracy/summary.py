@@ -152,3 +152,45 @@ def write_evaluations(runs, order, path):
             for e in runs[key]["evals"]:
                 w.writerow(list(key) + [e["step"], "%.3f" % e["train_s"], "%.3f" % e["batch_s"],
                                         "%.3f" % e["predicted_s"], "%.5f" % e["val_loss"]])
+
+
+def speed_of(records):
+    """A run's median batch and step time (selection included) and the
+    tokens/s of that step time."""
+    def step_ms(r):
+        return r["step_ms"] + r.get("select_ms", 0.0)
+    batch = statistics.median(r["batch_ms"] for r in records)
+    step = statistics.median(step_ms(r) for r in records)
+    batch_tokens = records[0]["tokens_per_s"] * step_ms(records[0]) / 1e3
+    return dict(batch_ms=batch, step_ms=step, tokens_per_s=batch_tokens / (step / 1e3))
+
+
+def speed_medians(rows):
+    """{(schedule, arm): (median batch ms, median tokens/s, rounds)} over the
+    rounds, in the order the rows first name them."""
+    out = {}
+    for r in rows:
+        out.setdefault((r["schedule"], r["arm"]), []).append(r)
+    return {k: (statistics.median(x["batch_ms"] for x in v),
+                statistics.median(x["tokens_per_s"] for x in v), len(v)) for k, v in out.items()}
+
+
+def write_speed(rows, path):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["schedule", "arm", "round", "batch_ms", "step_ms", "tokens_per_s", "load1"])
+        for r in rows:
+            w.writerow([r["schedule"], r["arm"], r["round"], "%.3f" % r["batch_ms"],
+                        "%.3f" % r["step_ms"], "%.1f" % r["tokens_per_s"], "%.2f" % r["load1"]])
+
+
+def print_speed(rows):
+    medians = speed_medians(rows)
+    base = {}
+    print("%-14s %-20s %10s %10s %8s" % ("schedule", "arm", "batch ms", "tokens/s", "speedup"))
+    for (schedule, arm), (batch, tps, n) in medians.items():
+        base.setdefault(schedule, tps)
+        print("%-14s %-20s %10.1f %10.0f %7.3fx" % (schedule, arm, batch, tps,
+                                                     tps / base[schedule]))
+    print("(medians over %d rounds; the first arm of each schedule is the reference)"
+          % max(n for _, _, n in medians.values()))

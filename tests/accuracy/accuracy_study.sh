@@ -36,7 +36,8 @@ check_study() {
         # Two panels, a line per arm in each.
         local lines
         lines=$(grep -c '<polyline' "$out/validation-loss-$s.svg")
-        check "$s: chart has $lines lines, expected $((2 * n_arms))" [ "$lines" -eq $((2 * n_arms)) ]
+        check "$s: chart has $lines lines, expected $((2 * n_arms))" \
+            [ "$lines" -eq $((2 * n_arms)) ]
         # The per-action cap holds in its plan.
         check "$s: no action of plan-$s-actcap.json above the cap" python3 -c '
 import json, sys
@@ -104,9 +105,10 @@ for s in 1F1B ZBVZeroBubble; do
 done
 check "text: 3,000,000 bytes of Python to pretrain on" \
     grep -q '"bytes": 3000000' "$work/t/config.json"
-check "text: the fine-tuning file's digest is recorded" \
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["data"]["finetune"]; sys.exit(not (len(d["sha256"]) == 64 and d["files"] > 50))' \
-    "$work/t/config.json"
+check "text: the fine-tuning file's digest is recorded" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]["finetune"]
+sys.exit(not (len(d["sha256"]) == 64 and d["files"] > 50))' "$work/t/config.json"
 
 # --speed: the rounds again for a finished study, speed.csv rewritten.
 rm "$work/t/speed.csv"

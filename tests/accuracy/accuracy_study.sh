@@ -33,11 +33,11 @@ check_study() {
             check "summary has $s $arm" grep -q "^$s,$arm," "$out/summary.csv"
             check "stdout has $arm" grep -q "^$arm " "$work/out"
         done
-        # Two panels, a line per arm in each.
+        # Three panels, a line per arm in each.
         local lines
         lines=$(grep -c '<polyline' "$out/validation-loss-$s.svg")
-        check "$s: chart has $lines lines, expected $((2 * n_arms))" \
-            [ "$lines" -eq $((2 * n_arms)) ]
+        check "$s: chart has $lines lines, expected $((3 * n_arms))" \
+            [ "$lines" -eq $((3 * n_arms)) ]
         # The per-action cap holds in its plan.
         check "$s: no action of plan-$s-actcap.json above the cap" python3 -c '
 import json, sys

@@ -1,10 +1,16 @@
 """The validation-loss chart of one schedule, written as SVG by hand (no
-plotting library needed): mean over the seeds against training time (left)
-and against steps (right), one line per arm, the targets dashed."""
+plotting library needed): mean over the seeds against the predicted batch
+time (the profile's DAG under the arm's ratios), against the measured
+training time, and against steps, one line per arm, the targets dashed."""
 import statistics
 
-COLOURS = ["#222222", "#1f77b4", "#d62728", "#2ca02c", "#98df8a", "#6baed6", "#ff7f0e",
-           "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+# One colour per arm in every chart; an arm not listed gets grey.
+COLOURS = {"no-freeze": "#222222", "plan-lf-random": "#1f77b4", "plan-lf-rotate": "#9ecae1",
+           "plan-lf-stable": "#d62728", "plan-spread-random": "#8c564b",
+           "plan-spread-rotate": "#c49c94", "plan-lf-rescaled": "#7f7f7f",
+           "plan-actcap-random": "#2ca02c", "uniform": "#ff7f0e", "cap": "#9467bd"}
+PANELS = (("predicted_s", "predicted batch time (s)"), ("train_s", "measured training time (s)"),
+          ("step", "step"))
 
 
 def _panel(x0, y0, w, h, series, xlabel, targets):
@@ -52,27 +58,27 @@ def _mean_curve(evals_by_seed, field):
 
 def write_plot(curves, targets, title, path):
     """curves: [(arm, [the evaluations of each seed])] in legend order."""
-    W, H = 1000, 460
+    W, H, side, gap = 1400, 420, 330, 70
     body = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
             'font-family="DejaVu Sans, sans-serif">' % (W, H),
             '<rect width="100%" height="100%" fill="white"/>',
             '<text x="%d" y="24" font-size="15" text-anchor="middle">%s</text>' % (W // 2, title),
             '<text x="20" y="%d" font-size="12" transform="rotate(-90 20 %d)" '
             'text-anchor="middle">validation loss (nats/byte)</text>' % (H // 2 - 20, H // 2 - 20)]
-    colour = {arm: COLOURS[i % len(COLOURS)] for i, (arm, _) in enumerate(curves)}
-    by_time = [(colour[arm], _mean_curve(e, "train_s")) for arm, e in curves]
-    by_step = [(colour[arm], _mean_curve(e, "step")) for arm, e in curves]
-    body += _panel(70, 45, 330, 330, by_time, "training time (s)", targets)
-    body += _panel(470, 45, 330, 330, by_step, "step", targets)
+    colour = {arm: COLOURS.get(arm, "#bbbbbb") for arm, _ in curves}
+    for i, (field, label) in enumerate(PANELS):
+        series = [(colour[arm], _mean_curve(e, field)) for arm, e in curves]
+        body += _panel(70 + i * (side + gap), 45, side, side, series, label, targets)
+    x = 70 + len(PANELS) * (side + gap) - gap + 20
     for i, (arm, _) in enumerate(curves):
         y = 60 + 20 * i
-        body.append('<line x1="820" y1="%d" x2="845" y2="%d" stroke="%s" stroke-width="2"/>'
-                    % (y, y, colour[arm]))
-        body.append('<text x="852" y="%d" font-size="12">%s</text>' % (y + 4, arm))
+        body.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>'
+                    % (x, y, x + 25, y, colour[arm]))
+        body.append('<text x="%d" y="%d" font-size="12">%s</text>' % (x + 32, y + 4, arm))
     y = 60 + 20 * len(curves)
-    body.append('<line x1="820" y1="%d" x2="845" y2="%d" stroke="#999" '
-                'stroke-dasharray="4 3"/>' % (y, y))
-    body.append('<text x="852" y="%d" font-size="12">targets (50%%, 80%%)</text>' % (y + 4))
+    body.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999" '
+                'stroke-dasharray="4 3"/>' % (x, y, x + 25, y))
+    body.append('<text x="%d" y="%d" font-size="12">targets (50%%, 80%%)</text>' % (x + 32, y + 4))
     body.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(body) + "\n")

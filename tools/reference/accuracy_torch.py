@@ -262,8 +262,11 @@ def pretrain(config, path, out):
     for step in range(config["pretrain_steps"]):
         x, y = corpus.batch(gen, count)
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1)).backward()
+        loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
         opt.step()
+        if (step + 1) % 100 == 0:
+            print("pretraining step %d: loss %.4f" % (step + 1, loss.item()), flush=True)
     torch.save(model.state_dict(), os.path.join(out, "pretrained.pt"))
     return model.state_dict()
 

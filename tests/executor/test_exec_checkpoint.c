@@ -179,25 +179,42 @@ static void patch(const char *path, const char *data, size_t len, size_t at, con
     free(copy);
 }
 
+/* A checkpoint written by a 2-step run, and its bytes. */
+typedef struct saved {
+    char dir[128], path[256];
+    char *data;      /* the file, freed by the caller */
+    size_t len;
+} saved;
+
+/* Trains 2 steps with `select`, checkpointing into f->dir/name; *o stays
+ * set up for that run (its checkpoint_dir points into *k). */
+static void save_two_steps(fixture *f, const char *name, tfx_select_method select,
+                           tfx_exec_options *o, saved *k)
+{
+    tf_error err = {0};
+    snprintf(k->dir, sizeof k->dir, "%s/%s", f->dir, name);
+    small_options(f, o);
+    o->steps = 2;
+    o->checkpoint_dir = k->dir;
+    o->select = select;
+    assert_int_equal(tfx_exec_train(o, NULL, &err), 0);
+    tfx_checkpoint_path(k->dir, k->path, sizeof k->path);
+    assert_int_equal(tf_read_file(k->path, &k->data, &k->len, NULL), 0);
+}
+
 /* A checksum proves a file intact, not valid: every field that becomes a
  * count, an index or a value is checked, the run refused with the field
  * named, and the weights left as they were. */
 static void test_valid_checksum_bad_fields(void **state)
 {
     fixture *f = *state;
-    char dir[128], path[256];
-    snprintf(dir, sizeof dir, "%s/fields", f->dir);
     tfx_exec_options o;
     tf_error err = {0};
-    small_options(f, &o);
-    o.steps = 2;
-    o.checkpoint_dir = dir;
-    o.select = TFX_SELECT_ROTATE;
-    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
-    tfx_checkpoint_path(dir, path, sizeof path);
-    char *data;
-    size_t len;
-    assert_int_equal(tf_read_file(path, &data, &len, NULL), 0);
+    saved k;
+    save_two_steps(f, "fields", TFX_SELECT_ROTATE, &o, &k);
+    const char *dir = k.dir, *path = k.path;
+    char *data = k.data;
+    const size_t len = k.len;
     /* Layout (checkpoint.c): magic 8, shape 10 x 8, schedule 64, step 8,
      * selector stages 8, one rotate offset per stage (2 here), tensor count
      * 8, then per tensor its step count 8, value count 8 and 3 x values. */
@@ -289,19 +306,13 @@ static void test_valid_checksum_bad_fields(void **state)
 static void test_stable_statistics_checked(void **state)
 {
     fixture *f = *state;
-    char dir[128], path[256];
-    snprintf(dir, sizeof dir, "%s/stable", f->dir);
     tfx_exec_options o;
     tf_error err = {0};
-    small_options(f, &o);
-    o.steps = 2;
-    o.checkpoint_dir = dir;
-    o.select = TFX_SELECT_STABLE;
-    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
-    tfx_checkpoint_path(dir, path, sizeof path);
-    char *data;
-    size_t len;
-    assert_int_equal(tf_read_file(path, &data, &len, NULL), 0);
+    saved k;
+    save_two_steps(f, "stable", TFX_SELECT_STABLE, &o, &k);
+    const char *dir = k.dir, *path = k.path;
+    char *data = k.data;
+    const size_t len = k.len;
     /* The section (checkpoint.c): per tensor, steps without a gradient 8,
      * P 8, value count 8, then both averages; the checksum 8 ends the file. */
     tfx_model_layout l;

@@ -355,6 +355,11 @@ def main():
                                       {arm: math.nan for arm in arms})
     summary.write_summary(rows, os.path.join(a.out, "summary.csv"))
     summary.write_evaluations(runs, order, os.path.join(a.out, "evaluations.csv"))
+    print_rows(rows, targets)
+    print("(%.0f s in all, torch %s)" % (time.time() - began, torch.__version__))
+
+
+def print_rows(rows, targets):
     print("\ntargets %s" % ", ".join("%.4f" % targets[p] for p in summary.TARGETS))
     for r in rows:
         print("%-20s %.4f (%.4f..%.4f) gap %+.4f (%+.4f..%+.4f) 50%%: %s, 80%%: %s" % (
@@ -362,7 +367,6 @@ def main():
             r["gap_mean"], r["gap_min"], r["gap_max"],
             "%.0f steps (%d)" % (r["steps_to_50"], r["reached_50"]) if r["reached_50"] else "-",
             "%.0f steps (%d)" % (r["steps_to_80"], r["reached_80"]) if r["reached_80"] else "-"))
-    print("(%.0f s in all, torch %s)" % (time.time() - began, torch.__version__))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ static const char synopsis[] =
     "       tf-exec --plan PLAN.json [options]            train with a plan\n"
     "       tf-exec --auto-plan [options]                 measure, plan and train\n"
     "       tf-exec --profile-out PROFILE.json [options]  measure a profile\n"
-    "       tf-exec --write-source FILE [--source NAME]   write a built-in source's bytes\n"
+    "       tf-exec --write-source FILE [--source S]      write a built-in source\n"
     "\n"
     "Trains a small byte-level GPT on a pipeline of ranks with a TimelyFreeze plan's\n"
     "freezing, or measures every action of the pipeline for a profile.  One of\n"

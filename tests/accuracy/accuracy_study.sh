@@ -111,11 +111,11 @@ d = json.load(open(sys.argv[1]))["data"]["finetune"]
 sys.exit(not (len(d["sha256"]) == 64 and d["files"] > 50))' "$work/t/config.json"
 
 # --speed: the rounds again for a finished study, speed.csv rewritten.
-rm "$work/t/speed.csv"
-expect_status 0 "--speed on the text study" python3 "${study[@]}" --speed "$work/t" --rounds 2
-rows=$(($(wc -l <"$work/t/speed.csv") - 1))
-check "speed.csv has $rows runs after 2 rounds, expected 24" [ "$rows" -eq 24 ]
-expect_stdout "--speed prints the medians" "medians over 2 rounds"
+rm "$work/q/speed.csv"
+expect_status 0 "--speed on the shifted study" python3 "${study[@]}" --speed "$work/q" --rounds 1
+rows=$(($(wc -l <"$work/q/speed.csv") - 1))
+check "speed.csv has $rows runs, expected 10" [ "$rows" -eq 10 ]
+expect_stdout "--speed prints the medians" "medians over 1 round;"
 
 # Refusals: a non-empty output folder is never overwritten; a failing run
 # stops the study with the command that failed; missing data files are

@@ -192,5 +192,6 @@ def print_speed(rows):
         base.setdefault(schedule, tps)
         print("%-14s %-20s %10.1f %10.0f %7.3fx" % (schedule, arm, batch, tps,
                                                      tps / base[schedule]))
-    print("(medians over %d rounds; the first arm of each schedule is the reference)"
-          % max(n for _, _, n in medians.values()))
+    rounds = max(n for _, _, n in medians.values())
+    print("(medians over %d %s; the first arm of each schedule is the reference)"
+          % (rounds, "round" if rounds == 1 else "rounds"))

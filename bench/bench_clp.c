@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/freezable.h"
+#include "solve/freeze_common.h"
 #include "tf/dag.h"
-#include "tf/freeze.h"
 #include "tf/util.h"
 
 /* The LP in CLP's column-major form, built from row triplets. */
@@ -74,7 +75,7 @@ static int number_columns(const tf_schedule *s, const double *max_ms, const doub
     int k = 0;
     for (int i = 0; i < n; i++) {
         m->ratio_column[i] = -1;
-        if (tf_freeze_is_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
+        if (tf_action_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
             m->ratio_column[i] = n + k++;
             span[i] = max_ms[i] - min_ms[i];
             stage_count[s->actions[i].stage]++;
@@ -96,8 +97,7 @@ static void add_rows(triplets *t, const tf_schedule *s, const tf_dag *g, const c
         int first = g->succ_offset[u], last = g->succ_offset[u + 1];
         for (int e = first; e < last; e++) {
             int v = g->succ[e];
-            /* tf_freeze_edge_implied (planner/src/solve/freeze_common.c) */
-            if (!(g->rule[e] & TF_EDGE_RANK_ORDER) && s->actions[u].rank == s->actions[v].rank)
+            if (tf_freeze_edge_implied(s, g, u, e))
                 continue;
             add_precedence(t, m, span, u, v, max_ms[u] + g->lag[e]);
         }

@@ -78,8 +78,8 @@ static double step_gflops(const options *o, int ranks)
     double flops = 0.0, ms = 0.0;
     for (int step = 0; step < o->steps + 2; step++) {
         tfx_step_result res;
-        tfx_corpus_batch(&corpus, 1, step, M, o->model.microbatch_size, o->model.context,
-                         tokens, targets);
+        const tfx_batch batch = {M, o->model.microbatch_size, o->model.context, tokens, targets};
+        tfx_corpus_batch(&corpus, 1, step, &batch);
         tfx_step_input in = {.tokens = tokens, .targets = targets, .apply_optimizer = 1};
         if (tfx_pipeline_step(p, &in, &res, &err)) {
             fprintf(stderr, "bench-exec: %s\n", err.msg);

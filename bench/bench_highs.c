@@ -10,8 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/freezable.h"
+#include "solve/freeze_common.h"
 #include "tf/dag.h"
-#include "tf/freeze.h"
 #include "tf/util.h"
 
 /* Runs argv with stdout into a buffer (NUL-terminated, caller frees) and
@@ -136,8 +137,7 @@ static int write_lp(FILE *f, const tf_schedule *s, const tf_dag *g, const double
                      ratio_index[u]);
         for (int e = first; e < last; e++) {
             int v = g->succ[e];
-            /* tf_freeze_edge_implied (planner/src/solve/freeze_common.c) */
-            if (!(g->rule[e] & TF_EDGE_RANK_ORDER) && s->actions[u].rank == s->actions[v].rank)
+            if (tf_freeze_edge_implied(s, g, u, e))
                 continue;
             fprintf(f, " c%d: s%d - s%d%s >= %.17g\n", row++, v, u, ratio_term,
                     max_ms[u] + g->lag[e]);
@@ -214,7 +214,7 @@ int bench_highs_plan(const tf_profile *p, const char *dir, bench_lp_result *out,
     int k = 0;
     for (int i = 0; i < n; i++)
         ratio_index[i] =
-            tf_freeze_is_freezable(&w.s->actions[i], w.max_ms[i], w.min_ms[i]) ? k++ : -1;
+            tf_action_freezable(&w.s->actions[i], w.max_ms[i], w.min_ms[i]) ? k++ : -1;
     fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tf/freeze.h"
+#include "solve/freeze_common.h"
 
 int bench_lp_begin(const tf_profile *p, bench_lp_plan *w, tf_error *err)
 {

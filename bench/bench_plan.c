@@ -14,6 +14,7 @@
 
 #include "bench_profile.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/util.h"
 
 int main(int argc, char **argv)

@@ -17,7 +17,8 @@
  * per-action durations, the DAG, the unfrozen and all-frozen bounds, the LP
  * (built and solved), the ratios, the planned longest path and the critical
  * actions.  For lp_solve and fast that is tf_plan_from_profile with
- * tf_plan_options.solver set; for CLP the same steps in bench_clp.c.  Not
+ * tf_plan_options.solver set and no fallback, so that each row is that
+ * solver's own; for CLP the same steps in bench_clp.c.  Not
  * timed: generating the profile, reading profile.json and writing plan.json
  * (JSON I/O is the same for every solver).  `solve_s` is the solver's own
  * share (LP build and solves, as the plan's solver.seconds reports it).
@@ -75,6 +76,7 @@
 #include "cli.h"
 #include "tf/freeze.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
 #include "bench_highs.h"
@@ -319,6 +321,7 @@ static void child_solve(const tf_profile *p, int solver, const bench_options *o,
         tf_plan_options options;
         tf_plan_options_init(&options);
         options.solver = solver == SOLVER_FAST ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
+        options.control.fallback = 0;
         options.objective = o->objective;
         tf_plan plan;
         r->rc = tf_plan_from_profile(p, &options, &plan, &err);

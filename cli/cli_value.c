@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli_internal.h"
-#include "tf/freeze.h"
+#include "tf/objective.h"
 #include "tf/schedule.h"
 
 int tf_cli_parse_number(const char *text, double *out)

@@ -5,19 +5,28 @@
 #                                  and libraries under /usr/local (PREFIX=DIR for
 #                                  another place), plan the bundled LLaMA-3.1-8B
 #                                  trace and draw its timeline
-#   bash tools/bootstrap.sh test   install packages, build with AddressSanitizer
-#                                  and UndefinedBehaviorSanitizer, run every test;
+#   bash tools/bootstrap.sh pytorch
+#                                  install packages, make (or reuse) the PyTorch
+#                                  environment .venv-torch (tools/torch-env: CPU
+#                                  torch from PyPI, about 600 MB) and print its
+#                                  python
+#   bash tools/bootstrap.sh test   install packages, make the PyTorch environment,
+#                                  build with AddressSanitizer and
+#                                  UndefinedBehaviorSanitizer, run every test (the
+#                                  tests that need torch with that environment,
+#                                  failing rather than skipping without it);
 #                                  then an optimised build with warnings as errors
 #                                  (some warnings need the optimiser's analysis);
 #                                  where clang is installed, also a short run of
 #                                  every fuzz target and the executor's runtime
 #                                  and transport tests under ThreadSanitizer
 #
-# Packages are installed only when missing, so a second run needs no network.
+# Packages are installed only when missing and the PyTorch environment is
+# reused while tools/torch-env is unchanged, so a second run needs no network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config python3
+packages=(build-essential cmake pkg-config python3 python3-venv
           liblpsolve55-dev libcjson-dev libgraphviz-dev libcmocka-dev libopenblas-dev
           zlib1g-dev fonts-dejavu-core)
 
@@ -47,9 +56,15 @@ case "${1:-}" in
     "$prefix/bin/tf-plan" traces/llama8b-1f1b-h200.profile.json -o out/llama8b-1f1b.plan.json \
       --timeline out/llama8b-1f1b.svg
     ;;
+  pytorch)
+    install_missing
+    bash tools/torch-env/make-venv.sh
+    ;;
   test)
     install_missing
-    cmake -S . -B build-sanitize -DTF_SANITIZE=ON -DTF_WERROR=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
+    torch_python=$(bash tools/torch-env/make-venv.sh)
+    cmake -S . -B build-sanitize -DTF_SANITIZE=ON -DTF_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
+      -DTF_TORCH_PYTHON="$torch_python" -DTF_REQUIRE_TORCH=ON > /dev/null
     cmake --build build-sanitize -j "$jobs"
     (cd build-sanitize &&
       ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -71,7 +86,7 @@ case "${1:-}" in
     fi
     ;;
   *)
-    echo "usage: bash tools/bootstrap.sh demo|test" >&2
+    echo "usage: bash tools/bootstrap.sh demo|pytorch|test" >&2
     exit 2
     ;;
 esac

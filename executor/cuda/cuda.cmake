@@ -23,7 +23,7 @@ macro(_tf_cuda_missing what)
     message(FATAL_ERROR "TF_CUDA=ON but ${what}.  Install the CUDA Toolkit with cuBLAS and "
                         "NCCL, point CUDAToolkit_ROOT / NCCL_ROOT at them, or use TF_CUDA=AUTO|OFF.")
   endif()
-  message(STATUS "CUDA backend of tf-exec: off (${what})")
+  message(STATUS "CUDA backend of tf-exec: off (TF_CUDA=AUTO and ${what})")
   set(_tf_cuda_ok FALSE)
 endmacro()
 
@@ -99,6 +99,11 @@ endif()
 
 if(_tf_cuda_ok)
   set(TF_HAVE_CUDA ON)
-  message(STATUS "CUDA backend of tf-exec: on (CUDA ${CUDAToolkit_VERSION}, NCCL "
-                 "${TF_NCCL_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+  # Said at configure time because it changes what the installed tf-exec
+  # needs on every machine it runs on.
+  message(STATUS "CUDA backend of tf-exec: on (TF_CUDA=${_tf_cuda_mode} and CUDA "
+                 "${CUDAToolkit_VERSION}, cuBLAS and NCCL ${TF_NCCL_VERSION} found; architectures "
+                 "${CMAKE_CUDA_ARCHITECTURES}).  tf-exec and libtfexec_cuda will need libcudart, "
+                 "libcublas, libnccl and an NVIDIA driver at run time; -DTF_CUDA=OFF builds "
+                 "without them.")
 endif()

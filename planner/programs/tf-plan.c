@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/profile.h"
 #include "tf/schedule.h"
 #include "tf/timeline.h"

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "model/freezable.h"
 #include "test_util.h"
 #include "tf/dag.h"
 #include "tf/freeze.h"
@@ -80,6 +81,40 @@ static inline void random_instance(instance *x, const char *name, int ranks, int
     }
 }
 
+/* x as a freeze problem for `solver` and `objective`. */
+static inline tf_freeze_problem instance_problem(const instance *x, tf_solver solver,
+                                                 tf_objective objective)
+{
+    tf_freeze_problem p;
+    tf_freeze_problem_init(&p);
+    p.schedule = &x->s;
+    p.dag = &x->g;
+    p.max_ms = x->max_ms;
+    p.min_ms = x->min_ms;
+    p.cap = x->cap;
+    p.objective = objective;
+    p.solver = solver;
+    return p;
+}
+
+/* Solves p with its solver alone: no fallback to the other one, so a test
+ * sees each solver's own answer, or its own failure. */
+static inline int solve_alone(const tf_freeze_problem *p, tf_freeze_result *out, tf_error *err)
+{
+    tf_freeze_control c;
+    tf_freeze_control_init(&c);
+    c.fallback = 0;
+    return tf_freeze_solve(p, &c, out, err);
+}
+
+/* solve_alone on instance x. */
+static inline int instance_solve(const instance *x, tf_solver solver, tf_objective objective,
+                                 tf_freeze_result *out, tf_error *err)
+{
+    tf_freeze_problem p = instance_problem(x, solver, objective);
+    return solve_alone(&p, out, err);
+}
+
 /* Everything a plan r promises on x, whichever solver made it: ratios in
  * [0, 1] and 0 for fixed actions, each duration max - ratio (max - min),
  * every stage's cap met (in mean and in sum, within round-off), the
@@ -96,7 +131,7 @@ static inline void instance_check_plan(const instance *x, const tf_freeze_result
         assert_true(r->ratio[i] >= 0.0 && r->ratio[i] <= 1.0);
         assert_close(r->duration[i], x->max_ms[i] - r->ratio[i] * (x->max_ms[i] - x->min_ms[i]),
                      1e-12);
-        if (!tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
+        if (!tf_action_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i])) {
             assert_true(r->ratio[i] == 0.0);
             continue;
         }

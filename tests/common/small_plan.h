@@ -4,6 +4,7 @@
 #define TF_SMALL_PLAN_H
 
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/profile.h"
 
 /* The plan tf-plan makes for 1F1B on 2 ranks with 4 microbatches, stage

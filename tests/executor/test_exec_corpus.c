@@ -165,11 +165,12 @@ static void test_batches_train_and_validate_apart(void **state)
     tfx_corpus c;
     assert_int_equal(tfx_corpus_builtin("base", LEN, T, &c, NULL), 0);
     int32_t in[MB * SEQ * T], tg[MB * SEQ * T], in2[MB * SEQ * T], tg2[MB * SEQ * T];
+    const tfx_batch first = {MB, SEQ, T, in, tg}, second = {MB, SEQ, T, in2, tg2};
     /* Training windows: seeded, targets are the next bytes, inside the
      * training part (a window of T + 1 bytes is unique in the corpus). */
     for (long step = 0; step < 50; step++) {
-        tfx_corpus_batch(&c, 9, step, MB, SEQ, T, in, tg);
-        tfx_corpus_batch(&c, 9, step, MB, SEQ, T, in2, tg2);
+        tfx_corpus_batch(&c, 9, step, &first);
+        tfx_corpus_batch(&c, 9, step, &second);
         assert_memory_equal(in, in2, sizeof in);
         for (int s = 0; s < MB * SEQ; s++) {
             for (int t = 0; t + 1 < T; t++)
@@ -178,19 +179,19 @@ static void test_batches_train_and_validate_apart(void **state)
             assert_true(start + T < c.train_len);
         }
     }
-    tfx_corpus_batch(&c, 9, 5, MB, SEQ, T, in2, tg2);
-    tfx_corpus_batch(&c, 9, 4, MB, SEQ, T, in, tg);
+    tfx_corpus_batch(&c, 9, 5, &second);
+    tfx_corpus_batch(&c, 9, 4, &first);
     assert_memory_not_equal(in, in2, sizeof in); /* another step, other windows */
     /* Validation windows: fixed, from the held-out bytes, the first at its
      * start and the last ending at the corpus's end. */
-    tfx_corpus_validation_batch(&c, 0, 2, MB, SEQ, T, in, tg);
-    tfx_corpus_validation_batch(&c, 0, 2, MB, SEQ, T, in2, tg2);
+    tfx_corpus_validation_batch(&c, 0, 2, &first);
+    tfx_corpus_validation_batch(&c, 0, 2, &second);
     assert_memory_equal(in, in2, sizeof in);
     for (int t = 0; t < T; t++) {
         assert_int_equal(in[t], c.bytes[c.train_len + t]);
         assert_int_equal(tg[t], c.bytes[c.train_len + t + 1]);
     }
-    tfx_corpus_validation_batch(&c, 1, 2, MB, SEQ, T, in, tg);
+    tfx_corpus_validation_batch(&c, 1, 2, &first);
     const int last = (MB * SEQ - 1) * T;
     assert_int_equal(tg[last + T - 1], c.bytes[c.len - 1]);
     assert_int_equal(in[last], c.bytes[c.len - 1 - T]);
@@ -227,8 +228,9 @@ static int compare_u64(const void *a, const void *b)
 static size_t study_windows(const tfx_corpus *c, uint64_t seed, uint64_t *keys)
 {
     static int32_t in[STUDY_ROWS * STUDY_T], tg[STUDY_ROWS * STUDY_T];
+    const tfx_batch batch = {STUDY_MB, STUDY_SEQ, STUDY_T, in, tg};
     for (long step = 0; step < STUDY_STEPS; step++) {
-        tfx_corpus_batch(c, seed, step, STUDY_MB, STUDY_SEQ, STUDY_T, in, tg);
+        tfx_corpus_batch(c, seed, step, &batch);
         for (int row = 0; row < STUDY_ROWS; row++) {
             uint64_t key = 0;
             for (int t = 0; t < 8; t++)

@@ -169,7 +169,9 @@ static void test_one_stage_matches_pytorch(void **state)
     tfx_backend be;
     assert_int_equal(tfx_backend_cpu_create(0, &be, &err), 0);
     tfx_stage s;
-    assert_int_equal(tfx_stage_create(&l, 0, be, 1, 0, 1, &s, &err), 0);
+    const tfx_stage_spec spec = {.layout = &l, .stage = 0, .backend = be, .microbatches = 1,
+                                 .seed = 1};
+    assert_int_equal(tfx_stage_create(&spec, &s, &err), 0);
     for (int t = 0; t < l.n_tensors; t++)
         be.ops->upload(be.ctx, s.param[t], g.weights[t], g.counts[t] * sizeof(float));
 

@@ -3,6 +3,7 @@
  * initial tensors. */
 #include <math.h>
 
+#include "model_flops.h"
 #include "test_util.h"
 #include "tf/schedule.h"
 #include "tfx/backend.h"

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model_flops.h"
 #include "test_util.h"
 #include "small_plan.h"
 #include "tf/schedule.h"
@@ -165,7 +166,7 @@ static void test_schedules_match_single_rank(void **state)
     int len[2] = {12, 8};
     tf_schedule s;
     tf_error err = {0};
-    int rc = tf_schedule_from_cells(rows, len, 2, M, "order", &s, &err);
+    int rc = tf_schedule_from_cells(&(tf_cell_rows){rows, len, 2}, M, "order", &s, &err);
     if (rc)
         fail_msg("custom order: %s", err.msg);
     check_against_reference(&s, &b, &ref);
@@ -400,7 +401,8 @@ static void test_deadlocking_order_is_refused(void **state)
     int len[2] = {2, 2};
     tf_schedule s;
     tf_error err = {0};
-    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 1, "order", &s, &err), 0);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){rows, len, 2}, 1, "order", &s, &err),
+                     0);
     tfx_pipeline_options po;
     tfx_pipeline_options_default(&po);
     tfx_pipeline *p = NULL;

@@ -189,20 +189,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[600];
     fuzz_write_file(tfx_checkpoint_path(t.dir, path, sizeof path), file, len);
     free(file);
-    long step = 0;
+    tfx_checkpoint_meta meta = t.meta;
     int found = 0;
     tf_error err = {0};
-    if (tfx_checkpoint_load(t.dir, t.pipeline, &t.sel, &t.meta, &step, &found, &err) == 0) {
+    if (tfx_checkpoint_load(t.dir, t.pipeline, &t.sel, &meta, &found, &err) == 0) {
         FUZZ_CHECK(found, "a written checkpoint was not found");
-        check_loaded(&t, step);
+        check_loaded(&t, meta.step);
     } else {
         FUZZ_CHECK(err.msg[0] != '\0', "refused without a message");
     }
     tf_error stable_err = {0};
-    if (tfx_checkpoint_load(t.dir, t.pipeline, &t.stable, &t.stable_meta, &step, &found,
+    tfx_checkpoint_meta stable_meta = t.stable_meta;
+    if (tfx_checkpoint_load(t.dir, t.pipeline, &t.stable, &stable_meta, &found,
                             &stable_err) == 0) {
-        check_loaded(&t, step);
-        check_statistics(&t.stable, step);
+        check_loaded(&t, stable_meta.step);
+        check_statistics(&t.stable, stable_meta.step);
     } else {
         FUZZ_CHECK(stable_err.msg[0] != '\0', "refused without a message (stable)");
     }

@@ -7,6 +7,7 @@
 #include "fuzz_util.h"
 #include "tf/dag.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/profile.h"
 
 /* Profiles up to this many actions are planned (both solvers: a few ms). */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/profile.h"
 
 int main(int argc, char **argv)

@@ -100,7 +100,7 @@ static void split_backward_edges(void **state)
     const char *const *rows[] = {rank0, rank1};
     int len[] = {3, 3};
     tf_schedule s;
-    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 1, "test", &s, NULL), 0);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){rows, len, 2}, 1, "test", &s, NULL), 0);
     tf_dag g;
     assert_int_equal(tf_dag_build(&s, 0.0, &g, NULL), 0);
     assert_true(edge_rule(&g, node(&s, "0F0"), node(&s, "0I0")) & TF_EDGE_BACKWARD_AFTER_FORWARD);
@@ -126,7 +126,7 @@ static void deadlock_names_the_cycle(void **state)
     const char *const *rows[] = {rank0, rank1};
     int len[] = {4, 4};
     tf_schedule s;
-    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 2, "test", &s, NULL), 0);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){rows, len, 2}, 2, "test", &s, NULL), 0);
     tf_dag g;
     tf_error err = {0};
     assert_int_equal(tf_dag_build(&s, 0.0, &g, &err), TF_ECYCLE);
@@ -139,7 +139,8 @@ static void deadlock_names_the_cycle(void **state)
     const char *single[] = {"0B0", "0F0"};
     const char *const *rows1[] = {single};
     int len1[] = {2};
-    assert_int_equal(tf_schedule_from_cells(rows1, len1, 1, 1, "test", &s, NULL), 0);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){rows1, len1, 1}, 1, "test", &s, NULL),
+                     0);
     assert_int_equal(tf_dag_build(&s, 0.0, &g, &err), TF_ECYCLE);
     assert_contains(err.msg, "0F0(rank 0) -> 0B0(rank 0) -> 0F0");
     tf_schedule_free(&s);
@@ -162,9 +163,10 @@ static void pair_is_one_node(void **state)
     const char *const *rows[] = {rank0, rank1}, *const *plain_rows[] = {plain0, rank1};
     int len[] = {3, 4}, plain_len[] = {4, 4};
     tf_schedule s, plain;
-    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 2, "test", &s, NULL), 0);
-    assert_int_equal(tf_schedule_from_cells(plain_rows, plain_len, 2, 2, "test", &plain, NULL),
-                     0);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){rows, len, 2}, 2, "test", &s, NULL), 0);
+    assert_int_equal(
+        tf_schedule_from_cells(&(tf_cell_rows){plain_rows, plain_len, 2}, 2, "test", &plain, NULL),
+        0);
     tf_dag g, gp;
     assert_int_equal(tf_dag_build(&s, 0.0, &g, NULL), 0);
     assert_int_equal(tf_dag_build(&plain, 0.0, &gp, NULL), 0);
@@ -220,7 +222,7 @@ static void pair_waiting_on_itself_deadlocks(void **state)
     const char *const *rows[] = {rank0, rank1};
     int len[] = {1, 2};
     tf_schedule s;
-    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 1, "test", &s, NULL), 0);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){rows, len, 2}, 1, "test", &s, NULL), 0);
     tf_dag g;
     tf_error err = {0};
     assert_int_equal(tf_dag_build(&s, 0.0, &g, &err), TF_ECYCLE);
@@ -231,7 +233,8 @@ static void pair_waiting_on_itself_deadlocks(void **state)
     const char *alone[] = {"(0F0;0B0)OVERLAP_F_B"};
     const char *const *rows1[] = {alone};
     int len1[] = {1};
-    assert_int_equal(tf_schedule_from_cells(rows1, len1, 1, 1, "test", &s, NULL), 0);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){rows1, len1, 1}, 1, "test", &s, NULL),
+                     0);
     assert_int_equal(tf_dag_build(&s, 0.0, &g, &err), 0);
     assert_int_equal(g.n_edges, 1);
     tf_dag_free(&g);

@@ -109,7 +109,7 @@ static optimum path_optimum(const instance *x, tf_objective objective)
     p.ratio_column = calloc((size_t)n, sizeof(int));
     p.stack = malloc(sizeof(int) * (n + 1));
     for (int i = 0; i < n; i++)
-        if (tf_freeze_is_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i]))
+        if (tf_action_freezable(&x->s.actions[i], x->max_ms[i], x->min_ms[i]))
             p.ratio_column[i] = ++p.k;
     p.col_T = p.k + 1;
     int col_z = p.k + 2;
@@ -186,7 +186,7 @@ static void compare_with_paths(const char *name, int ranks, int spr, int mb, uin
         tf_objective objective = variant & 2 ? TF_OBJECTIVE_SPREAD : TF_OBJECTIVE_LEAST_FREEZE;
         tf_freeze_result r;
         tf_error err = {0};
-        int rc = tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, objective, &r, &err);
+        int rc = instance_solve(&x, TF_SOLVER_LP_SOLVE, objective, &r, &err);
         if (rc)
             fail_msg("%s p=%d m=%d: %s", name, ranks, mb, err.msg);
         instance_check_plan(&x, &r);
@@ -261,9 +261,11 @@ static void single_rank_chain_by_hand(void **state)
         max_ms[i] = backward ? 4.0 : 1.0;
         min_ms[i] = backward ? 1.0 : 1.0;
     }
+    x.max_ms = max_ms;
+    x.min_ms = min_ms;
+    x.cap = &cap;
     tf_freeze_result r;
-    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, &cap, TF_OBJECTIVE_LEAST_FREEZE,
-                                     &r, NULL),
+    assert_int_equal(instance_solve(&x, TF_SOLVER_LP_SOLVE, TF_OBJECTIVE_LEAST_FREEZE, &r, NULL),
                      0);
     assert_close(r.makespan, 2 * 1.0 + 2 * 4.0 - 3.0, 1e-9);
     double sum = 0;
@@ -272,9 +274,7 @@ static void single_rank_chain_by_hand(void **state)
     assert_close(sum, 1.0, 1e-9);
     tf_freeze_result_free(&r);
     /* Spread splits the same budget evenly: both ratios 0.5. */
-    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, &cap, TF_OBJECTIVE_SPREAD, &r,
-                                     NULL),
-                     0);
+    assert_int_equal(instance_solve(&x, TF_SOLVER_LP_SOLVE, TF_OBJECTIVE_SPREAD, &r, NULL), 0);
     for (int i = 0; i < 4; i++)
         if (x.s.actions[i].type == TF_ACT_B)
             assert_close(r.ratio[i], 0.5, 1e-9);
@@ -303,10 +303,12 @@ static void least_freeze_does_not_freeze_without_gain(void **state)
         min_ms[i] = a->type == TF_ACT_B && !slow ? 1 : max_ms[i];
     }
     double cap[2] = {1.0, 1.0};
+    tf_freeze_problem problem = instance_problem(&x, TF_SOLVER_LP_SOLVE, TF_OBJECTIVE_LEAST_FREEZE);
+    problem.max_ms = max_ms;
+    problem.min_ms = min_ms;
+    problem.cap = cap;
     tf_freeze_result r;
-    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, cap, TF_OBJECTIVE_LEAST_FREEZE,
-                                     &r, NULL),
-                     0);
+    assert_int_equal(solve_alone(&problem, &r, NULL), 0);
     double unfrozen = tf_dag_longest_path(&x.g, max_ms, NULL);
     assert_close(r.makespan, unfrozen - 1.0, 1e-9);
     int frozen = 0;
@@ -335,17 +337,19 @@ static void degenerate_caps_and_times(void **state)
         min_ms[i] = x.s.actions[i].type == TF_ACT_F ? 1.0 : 0.0;
     }
     double zero[3] = {0, 0, 0}, one[3] = {1, 1, 1};
+    tf_freeze_problem problem = instance_problem(&x, TF_SOLVER_LP_SOLVE, TF_OBJECTIVE_LEAST_FREEZE);
+    problem.max_ms = max_ms;
+    problem.min_ms = min_ms;
+    problem.cap = zero;
     tf_freeze_result r;
-    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, zero, TF_OBJECTIVE_LEAST_FREEZE,
-                                     &r, NULL),
-                     0);
+    assert_int_equal(solve_alone(&problem, &r, NULL), 0);
     assert_close(r.makespan, tf_dag_longest_path(&x.g, max_ms, NULL), 1e-9);
     for (int i = 0; i < n; i++)
         assert_true(r.ratio[i] == 0.0);
     tf_freeze_result_free(&r);
-    assert_int_equal(tf_freeze_solve(&x.s, &x.g, max_ms, min_ms, one, TF_OBJECTIVE_SPREAD, &r,
-                                     NULL),
-                     0);
+    problem.cap = one;
+    problem.objective = TF_OBJECTIVE_SPREAD;
+    assert_int_equal(solve_alone(&problem, &r, NULL), 0);
     assert_close(r.makespan, tf_dag_longest_path(&x.g, min_ms, NULL), 1e-9);
     tf_freeze_result_free(&r);
     free(max_ms);
@@ -385,13 +389,11 @@ static void uniform_deep_pipelines_solve(void **state)
             x.cap[st] = cases[k].cap;
         tf_freeze_result r, fast;
         tf_error err = {0};
-        if (tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, TF_OBJECTIVE_LEAST_FREEZE, &r,
-                            &err))
+        if (instance_solve(&x, TF_SOLVER_LP_SOLVE, TF_OBJECTIVE_LEAST_FREEZE, &r, &err))
             fail_msg("%s: %s", cases[k].name, err.msg);
         instance_check_plan(&x, &r);
         assert_true(r.makespan < tf_dag_longest_path(&x.g, x.max_ms, NULL));
-        if (tf_freeze_solve_fast(&x.s, &x.g, x.max_ms, x.min_ms, x.cap,
-                                 TF_OBJECTIVE_LEAST_FREEZE, &fast, &err))
+        if (instance_solve(&x, TF_SOLVER_FAST, TF_OBJECTIVE_LEAST_FREEZE, &fast, &err))
             fail_msg("%s (fast): %s", cases[k].name, err.msg);
         assert_close(r.makespan, fast.makespan, 1e-9);
         double sum = 0, sum_fast = 0;
@@ -406,6 +408,59 @@ static void uniform_deep_pipelines_solve(void **state)
     }
 }
 
+/* Expects tf_freeze_solve to refuse p with TF_EINVAL saying `message`,
+ * leaving nothing allocated in the result. */
+static void expect_refused(const tf_freeze_problem *p, const char *message)
+{
+    tf_freeze_result r;
+    memset(&r, 0xff, sizeof r);
+    tf_error err = {0};
+    assert_int_equal(tf_freeze_solve(p, NULL, &r, &err), TF_EINVAL);
+    assert_contains(err.msg, message);
+    assert_null(r.ratio);
+    assert_null(r.duration);
+    assert_null(r.start);
+}
+
+/* A problem the solvers cannot take is refused by name before either
+ * runs: what is missing or out of range, and its value. */
+static void bad_problem_is_named(void **state)
+{
+    (void)state;
+    uint64_t seed = 3;
+    const instance_options options = {.cap_one_above = 1.0};
+    instance x;
+    random_instance(&x, "1F1B", 2, 1, 2, 0.0, &options, &seed);
+    tf_freeze_problem p = instance_problem(&x, TF_SOLVER_AUTO, TF_OBJECTIVE_LEAST_FREEZE);
+    p.cap = NULL;
+    expect_refused(&p, "freeze problem: cap is NULL");
+    p = instance_problem(&x, TF_SOLVER_AUTO, TF_OBJECTIVE_LEAST_FREEZE);
+    tf_dag other;
+    tf_schedule bigger;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, 3, &bigger, NULL), 0);
+    assert_int_equal(tf_dag_build(&bigger, 0.0, &other, NULL), 0);
+    p.dag = &other;
+    expect_refused(&p, "dag of 12 actions for a schedule of 8");
+    p.dag = &x.g;
+    p.solver = (tf_solver)7;
+    expect_refused(&p, "solver 7 unknown");
+    p.solver = TF_SOLVER_FAST;
+    p.objective = (tf_objective)-1;
+    expect_refused(&p, "objective -1 unknown");
+    p.objective = TF_OBJECTIVE_SPREAD;
+    x.cap[1] = 1.5;
+    expect_refused(&p, "cap[1] = 1.5: must be in [0, 1]");
+    x.cap[1] = 0.5;
+    x.min_ms[3] = x.max_ms[3] + 1.0;
+    expect_refused(&p, "min_ms[3]");
+    x.min_ms[3] = x.max_ms[3];
+    x.max_ms[5] = NAN;
+    expect_refused(&p, "max_ms[5] = nan: must be finite");
+    tf_dag_free(&other);
+    tf_schedule_free(&bigger);
+    instance_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -415,6 +470,7 @@ int main(void)
         cmocka_unit_test(matches_path_formulation_on_every_schedule),
         cmocka_unit_test(matches_path_formulation_on_new_schedules),
         cmocka_unit_test(uniform_deep_pipelines_solve),
+        cmocka_unit_test(bad_problem_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

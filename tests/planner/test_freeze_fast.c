@@ -1,5 +1,5 @@
-/* test_freeze_fast.c - the fast solver (tf_freeze_solve_fast) against the
- * lp_solve reference (tf_freeze_solve) on seeded random instances of every
+/* test_freeze_fast.c - the fast solver against the lp_solve reference
+ * (tf_freeze_solve with each solver alone) on seeded random instances of every
  * built-in schedule, both objectives: same makespan (1e-9 relative), same
  * total freeze (1e-6 relative), same largest ratio for spread, and a plan
  * that meets the caps and whose durations give the reported makespan. */
@@ -41,9 +41,8 @@ static int compare(const char *name, int ranks, int spr, int mb, double p2p, int
     fast_instance(&x, name, ranks, spr, mb, p2p, equal, &seed);
     tf_freeze_result ref, fast;
     tf_error err = {0};
-    assert_int_equal(tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, objective, &ref,
-                                     &err), 0);
-    int rc = tf_freeze_solve_fast(&x.s, &x.g, x.max_ms, x.min_ms, x.cap, objective, &fast, &err);
+    assert_int_equal(instance_solve(&x, TF_SOLVER_LP_SOLVE, objective, &ref, &err), 0);
+    int rc = instance_solve(&x, TF_SOLVER_FAST, objective, &fast, &err);
     if (rc)
         fail_msg("%s %dx%d mb %d seed %llu: %s", name, ranks, spr, mb,
                  (unsigned long long)seed_value, err.msg);
@@ -59,8 +58,8 @@ static int compare(const char *name, int ranks, int spr, int mb, double p2p, int
     double best_T = ref.makespan;
     if (objective == TF_OBJECTIVE_SPREAD) {
         tf_freeze_result least;
-        assert_int_equal(tf_freeze_solve(&x.s, &x.g, x.max_ms, x.min_ms, x.cap,
-                                         TF_OBJECTIVE_LEAST_FREEZE, &least, &err), 0);
+        assert_int_equal(
+            instance_solve(&x, TF_SOLVER_LP_SOLVE, TF_OBJECTIVE_LEAST_FREEZE, &least, &err), 0);
         best_T = least.makespan;
         tf_freeze_result_free(&least);
     }
@@ -148,8 +147,7 @@ static void nothing_freezable(void **state)
     for (int i = 0; i < x.s.n_actions; i++)
         x.min_ms[i] = x.max_ms[i];
     tf_freeze_result r;
-    assert_int_equal(tf_freeze_solve_fast(&x.s, &x.g, x.max_ms, x.min_ms, x.cap,
-                                          TF_OBJECTIVE_LEAST_FREEZE, &r, NULL), 0);
+    assert_int_equal(instance_solve(&x, TF_SOLVER_FAST, TF_OBJECTIVE_LEAST_FREEZE, &r, NULL), 0);
     assert_close(r.makespan, tf_dag_longest_path(&x.g, x.max_ms, NULL), 1e-12);
     for (int i = 0; i < x.s.n_actions; i++)
         assert_true(r.ratio[i] == 0.0);
@@ -164,24 +162,21 @@ static void expect_auto_picks(int microbatches, const char *expected)
     uint64_t seed = 11;
     instance x;
     fast_instance(&x, "1F1B", 8, 1, microbatches, 0.0, 0, &seed);
+    tf_freeze_problem p = instance_problem(&x, TF_SOLVER_AUTO, TF_OBJECTIVE_LEAST_FREEZE);
     tf_freeze_result r;
-    assert_int_equal(tf_freeze_solve_with(TF_SOLVER_AUTO, &x.s, &x.g, x.max_ms, x.min_ms, x.cap,
-                                          TF_OBJECTIVE_LEAST_FREEZE, &r, NULL),
-                     0);
+    assert_int_equal(solve_alone(&p, &r, NULL), 0);
     assert_string_equal(r.solver, expected);
+    assert_string_equal(r.fallback, "");
     tf_freeze_result_free(&r);
     instance_free(&x);
 }
 
 /* auto: lp_solve below 1,024 actions, the fast solver from there on,
- * and tf_freeze_solve_with reports the one that ran. */
+ * and the result names the one that ran. */
 static void auto_picks_by_size(void **state)
 {
     (void)state;
-    assert_int_equal(tf_solver_for_size(1), TF_SOLVER_LP_SOLVE);
-    assert_int_equal(tf_solver_for_size(1023), TF_SOLVER_LP_SOLVE);
-    assert_int_equal(tf_solver_for_size(1024), TF_SOLVER_FAST);
-    assert_int_equal(tf_solver_for_size(131072), TF_SOLVER_FAST);
+    assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS, 1024);
     expect_auto_picks(64, "fast");     /* 2 x 8 x 64 = 1,024 actions */
     expect_auto_picks(63, "lp_solve"); /* 1,008 */
 }
@@ -224,11 +219,13 @@ static void compare_on_profile(const char *json, tf_objective objective)
     assert_non_null(x.min_ms);
     tf_profile_durations(&p, x.max_ms, x.min_ms);
     assert_int_equal(tf_dag_build(s, p.p2p_ms, &x.g, &err), 0);
+    x.cap = p.max_freeze_ratio;
+    tf_freeze_problem problem = instance_problem(&x, TF_SOLVER_LP_SOLVE, objective);
+    problem.schedule = s;
     tf_freeze_result ref, fast;
-    assert_int_equal(tf_freeze_solve(s, &x.g, x.max_ms, x.min_ms, p.max_freeze_ratio, objective,
-                                     &ref, &err), 0);
-    if (tf_freeze_solve_fast(s, &x.g, x.max_ms, x.min_ms, p.max_freeze_ratio, objective, &fast,
-                             &err))
+    assert_int_equal(solve_alone(&problem, &ref, &err), 0);
+    problem.solver = TF_SOLVER_FAST;
+    if (solve_alone(&problem, &fast, &err))
         fail_msg("%s", err.msg);
     /* lp_solve relaxes its makespan bound by up to 1e-9 when round-off
      * makes the exact one infeasible, so it may freeze less at a longer
@@ -242,7 +239,7 @@ static void compare_on_profile(const char *json, tf_objective objective)
     assert_true(fast.solves < 200); /* 20,000 rounds of round-off before the fix */
     double used[8] = {0}, count[8] = {0};
     for (int i = 0; i < s->n_actions; i++)
-        if (tf_freeze_is_freezable(&s->actions[i], x.max_ms[i], x.min_ms[i])) {
+        if (tf_action_freezable(&s->actions[i], x.max_ms[i], x.min_ms[i])) {
             used[s->actions[i].stage] += fast.ratio[i];
             count[s->actions[i].stage] += 1.0;
         }
@@ -315,16 +312,21 @@ static void unresolvable_spans_fall_back(void **state)
     tf_profile_durations(&p, max_ms, min_ms);
     tf_dag g;
     assert_int_equal(tf_dag_build(s, 0.0, &g, &err), 0);
+    tf_freeze_problem problem;
+    tf_freeze_problem_init(&problem);
+    problem.schedule = s;
+    problem.dag = &g;
+    problem.max_ms = max_ms;
+    problem.min_ms = min_ms;
+    problem.cap = p.max_freeze_ratio;
+    problem.solver = TF_SOLVER_LP_SOLVE;
     tf_freeze_result ref, fast;
-    assert_int_equal(tf_freeze_solve(s, &g, max_ms, min_ms, p.max_freeze_ratio,
-                                     TF_OBJECTIVE_LEAST_FREEZE, &ref, &err), 0);
-    assert_int_equal(tf_freeze_solve_fast(s, &g, max_ms, min_ms, p.max_freeze_ratio,
-                                          TF_OBJECTIVE_LEAST_FREEZE, &fast, &err),
-                     TF_ESOLVER);
+    assert_int_equal(solve_alone(&problem, &ref, &err), 0);
+    problem.solver = TF_SOLVER_FAST;
+    assert_int_equal(solve_alone(&problem, &fast, &err), TF_ESOLVER);
     assert_contains(err.msg, "fast solver: durations too far apart for its precision");
-    assert_int_equal(tf_freeze_solve_with(TF_SOLVER_FAST, s, &g, max_ms, min_ms,
-                                          p.max_freeze_ratio, TF_OBJECTIVE_LEAST_FREEZE, &fast,
-                                          &err), 0);
+    /* The default control falls back. */
+    assert_int_equal(tf_freeze_solve(&problem, NULL, &fast, &err), 0);
     assert_string_equal(fast.solver, "lp_solve");
     assert_contains(fast.fallback, "too far apart");
     assert_close(fast.makespan, ref.makespan, 1e-12);

@@ -9,6 +9,8 @@
 #include "tf/dag.h"
 #include "tf/freeze.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
+#include "tf/profile.h"
 #include "tf/util.h"
 
 static void plan_trace(const char *relative, tf_plan *plan)
@@ -55,6 +57,23 @@ static void published_llama_8b(void **state)
     assert_true(fabs(plan.batch_ms_unfrozen - 675.56) / 675.56 < 0.02);
     assert_true(plan.speedup > 1.3);
     tf_plan_free(&plan);
+}
+
+/* tf_planner_init may run more than once, and plans come out the same
+ * after it as before. */
+static void planner_init_is_repeatable(void **state)
+{
+    (void)state;
+    tf_plan before, after;
+    plan_trace("traces/llama8b-1f1b-h200.profile.json", &before);
+    assert_int_equal(tf_planner_init(), 0);
+    assert_int_equal(tf_planner_init(), 0);
+    plan_trace("traces/llama8b-1f1b-h200.profile.json", &after);
+    assert_true(after.batch_ms_planned == before.batch_ms_planned);
+    for (int i = 0; i < before.schedule.n_actions; i++)
+        assert_true(after.actions[i].freeze_ratio == before.actions[i].freeze_ratio);
+    tf_plan_free(&before);
+    tf_plan_free(&after);
 }
 
 static void save_and_load_round_trip(void **state)
@@ -337,7 +356,7 @@ static void solver_choice_is_recorded(void **state)
     assert_string_equal(plans[0].solver_name, "lp_solve");
     assert_string_equal(plans[0].solver_version, tf_freeze_solver_version(version, sizeof version));
     assert_string_equal(plans[1].solver_name, "fast");
-    const char *chosen = tf_solver_name(tf_solver_for_size(p.schedule.n_actions));
+    const char *chosen = p.schedule.n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? "fast" : "lp_solve";
     assert_string_equal(plans[2].solver_name, chosen);
     double sum[2] = {0, 0};
     for (int k = 0; k < 2; k++)
@@ -621,9 +640,16 @@ static void per_action_cap(void **state)
         caps[st] = fmin(1.0, p.max_freeze_ratio[st] / c);
     tf_dag g;
     assert_int_equal(tf_dag_build(&p.schedule, p.p2p_ms, &g, &err), 0);
+    tf_freeze_problem problem;
+    tf_freeze_problem_init(&problem);
+    problem.schedule = &p.schedule;
+    problem.dag = &g;
+    problem.max_ms = max_ms;
+    problem.min_ms = min_ms;
+    problem.cap = caps;
+    problem.solver = TF_SOLVER_LP_SOLVE;
     tf_freeze_result fr;
-    assert_int_equal(tf_freeze_solve(&p.schedule, &g, max_ms, min_ms, caps,
-                                     TF_OBJECTIVE_LEAST_FREEZE, &fr, &err), 0);
+    assert_int_equal(tf_freeze_solve(&problem, NULL, &fr, &err), 0);
     assert_true(fabs(fr.makespan - capped.batch_ms_planned) < 1e-6 * fr.makespan);
     double sum_lp = 0, sum_plan = 0;
     for (int i = 0; i < n; i++) {
@@ -697,6 +723,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(published_llama_8b),
+        cmocka_unit_test(planner_init_is_repeatable),
         cmocka_unit_test(save_and_load_round_trip),
         cmocka_unit_test(every_example_trace),
         cmocka_unit_test(unfrozen_plan_is_the_upper_bound),

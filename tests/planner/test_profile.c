@@ -175,7 +175,8 @@ static void profile_for_an_order(void **state)
     const char *const *rows[] = {r0, r1};
     int len[] = {3, 4};
     tf_schedule order;
-    assert_int_equal(tf_schedule_from_cells(rows, len, 2, 2, "csv", &order, NULL), 0);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){rows, len, 2}, 2, "csv", &order, NULL),
+                     0);
     const char *good[] = {
         "{\"stages\": [" GOOD_STAGE ", " GOOD_STAGE "], \"p2p_ms\": 0.5}",
         "{\"schedule\": \"GPipe\", \"ranks\": 2, \"microbatches\": 2,"

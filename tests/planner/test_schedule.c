@@ -555,7 +555,7 @@ static int from_two_rows(const char *row0, const char *row1, int microbatches, t
             cells[r][lens[r]++] = cell;
     }
     const char *const *rows[2] = {cells[0], cells[1]};
-    return tf_schedule_from_cells(rows, lens, 2, microbatches, "order", out, err);
+    return tf_schedule_from_cells(&(tf_cell_rows){rows, lens, 2}, microbatches, "order", out, err);
 }
 
 static void expect_order_error(const char *row0, const char *row1, int microbatches,
@@ -662,12 +662,15 @@ static void test_from_cells_rejects(void **state)
     assert_int_equal(from_two_rows("0F0 0B0", "1F0 1B0", 0, &s, &err), TF_EINVAL);
     assert_non_null(strstr(err.msg, "microbatches = 0"));
     const int lens[1] = {1};
-    assert_int_equal(tf_schedule_from_cells(NULL, lens, 1, 1, "order", &s, &err), TF_EINVAL);
-    assert_int_equal(tf_schedule_from_cells(NULL, NULL, 0, 1, "order", &s, &err), TF_EINVAL);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){NULL, lens, 1}, 1, "order", &s, &err),
+                     TF_EINVAL);
+    assert_int_equal(tf_schedule_from_cells(&(tf_cell_rows){NULL, NULL, 0}, 1, "order", &s, &err),
+                     TF_EINVAL);
     const char *null_cell[1] = {NULL};
     const char *const *rows[1] = {null_cell};
-    assert_int_equal(tf_schedule_from_cells(rows, lens, 1, 1, "profile.order", &s, &err),
-                     TF_EINVAL);
+    assert_int_equal(
+        tf_schedule_from_cells(&(tf_cell_rows){rows, lens, 1}, 1, "profile.order", &s, &err),
+        TF_EINVAL);
     assert_non_null(strstr(err.msg, "profile.order[0][0]"));
 }
 

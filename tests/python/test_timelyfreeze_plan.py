@@ -1,6 +1,5 @@
-"""Tests of tools/python/timelyfreeze_plan (python3 -m unittest; the
-standard library only, except the torch test, which runs where torch 2.4 or
-newer is installed and is skipped elsewhere).
+"""Tests of tools/python/timelyfreeze_plan with the standard library only
+(its torch hook: test_torch_stage.py).
 
 test_same_as_tf_exec compares the module's choices with the executor's own
 selector, driven by tests/python/freeze_choices (built by ctest's build and
@@ -234,119 +233,27 @@ class SameAsTfExecTest(unittest.TestCase):
         self.compare(self.plans["1f1b"], "rotate", 1, "5,5,3,2")
 
 
-def torch_any():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
+class WithoutTorchTest(unittest.TestCase):
+    """Only attach needs torch: in a python where `import torch` fails, the
+    module loads and chooses what it chooses here."""
 
-
-@unittest.skipUnless(torch_any(), "needs torch")
-class FreezeHandleTest(unittest.TestCase):
-    """The hook's mechanism with any torch: a stand-in for a pipeline stage
-    whose forward_one_chunk records the graph of one microbatch, and a
-    backward per microbatch afterwards, 1F1B-like (forward of microbatch 1
-    before backward of microbatch 0)."""
-
-    def test_frozen_parameters_skip_their_weight_gradient(self):
-        import torch
-        from timelyfreeze_plan.torch_stage import FreezeHandle
-
-        class Stage:
-            stage_index = 0
-
-            def __init__(self):
-                torch.manual_seed(1)
-                self.submod = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
-                self.outputs = {}
-
-            def forward_one_chunk(self, fwd_chunk_id, x):
-                self.outputs[fwd_chunk_id] = self.submod(x).sum()
-
-        stage = Stage()
-        plan = parse_plan(plan_doc(ranks=1, microbatches=2, ratios={(0, 0): 0.5}))
-        sched = FreezeSchedule(plan, [4], "rotate", warmup=0, ramp=0)
-        handle = FreezeHandle(stage, sched, 0)
-        stage.forward_one_chunk = handle.forward_one_chunk
-        x = torch.randn(2, 4)
-        stage.forward_one_chunk(0, x)
-        stage.forward_one_chunk(1, x)
-        self.assertTrue(all(p.requires_grad for p in stage.submod.parameters()))
-        stage.outputs[0].backward()
-        grads = [p.grad for p in stage.submod.parameters()]
-        self.assertEqual(handle.masks[0], [True, True, False, False])
-        self.assertEqual([g is None for g in grads], [True, True, False, False])
-        stage.outputs[1].backward()       # microbatch 1 froze nothing
-        self.assertTrue(all(p.grad is not None for p in stage.submod.parameters()))
-        stage.forward_one_chunk(0, x)     # the next step
-        self.assertEqual(handle.step, 1)
-        self.assertEqual(handle.masks[0], [False, False, True, True])
-        handle.detach()
-        self.assertNotEqual(stage.forward_one_chunk, handle.forward_one_chunk)
-
-
-def torch_pipelining():
-    try:
-        import torch
-        from torch.distributed import pipelining  # noqa: F401
-    except ImportError:
-        return None
-    version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
-    return torch if version >= (2, 4) else None
-
-
-@unittest.skipUnless(torch_pipelining(), "needs torch 2.4 or newer (torch.distributed.pipelining)")
-class TorchStageTest(unittest.TestCase):
-    """One stage on a one-process gloo group, GPipe over 4 microbatches: each
-    parameter's gradient is the sum over the microbatches that did not
-    freeze it (possibly scaled by 1/4, as newer PyTorch does)."""
-
-    def test_frozen_tensors_get_no_gradient_from_their_microbatch(self):
-        import torch
-        import torch.distributed as dist
-        from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
-        from timelyfreeze_plan import attach
-
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", "29631")
-        dist.init_process_group("gloo", rank=0, world_size=1)
-        try:
-            torch.manual_seed(0)
-            model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(),
-                                        torch.nn.Linear(8, 8))
-            reference = [p.detach().clone() for p in model.parameters()]
-            x, y = torch.randn(16, 8), torch.randn(16, 8)
-            plan = parse_plan(plan_doc(ranks=1, microbatches=4,
-                                       ratios={(0, 0): 0.5, (0, 2): 1.0, (0, 3): 0.25}))
-            sched = FreezeSchedule(plan, [4], "random", seed=5, warmup=0, ramp=0)
-            stage = PipelineStage(model, 0, 1, torch.device("cpu"), input_args=(x[:4],))
-            handle = attach(stage, sched)
-            pipe = ScheduleGPipe(stage, 4, loss_fn=torch.nn.functional.mse_loss)
-            pipe.step(x, target=y)
-            masks = handle.masks
-            expected = [torch.zeros_like(p) for p in reference]
-            for m in range(4):
-                clone = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(),
-                                            torch.nn.Linear(8, 8))
-                with torch.no_grad():
-                    for c, p in zip(clone.parameters(), reference):
-                        c.copy_(p)
-                loss = torch.nn.functional.mse_loss(clone(x[4 * m:4 * m + 4]),
-                                                    y[4 * m:4 * m + 4])
-                grads = torch.autograd.grad(loss, list(clone.parameters()))
-                for i, g in enumerate(grads):
-                    if not masks[m][i]:
-                        expected[i] += g
-            self.assertEqual(sum(masks[2]), 4)
-            for i, p in enumerate(model.parameters()):
-                if all(mask[i] for mask in masks):
-                    self.assertTrue(p.grad is None or torch.all(p.grad == 0))
-                    continue
-                self.assertTrue(torch.allclose(p.grad, expected[i], atol=1e-6) or
-                                torch.allclose(p.grad, expected[i] / 4, atol=1e-6), i)
-        finally:
-            dist.destroy_process_group()
+    def test_chooses_with_torch_unimportable(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.json")
+            with open(path, "w") as f:
+                json.dump(plan_doc(ratios={(0, 1): 0.5, (1, 0): 1.0}), f)
+            args = [path, "--tensors", "4,4", "--steps", "2", "--warmup", "0", "--ramp", "0"]
+            code = ("import sys; sys.modules['torch'] = None; sys.path.insert(0, sys.argv[1]); "
+                    "from timelyfreeze_plan.__main__ import main; sys.exit(main(sys.argv[2:]))")
+            done = subprocess.run([sys.executable, "-c", code,
+                                   os.path.join(SOURCE, "tools", "python"), *args],
+                                  capture_output=True, text=True)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                cli_main(args)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout, out.getvalue())
+        self.assertIn("1 1 0 1111", done.stdout.splitlines())
 
 
 if __name__ == "__main__":

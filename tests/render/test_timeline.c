@@ -23,6 +23,7 @@
 
 #include "tf/dag.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/profile.h"
 #include "tf/timeline.h"
 #include "tf/util.h"

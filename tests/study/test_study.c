@@ -14,6 +14,7 @@
 
 #include "study/study.h"
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/profile.h"
 #include "tf/util.h"
 

@@ -106,8 +106,8 @@ static int schedule_from_steps(const tfi_run *run, tf_schedule *out, tf_error *e
         char step[32];
         snprintf(where, sizeof where, "%sthe actions in %s of the traces", run->label,
                  tfi_step_label(run->steps[0], step));
-        rc = tf_schedule_from_cells((const char *const *const *)rows, row_len, run->ranks,
-                                    microbatches, where, out, err);
+        tf_cell_rows cells = {(const char *const *const *)rows, row_len, run->ranks};
+        rc = tf_schedule_from_cells(&cells, microbatches, where, out, err);
     }
     free_cells(rows, run->ranks);
     free(row_len);

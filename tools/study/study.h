@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 #include "tf/error.h"
-#include "tf/freeze.h"
+#include "tf/objective.h"
 #include "tf/profile.h"
 
 /* Limits that keep every count far inside an int and the partition DP fast;

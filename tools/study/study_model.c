@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tf/plan.h"
+#include "tf/planner.h"
 #include "tf/schedule.h"
 
 int tf_study_default_stages_per_rank(const char *schedule)

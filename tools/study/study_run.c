@@ -5,9 +5,9 @@
  * schedule, DAG, profile and plan, and the planner makes one lp_solve model
  * (lprec) per solve.  lp_solve 5.5 keeps one piece of process-wide state on
  * this path: the first make_lp initialises its BLAS function pointers (checked
- * in a debugger: init_BLAS, called from make_lp and LUSOL_create).  A warm-up
- * solve on the calling thread does that before any worker starts, so the
- * workers only read it.  One more static remains: LUSOL's rook-pivoting
+ * in a debugger: init_BLAS, called from make_lp and LUSOL_create).
+ * tf_planner_init on the calling thread does that before any worker starts,
+ * so the workers only read it.  One more static remains: LUSOL's rook-pivoting
  * routine (LU1MXR) keeps its loop variables in static locals.  lp_solve
  * switches a factorisation to rook pivoting only after repeated numerical
  * trouble (LUSOL_tightenpivot); two solves doing so at the same moment could
@@ -16,13 +16,13 @@
 #include "study.h"
 
 #include <errno.h>
-#include <lpsolve/lp_lib.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "tf/planner.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
 
@@ -110,25 +110,6 @@ static void order_by_size(const tf_study_config *configs, int n, int *order)
     }
 }
 
-/* Initialises lp_solve's process-wide state before threads share it.
- * make_lp and the creation of a basis factorisation (LUSOL) both call
- * init_BLAS, which sets lp_solve's BLAS function pointers the first time
- * and afterwards only reads its flag; a one-row LP goes through both. */
-static void warm_up_lp_solve(void)
-{
-    lprec *lp = make_lp(0, 1);
-    if (!lp)
-        return;
-    double one = 1.0;
-    int column = 1;
-    set_verbose(lp, NEUTRAL);
-    add_constraintex(lp, 1, &one, &column, GE, 1.0);
-    set_obj_fnex(lp, 1, &one, &column);
-    set_minim(lp);
-    solve(lp);
-    delete_lp(lp);
-}
-
 static int online_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -163,13 +144,16 @@ int tf_study_run(const tf_study *s, const tf_study_run_options *o, tf_study_resu
     order_by_size(configs, n, order);
 
     int threads = o->threads > 0 ? o->threads : online_cpus();
+    /* Without lp_solve's shared state set up, workers would race to set
+     * it: one thread then, whose solves meet what failed here on their own. */
+    if (tf_planner_init() != 0)
+        threads = 1;
     if (threads > n)
         threads = n > 0 ? n : 1;
     run_state st = {.study = s, .options = o, .configs = configs, .order = order,
                     .rows = out->rows, .n = n};
     pthread_mutex_init(&st.lock, NULL);
     pthread_cond_init(&st.changed, NULL);
-    warm_up_lp_solve();
     pthread_t *ids = calloc((size_t)threads, sizeof *ids);
     int started_threads = 0;
     if (ids)

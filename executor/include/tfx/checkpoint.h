@@ -50,17 +50,17 @@ int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selec
 
 /* Loads DIR/tf-exec.ckpt into p and sel if it exists.  *found is 0 when there
  * is no checkpoint (then nothing changes and 0 is returned).  The stored
- * shape must equal `expect` (all fields but step): a mismatch is TF_EINVAL
- * naming the field and both values; a file of an older format is TF_EINVAL
- * naming its format and this one; a damaged file (short, bad magic,
- * checksum) is TF_EINVAL, and so is an intact one holding a value out of
- * range (a negative step or optimizer step count, a rotate offset beyond
- * its stage, a parameter or moment that is not finite, a negative second
- * moment, gradient statistics out of their ranges), named with its field.  Nothing is loaded unless the whole file
- * passes.  On success *step gets the steps completed. */
+ * shape must equal *meta (all fields but step, which is ignored on entry): a
+ * mismatch is TF_EINVAL naming the field and both values; a file of an
+ * older format is TF_EINVAL naming its format and this one; a damaged file
+ * (short, bad magic, checksum) is TF_EINVAL, and so is an intact one holding
+ * a value out of range (a negative step or optimizer step count, a rotate
+ * offset beyond its stage, a parameter or moment that is not finite, a
+ * negative second moment, gradient statistics out of their ranges), named
+ * with its field.  Nothing is loaded unless the whole file passes.  On
+ * success with *found, meta->step gets the steps completed. */
 int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *sel,
-                        const tfx_checkpoint_meta *expect, long *step, int *found,
-                        tf_error *err);
+                        tfx_checkpoint_meta *meta, int *found, tf_error *err);
 
 /* --init: loads only the parameters of DIR/tf-exec.ckpt into p, for a run
  * that starts from them with a fresh optimizer (every tensor's AdamW state

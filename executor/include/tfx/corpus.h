@@ -75,18 +75,23 @@ int tfx_markov2_rates(const double *P, int n, double *floor, double *bigram, tf_
  * the pair counts (the plug-in estimate).  0 for len < 2. */
 double tfx_bigram_entropy(const unsigned char *bytes, size_t len);
 
-/* Fills one training batch: for microbatch m and sequence q, a window of
- * context + 1 training bytes starting at a position drawn from (seed, step,
- * m, q); inputs get the first context bytes, targets the next ones.  Arrays
- * hold microbatches * seqs * context int32 values, microbatch-major. */
-void tfx_corpus_batch(const tfx_corpus *c, uint64_t seed, long step, int microbatches,
-                      int seqs, int context, int32_t *inputs, int32_t *targets);
+/* Where a batch goes: microbatches x seqs windows of context tokens,
+ * microbatch-major.  inputs and targets are the caller's, microbatches *
+ * seqs * context int32 values each. */
+typedef struct tfx_batch {
+    int microbatches, seqs, context;
+    int32_t *inputs, *targets;
+} tfx_batch;
 
-/* Fills validation batch `index` (0, 1, ...) the same way from windows
- * spread evenly over the validation bytes: the same index always gives the
- * same windows, so every evaluation of a run sees the same data. */
+/* Fills one training batch b: for microbatch m and sequence q, a window of
+ * context + 1 training bytes starting at a position drawn from (seed, step,
+ * m, q); inputs get the first context bytes, targets the next ones. */
+void tfx_corpus_batch(const tfx_corpus *c, uint64_t seed, long step, const tfx_batch *b);
+
+/* Fills validation batch `index` (0, 1, ... batches - 1) the same way from
+ * windows spread evenly over the validation bytes: the same index always
+ * gives the same windows, so every evaluation of a run sees the same data. */
 void tfx_corpus_validation_batch(const tfx_corpus *c, int index, int batches,
-                                 int microbatches, int seqs, int context, int32_t *inputs,
-                                 int32_t *targets);
+                                 const tfx_batch *b);
 
 #endif

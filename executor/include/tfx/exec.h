@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "tf/error.h"
-#include "tf/freeze.h"
+#include "tf/objective.h"
 #include "tfx/freeze_select.h"
 #include "tfx/launch.h"
 #include "tfx/model.h"

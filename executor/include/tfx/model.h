@@ -104,15 +104,6 @@ void tfx_model_layout_free(tfx_model_layout *l);
 /* Parameters of one stage (stage >= 0) or of the whole model (stage < 0). */
 double tfx_model_parameter_count(const tfx_model_layout *l, int stage);
 
-/* Floating-point work of one microbatch in GEMM-equivalent FLOPs (2 m n k
- * per GEMM, attention's included) for stage `stage` (< 0: the whole model):
- * forward, dX, and dW with nothing frozen.  The figure the trainer divides
- * by wall time to print achieved GFLOP/s. */
-typedef struct tfx_model_flops {
-    double forward, backward_input, backward_weight;
-} tfx_model_flops;
-tfx_model_flops tfx_model_microbatch_flops(const tfx_model_layout *l, int stage);
-
 /* Writes the initial values of global tensor `tensor` (count floats) to
  * host_out, as nanoGPT initialises GPT-2: Linear weights and embeddings
  * N(0, 0.02), the residual projections (attn.proj, mlp.fc2) N(0, 0.02 /
@@ -191,12 +182,20 @@ typedef struct tfx_stage {
                                    (the runtime zeroes it with counts) */
 } tfx_stage;
 
-/* Allocates a stage's parameters (initialised from seed), optimizer state,
- * and buffers for `microbatches` in-flight microbatches; `split_backward`
- * keeps a gradient slot per microbatch for deferred W actions.  Returns 0 or
- * TF_ENOMEM; on error everything is released.  be is used, not owned. */
-int tfx_stage_create(const tfx_model_layout *l, int stage, tfx_backend be, int microbatches,
-                     int split_backward, uint64_t seed, tfx_stage *out, tf_error *err);
+/* Which stage to create, where, and for how many microbatches. */
+typedef struct tfx_stage_spec {
+    const tfx_model_layout *layout; /* must outlive the stage */
+    int stage;                      /* of layout */
+    tfx_backend backend;            /* used, not owned */
+    int microbatches;               /* in flight at once: one activation slot each */
+    int split_backward;             /* 1: a gradient slot per microbatch, for deferred W */
+    uint64_t seed;                  /* of the initial parameters */
+} tfx_stage_spec;
+
+/* Allocates the stage spec describes: its parameters (initialised from
+ * the seed), optimizer state and buffers.  Returns 0 or TF_ENOMEM; on
+ * error everything is released. */
+int tfx_stage_create(const tfx_stage_spec *spec, tfx_stage *out, tf_error *err);
 void tfx_stage_destroy(tfx_stage *s);
 
 /* Boundary buffers (device memory, N x C): where a received activation goes

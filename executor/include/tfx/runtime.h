@@ -114,9 +114,8 @@ typedef struct tfx_step_result {
 int tfx_pipeline_step(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *res,
                       tf_error *err);
 
-/* Shape and schedule accessors. */
+/* The pipeline's model layout (its stages' share of the model). */
 const tfx_model_layout *tfx_pipeline_layout(const tfx_pipeline *p);
-const tf_schedule *tfx_pipeline_schedule(const tfx_pipeline *p);
 
 /* Per-action timing of the last training step (forward-only steps leave it
  * as it was; indices of the schedule's actions):

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "model_flops.h"
 #include "tfx/rng.h"
 
 #define NORM_EPS 1e-5f
@@ -483,14 +484,15 @@ fail:
     return rc;
 }
 
-int tfx_stage_create(const tfx_model_layout *l, int stage, tfx_backend be, int microbatches,
-                     int split_backward, uint64_t seed, tfx_stage *out, tf_error *err)
+int tfx_stage_create(const tfx_stage_spec *spec, tfx_stage *out, tf_error *err)
 {
+    const tfx_model_layout *l = spec->layout;
+    const int stage = spec->stage, microbatches = spec->microbatches;
     int rc = 0;
     memset(out, 0, sizeof *out);
     out->layout = l;
     out->stage = stage;
-    out->be = be;
+    out->be = spec->backend;
     out->has_embedding = stage == 0;
     out->has_head = stage == l->stages - 1;
     int u0 = l->stage_first_unit[stage], u1 = l->stage_first_unit[stage + 1];
@@ -500,9 +502,9 @@ int tfx_stage_create(const tfx_model_layout *l, int stage, tfx_backend be, int m
     out->n_tensors = l->stage_first_tensor[stage + 1] - out->first_tensor;
     out->tokens = tfx_model_microbatch_tokens(&l->config);
     out->microbatches = microbatches;
-    out->n_grad_slots = split_backward ? microbatches : 1;
+    out->n_grad_slots = spec->split_backward ? microbatches : 1;
 
-    TFX_TRY(params_alloc(out, seed, err));
+    TFX_TRY(params_alloc(out, spec->seed, err));
     TFX_TRY(shared_alloc(out, err));
     TFX_CALLOC(out->act, microbatches);
     for (int m = 0; m < microbatches; m++)

@@ -183,8 +183,9 @@ static int create_stages(tfx_pipeline *p, tf_error *err)
         int r = s->stage_rank[st];
         if (!tfx_pipeline_is_local(p, r))
             continue;
-        int rc = tfx_stage_create(&p->layout, st, p->backends[r], s->microbatches,
-                                  p->split_backward, p->opts.seed, &p->stages[st], err);
+        const tfx_stage_spec spec = {&p->layout, st, p->backends[r], s->microbatches,
+                                     p->split_backward, p->opts.seed};
+        int rc = tfx_stage_create(&spec, &p->stages[st], err);
         if (rc < 0)
             return rc;
     }
@@ -280,11 +281,6 @@ void tfx_pipeline_abort(tfx_pipeline *p, const char *msg)
 const tfx_model_layout *tfx_pipeline_layout(const tfx_pipeline *p)
 {
     return &p->layout;
-}
-
-const tf_schedule *tfx_pipeline_schedule(const tfx_pipeline *p)
-{
-    return &p->schedule;
 }
 
 const double *tfx_pipeline_action_ms(const tfx_pipeline *p)

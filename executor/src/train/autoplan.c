@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "tf/planner.h"
 #include "tf/util.h"
 
 const char *tfx_phase_name(tfx_phase ph)

@@ -491,9 +491,9 @@ static int check_offsets(const ckpt *k, const tfx_freeze_selector *sel, tf_error
 }
 
 int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *sel,
-                        const tfx_checkpoint_meta *expect, long *step, int *found,
-                        tf_error *err)
+                        tfx_checkpoint_meta *meta, int *found, tf_error *err)
 {
+    const tfx_checkpoint_meta *expect = meta;
     int rc = 0;
     ckpt k;
     char path[4096];
@@ -517,7 +517,7 @@ int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *s
         sel->rotate_offset[s] = k.offsets[s];
     if (sel->method == TFX_SELECT_STABLE)
         load_statistics(&k, sel);
-    *step = k.step;
+    meta->step = k.step;
 fail:
     ckpt_free(&k);
     return rc;

@@ -262,41 +262,37 @@ void tfx_corpus_free(tfx_corpus *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Copies the window at `start` into row `row` of inputs and targets. */
-static void put_window(const tfx_corpus *c, size_t start, size_t row, int context,
-                       int32_t *inputs, int32_t *targets)
+/* Copies the window at `start` into row `row` of b. */
+static void put_window(const tfx_corpus *c, size_t start, size_t row, const tfx_batch *b)
 {
-    size_t base = row * (size_t)context;
-    for (int t = 0; t < context; t++) {
-        inputs[base + t] = c->bytes[start + t];
-        targets[base + t] = c->bytes[start + t + 1];
+    size_t base = row * (size_t)b->context;
+    for (int t = 0; t < b->context; t++) {
+        b->inputs[base + t] = c->bytes[start + t];
+        b->targets[base + t] = c->bytes[start + t + 1];
     }
 }
 
-void tfx_corpus_batch(const tfx_corpus *c, uint64_t seed, long step, int microbatches,
-                      int seqs, int context, int32_t *inputs, int32_t *targets)
+void tfx_corpus_batch(const tfx_corpus *c, uint64_t seed, long step, const tfx_batch *b)
 {
     /* Windows of context + 1 bytes that lie inside the training part. */
-    const size_t positions = c->train_len - (size_t)context;
-    for (int m = 0; m < microbatches; m++)
-        for (int q = 0; q < seqs; q++) {
+    const size_t positions = c->train_len - (size_t)b->context;
+    for (int m = 0; m < b->microbatches; m++)
+        for (int q = 0; q < b->seqs; q++) {
             tfx_rng r = tfx_rng_for(seed, TFX_RNG_DATA, (uint64_t)step, (uint64_t)m,
                                     (uint64_t)q);
-            put_window(c, (size_t)tfx_rng_below(&r, positions), (size_t)m * seqs + q, context,
-                       inputs, targets);
+            put_window(c, (size_t)tfx_rng_below(&r, positions), (size_t)m * b->seqs + q, b);
         }
 }
 
 void tfx_corpus_validation_batch(const tfx_corpus *c, int index, int batches,
-                                 int microbatches, int seqs, int context, int32_t *inputs,
-                                 int32_t *targets)
+                                 const tfx_batch *b)
 {
-    const size_t per_batch = (size_t)microbatches * seqs;
+    const size_t per_batch = (size_t)b->microbatches * b->seqs;
     const size_t windows = per_batch * (size_t)batches;
-    const size_t span = c->len - c->train_len - (size_t)context - 1; /* last start offset */
+    const size_t span = c->len - c->train_len - (size_t)b->context - 1; /* last start offset */
     for (size_t k = 0; k < per_batch; k++) {
         size_t w = (size_t)index * per_batch + k;
         size_t offset = windows > 1 ? (size_t)((double)span * w / (double)(windows - 1)) : 0;
-        put_window(c, c->train_len + offset, k, context, inputs, targets);
+        put_window(c, c->train_len + offset, k, b);
     }
 }

@@ -208,14 +208,21 @@ fail:
     return rc;
 }
 
+/* The run's batch buffers, shaped for its model and pipeline. */
+static tfx_batch run_batch(const tfx_exec_run *r)
+{
+    return (tfx_batch){r->microbatches, r->o->model.microbatch_size, r->o->model.context,
+                       r->batch_tokens, r->batch_targets};
+}
+
 int tfx_exec_run_step(tfx_exec_run *r, long step, const unsigned char *frozen,
                       tfx_step_result *res, tf_error *err)
 {
     const tfx_exec_options *o = r->o;
     if (o->slow_rank >= 0 && step + 1 >= o->slow_from)
         tfx_pipeline_set_slowdown(r->p, o->slow_rank, o->slow_factor);
-    tfx_corpus_batch(&r->corpus, o->seed, step, r->microbatches, o->model.microbatch_size,
-                     o->model.context, r->batch_tokens, r->batch_targets);
+    const tfx_batch batch = run_batch(r);
+    tfx_corpus_batch(&r->corpus, o->seed, step, &batch);
     tfx_step_input in = {.tokens = r->batch_tokens, .targets = r->batch_targets,
                          .frozen = frozen, .apply_optimizer = 1,
                          .rescale_frozen = o->freeze_rescale};
@@ -229,8 +236,8 @@ int tfx_exec_run_evaluate(tfx_exec_run *r, double *loss, tf_error *err)
     double sum = 0.0;
     for (int b = 0; b < K; b++) {
         tfx_step_result res;
-        tfx_corpus_validation_batch(&r->corpus, b, K, r->microbatches, o->model.microbatch_size,
-                                    o->model.context, r->batch_tokens, r->batch_targets);
+        const tfx_batch batch = run_batch(r);
+        tfx_corpus_validation_batch(&r->corpus, b, K, &batch);
         tfx_step_input in = {.tokens = r->batch_tokens, .targets = r->batch_targets,
                              .forward_only = 1};
         int rc = tfx_pipeline_step(r->p, &in, &res, err);

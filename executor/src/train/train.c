@@ -207,10 +207,11 @@ static int resume(trainer *tr, tf_error *err)
     tfx_checkpoint_meta meta;
     int found = 0;
     checkpoint_meta(tr, 0, &meta);
-    int rc = tfx_checkpoint_load(tr->o->checkpoint_dir, tr->run.p, &tr->sel, &meta, &tr->start,
-                                 &found, err);
-    if (rc == 0 && found)
+    int rc = tfx_checkpoint_load(tr->o->checkpoint_dir, tr->run.p, &tr->sel, &meta, &found, err);
+    if (rc == 0 && found) {
+        tr->start = meta.step;
         fprintf(tr->run.out, "resuming from %s at step %ld\n", tr->o->checkpoint_dir, tr->start);
+    }
     tr->resumed = found;
     return rc;
 }

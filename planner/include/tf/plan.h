@@ -1,13 +1,13 @@
-/* plan.h - freeze plans (plan.json, docs/formats.md): the planner's pipeline
- * from profile to plan, plan files, and the summary printed by tf-plan.
+/* plan.h - freeze plans (plan.json, docs/formats.md): what a plan holds,
+ * plan files, and the summary printed by tf-plan.  Making one from a
+ * profile is the planner's job (tf/planner.h).
  */
 #ifndef TF_PLAN_H
 #define TF_PLAN_H
 
 #include <stdio.h>
 #include "tf/error.h"
-#include "tf/freeze.h"
-#include "tf/profile.h"
+#include "tf/objective.h"
 #include "tf/schedule.h"
 
 /* The largest plan.json read: tf-plan writes about 280 bytes per action,
@@ -44,41 +44,11 @@ typedef struct tf_plan {
                                    * "" when unknown (plans written before it existed) */
     char solver_status[32];
     char solver_fallback[512];    /* "" or why the solver tried first failed, when the
-                                   * other one produced the plan (tf_freeze_solve_ctl) */
+                                   * other one produced the plan (tf/freeze.h) */
     int solver_variables, solver_constraints;
     double solver_seconds;
     tf_plan_action *actions;      /* schedule.n_actions, same order as schedule.actions */
 } tf_plan;
-
-typedef struct tf_plan_options {
-    tf_objective objective;
-    double max_freeze_ratio;      /* < 0: use the profile's caps */
-    /* In (0, 1]: no action's ratio above it (1, the default: none).  A
-     * stage cap alone lets the LP freeze some microbatches' backwards
-     * entirely, which drops those microbatches' weight gradients: in
-     * fine-tuning that costs far more accuracy than the same mean ratio
-     * spread out (docs/accuracy.md). */
-    double max_action_ratio;
-    tf_solver solver;             /* TF_SOLVER_AUTO: tf_solver_for_size picks */
-    tf_freeze_control control;    /* time limit, fallback to the other solver, progress */
-} tf_plan_options;
-
-/* Defaults: least-freeze, caps from the profile, no per-action cap, solver
- * auto, and tf_freeze_control_init's control (no time limit, fallback,
- * silent). */
-void tf_plan_options_init(tf_plan_options *o);
-
-/* The planner: builds the DAG of p->schedule, computes the unfrozen and
- * all-frozen bounds, solves the freeze LP with o->solver (o may be NULL:
- * the defaults) through tf_freeze_solve_with and fills *out (tf_plan_free);
- * out->solver_name is the solver that actually ran.  Returns 0, TF_ECYCLE
- * (deadlocking order), TF_ESOLVER or TF_ENOMEM; *out is zeroed on error. */
-int tf_plan_from_profile(const tf_profile *p, const tf_plan_options *o, tf_plan *out,
-                         tf_error *err);
-
-/* The unfrozen schedule of a profile as a plan (every ratio 0, no LP), for
- * drawing a profile.  Same returns as tf_plan_from_profile. */
-int tf_plan_unfrozen(const tf_profile *p, tf_plan *out, tf_error *err);
 
 /* Serialises the plan as JSON (malloc'd, caller frees). */
 int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err);

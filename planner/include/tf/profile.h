@@ -106,12 +106,6 @@ int tf_profile_save(const tf_profile *p, const char *path, tf_error *err);
  * saves in the pair what it saves on the backward alone. */
 void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms);
 
-/* Replaces p's schedule with s (taking ownership of s's arrays on success).
- * Fails with TF_EINVAL, leaving p and s untouched, unless s has the
- * profile's stage count and microbatch count, every measured override names
- * an action of s and every measured pair a pair of s. */
-int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err);
-
 /* Frees everything p owns and zeroes it. */
 void tf_profile_free(tf_profile *p);
 

@@ -147,17 +147,27 @@ int tf_schedule_check_size(int ranks, int stages_per_rank, int microbatches,
 int tf_schedule_build(const char *name, int ranks, int stages_per_rank, int microbatches,
                       tf_schedule *out, tf_error *err);
 
-/* Builds a schedule from explicit per-rank orders of cells ("0F3", ...,
- * and pairs "(0F7;7B3)OVERLAP_F_B", tf_cell_parse):
- * rows[r][0..row_len[r]-1] is rank r's order.  Checks that every cell parses,
- * stages and microbatches are in range, no action repeats, each stage runs on
- * exactly one rank, every (stage, microbatch) has an F and either a B or both
- * I and W (and not both kinds).  stages_per_rank is derived as stages/ranks
- * where stages = 1 + the largest stage seen; `where` (e.g. "order" or a CSV
- * path) prefixes messages.  Does not check for deadlock: tf_dag_build does. */
-int tf_schedule_from_cells(const char *const *const *rows, const int *row_len, int ranks,
-                           int microbatches, const char *where, tf_schedule *out,
-                           tf_error *err);
+/* Explicit per-rank orders of cells ("0F3", ..., and pairs
+ * "(0F7;7B3)OVERLAP_F_B", tf_cell_parse): rows[r][0..row_len[r]-1] is rank
+ * r's order, for r < ranks.  The arrays are the caller's. */
+typedef struct tf_cell_rows {
+    const char *const *const *rows;
+    const int *row_len;
+    int ranks;
+} tf_cell_rows;
+
+/* Builds a schedule of `microbatches` microbatches from the orders in
+ * cells.  Checks that every cell parses, stages and microbatches are in
+ * range, no action repeats, each stage runs on exactly one rank, every
+ * (stage, microbatch) has an F and either a B or both I and W (and not both
+ * kinds).  stages_per_rank is derived as stages/ranks where stages = 1 + the
+ * largest stage seen; `where` (e.g. "order" or a CSV path) prefixes
+ * messages.  Does not check for deadlock: tf_dag_build does.  Returns 0 with
+ * *out owning its arrays (tf_schedule_free), or TF_EINVAL naming the cell
+ * and what is wrong (NULL cells or rows too), or TF_ENOMEM; *out is zeroed
+ * on error. */
+int tf_schedule_from_cells(const tf_cell_rows *cells, int microbatches, const char *where,
+                           tf_schedule *out, tf_error *err);
 
 /* What reading a CSV changed on the way in (tf_schedule_read_csv_noted). */
 typedef struct tf_csv_notes {

@@ -1,7 +1,8 @@
 /* plan.c - a plan's figures from its durations and start times, the
- * summary tf-plan prints, and freeing.  Files: plan_json.c; the pipeline
- * that makes a plan from a profile: solve/planner.c. */
+ * summary tf-plan prints, and freeing.  Files: plan_json.c; the planner,
+ * which makes a plan from a profile: pipeline/plan_from_profile.c. */
 #include "plan_internal.h"
+#include "freezable.h"
 #include "tf/util.h"
 
 #include <stdlib.h>
@@ -35,7 +36,7 @@ int tf_plan_fill(tf_plan *plan, const tf_dag *g, const double *max_ms, const dou
         a->min_ms = min_ms[i];
         a->freeze_ratio = ratio[i];
         a->critical = critical[i];
-        if (tf_freeze_is_freezable(&a->action, max_ms[i], min_ms[i])) {
+        if (tf_action_freezable(&a->action, max_ms[i], min_ms[i])) {
             total += ratio[i];
             freezable++;
             plan->freeze_ratio_stage[a->action.stage] += ratio[i];
@@ -92,7 +93,7 @@ void tf_plan_print_summary(const tf_plan *plan, FILE *f)
         fprintf(f, ", at most %.2f on each action", plan->max_action_ratio);
     fputc('\n', f);
     /* "lp_solve 5.5.2.5 (auto): optimal, ..." - the solver that ran, and
-     * "(auto)" when tf_solver_for_size chose it. */
+     * "(auto)" when the size chose it. */
     fprintf(f, "solver        %s%s%s%s: %s, ", plan->solver_name,
             plan->solver_version[0] ? " " : "", plan->solver_version,
             strcmp(plan->solver_requested, "auto") == 0 ? " (auto)" : "", plan->solver_status);

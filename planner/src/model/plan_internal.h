@@ -1,5 +1,5 @@
 /* plan_internal.h - what the plan's files (plan.c, plan_json.c) and the
- * planner's pipeline (solve/planner.c) share.  Internal to the planner
+ * planner (pipeline/plan_from_profile.c) share.  Internal to the planner
  * library. */
 #ifndef TF_PLAN_INTERNAL_H
 #define TF_PLAN_INTERNAL_H

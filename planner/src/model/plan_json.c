@@ -7,6 +7,7 @@
 
 #include "json_util.h"
 #include "plan_internal.h"
+#include "tf/profile.h"
 #include "tf/util.h"
 
 /* The newest version of plan.json this reader reads, and the one the
@@ -367,9 +368,9 @@ static int parse_plan_actions(const tfj_ctx *ctx, const cJSON *root, const plan_
     char order_where[300];
     snprintf(order_where, sizeof order_where, "%s: $.actions", ctx->where);
     if (!(rc = parse_plan_action_list(ctx, actions, shape, plan, &c, err)))
-        rc = tf_schedule_from_cells((const char *const *const *)c.rows, c.row_len,
-                                    shape->ranks, shape->microbatches, order_where,
-                                    &plan->schedule, err);
+        rc = tf_schedule_from_cells(
+            &(tf_cell_rows){(const char *const *const *)c.rows, c.row_len, shape->ranks},
+            shape->microbatches, order_where, &plan->schedule, err);
     plan_cells_free(&c);
     if (rc)
         return rc;

@@ -83,8 +83,8 @@ static int parse_order(const tfj_ctx *root_ctx, const cJSON *order, int ranks, i
     }
     char where[300];
     snprintf(where, sizeof where, "%s: %s", root_ctx->where, at.path);
-    rc = tf_schedule_from_cells((const char *const *const *)rows, row_len, ranks, microbatches,
-                                where, out, err);
+    tf_cell_rows cells = {(const char *const *const *)rows, row_len, ranks};
+    rc = tf_schedule_from_cells(&cells, microbatches, where, out, err);
 done:
     if (rows)
         for (int k = 0; k < ranks; k++)
@@ -615,59 +615,6 @@ void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms)
             split_pair_time(&p->pairs[k], max_ms + i, min_ms + i);
     }
     free(index);
-}
-
-int tf_profile_set_schedule(tf_profile *p, tf_schedule *s, tf_error *err)
-{
-    if (s->stages != p->schedule.stages)
-        return tf_fail(err, TF_EINVAL, "schedule %s has %d stages, the profile has %d", s->name,
-                       s->stages, p->schedule.stages);
-    if (s->microbatches != p->schedule.microbatches)
-        return tf_fail(err, TF_EINVAL, "schedule %s has %d microbatches, the profile has %d",
-                       s->name, s->microbatches, p->schedule.microbatches);
-    int *index = tf_schedule_index(s); /* NULL: search instead */
-    for (int k = 0; k < p->n_overrides; k++) {
-        const tf_action_time *o = &p->overrides[k];
-        if (tf_schedule_lookup(s, index, o->type, o->stage, o->microbatch) < 0) {
-            free(index);
-            char buf[32];
-            tf_action a = {o->type, o->stage, o->microbatch, -1, TF_PAIR_NONE};
-            return tf_fail(err, TF_EINVAL,
-                           "schedule %s has no action %s, but the profile measured it",
-                           s->name, tf_action_format(&a, buf));
-        }
-    }
-    for (int k = 0; k < p->n_pairs; k++) {
-        if (find_pair(s, index, &p->pairs[k]) < 0) {
-            free(index);
-            char buf[TF_CELL_MAX];
-            return tf_fail(err, TF_EINVAL,
-                           "schedule %s has no overlapped pair %s, but the profile measured it",
-                           s->name, tf_pair_format(&p->pairs[k].forward, &p->pairs[k].backward,
-                                                   buf));
-        }
-    }
-    free(index);
-    /* Stages that switch between full and split backward need timings the
-     * profile may not have; require them. */
-    for (int i = 0; i < s->n_actions; i++) {
-        const tf_action *a = &s->actions[i];
-        const tf_stage_times *st = &p->stages[a->stage];
-        if (a->type == TF_ACT_I && st->backward_input_ms <= 0 && st->backward_weight_ms <= 0)
-            return tf_fail(err, TF_EINVAL,
-                           "schedule %s splits the backward of stage %d, but the profile has no "
-                           "backward_input_ms/backward_weight_ms for it",
-                           s->name, a->stage);
-        if (a->type == TF_ACT_B && st->backward_ms <= 0)
-            return tf_fail(err, TF_EINVAL,
-                           "schedule %s runs full backwards on stage %d, but the profile has no "
-                           "backward_ms for it",
-                           s->name, a->stage);
-    }
-    tf_schedule_free(&p->schedule);
-    p->schedule = *s;
-    memset(s, 0, sizeof *s);
-    return 0;
 }
 
 /* Does s have exactly the order of the built-in schedule of its name?  If

@@ -477,19 +477,21 @@ static int schedule_from_rows(const char *const *const *rows, const int *row_len
     return rc;
 }
 
-int tf_schedule_from_cells(const char *const *const *rows, const int *row_len, int ranks,
-                           int microbatches, const char *where, tf_schedule *out,
-                           tf_error *err)
+int tf_schedule_from_cells(const tf_cell_rows *cells, int microbatches, const char *where,
+                           tf_schedule *out, tf_error *err)
 {
     cell_naming naming = {where ? where : "order", 0};
     if (out)
         memset(out, 0, sizeof *out);
     if (!out)
         return tf_fail(err, TF_EINVAL, "%s: no output schedule", naming.where);
+    if (!cells)
+        return tf_fail(err, TF_EINVAL, "%s: no cells given", naming.where);
     if (microbatches < 1)
         return tf_fail(err, TF_EINVAL, "%s: microbatches = %d, must be at least 1",
                        naming.where, microbatches);
-    return schedule_from_rows(rows, row_len, ranks, microbatches, &naming, 0, NULL, out, err);
+    return schedule_from_rows(cells->rows, cells->row_len, cells->ranks, microbatches, &naming,
+                              0, NULL, out, err);
 }
 
 static void free_rows(char ***rows, size_t count)

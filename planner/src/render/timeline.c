@@ -13,6 +13,7 @@
 
 #include "model/json_util.h"
 #include "tf/canvas.h"
+#include "tf/planner.h"
 #include "tf/profile.h"
 #include "tf/util.h"
 #include "timeline_internal.h"

@@ -1,36 +1,21 @@
-/* freeze_common.c - the freeze LP's vocabulary, shared by both solvers and
- * by the plan: objectives, which actions are freezable, turning solved
- * ratios into durations and start times, and the result's memory. */
+/* freeze_common.c - what both freeze solvers share: which precedence rows
+ * the LP can leave out, the time limit, turning solved ratios into
+ * durations and start times, and the result's memory.  It calls no other
+ * file of solve/, so the solvers depend on it and on nothing above. */
 #include "freeze_common.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-const char *tf_objective_name(tf_objective o)
-{
-    return o == TF_OBJECTIVE_SPREAD ? "spread" : "least-freeze";
-}
-
-int tf_objective_parse(const char *name, tf_objective *o)
-{
-    if (strcmp(name, "least-freeze") == 0)
-        *o = TF_OBJECTIVE_LEAST_FREEZE;
-    else if (strcmp(name, "spread") == 0)
-        *o = TF_OBJECTIVE_SPREAD;
-    else
-        return TF_EINVAL;
-    return 0;
-}
-
-int tf_freeze_is_freezable(const tf_action *a, double max_ms, double min_ms)
-{
-    return (a->type == TF_ACT_B || a->type == TF_ACT_W) && min_ms < max_ms;
-}
-
 int tf_freeze_edge_implied(const tf_schedule *s, const tf_dag *g, int u, int e)
 {
     return !(g->rule[e] & TF_EDGE_RANK_ORDER) &&
            s->actions[u].rank == s->actions[g->succ[e]].rank;
+}
+
+int tf_freeze_past_deadline(const tf_freeze_limits *lim)
+{
+    return lim && lim->deadline > 0.0 && tf_now_seconds() > lim->deadline;
 }
 
 double tf_freeze_apply_ratios(const tf_dag *g, const double *max_ms, const double *min_ms,

@@ -2,7 +2,8 @@
  * (freeze_common.c).  Internal to the planner library.
  *
  * Both solvers (freeze_lpsolve.c, freeze_fast.c) include this and nothing of
- * each other; the dispatcher (solver.c) is the only file that knows both.
+ * each other; the dispatcher (solver.c) is the only file that knows both,
+ * and neither calls it.
  */
 #ifndef TF_FREEZE_COMMON_H
 #define TF_FREEZE_COMMON_H
@@ -19,10 +20,9 @@
  * about a third without changing its feasible set. */
 int tf_freeze_edge_implied(const tf_schedule *s, const tf_dag *g, int u, int e);
 
-/* The two solvers under a control (tf_freeze_solve_ctl): tf_freeze_solve
- * and tf_freeze_solve_fast are these with ctl NULL.  `deadline` is the
- * tf_now_seconds() past which they give up (0: none); they never fall
- * back, the dispatcher does. */
+/* A solve's bounds, from its tf_freeze_control: `deadline` is the
+ * tf_now_seconds() past which a solver gives up (0: none).  Solvers never
+ * fall back; the dispatcher does. */
 typedef struct tf_freeze_limits {
     double deadline;
     double time_limit_s;   /* for messages */
@@ -30,15 +30,30 @@ typedef struct tf_freeze_limits {
     int max_rounds;        /* the fast solver's (tf_freeze_control) */
 } tf_freeze_limits;
 
-int tf_freeze_lpsolve_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
-                          const double *max_ms, const double *min_ms, const double *cap,
-                          tf_objective objective, tf_freeze_result *out, tf_error *err);
-int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
-                       const double *max_ms, const double *min_ms, const double *cap,
-                       tf_objective objective, tf_freeze_result *out, tf_error *err);
+/* The two solvers, on a problem tf_freeze_solve has checked (its solver
+ * field is ignored), under limits lim (NULL: none).  Same returns as
+ * tf_freeze_solve, without the fallback: 0 with *out filled, or TF_ESOLVER
+ * / TF_ENOMEM (TF_EINVAL: the fast solver's network came out miscounted)
+ * with *out freed.  out->seconds is the solver's own time. */
+int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                          tf_freeze_result *out, tf_error *err);
+int tf_freeze_fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                       tf_freeze_result *out, tf_error *err);
+
+/* lp_solve's process-wide state, set up before threads solve in parallel
+ * (tf_planner_init says why).  Returns 0 or TF_ENOMEM. */
+int tf_freeze_lpsolve_init(void);
 
 /* Has the deadline of lim passed?  Never with lim NULL or no deadline. */
 int tf_freeze_past_deadline(const tf_freeze_limits *lim);
+
+/* Turns solved ratios (g->n of them) into a plan, as every solver does:
+ * snaps ratio[i] within 1e-9 of 0 or 1 to it (solver round-off), sets
+ * duration[i] = max - ratio (max - min), and returns the longest path under
+ * those durations with the start times in start.  All arrays are the
+ * caller's; NAN if start is NULL and no scratch memory is available. */
+double tf_freeze_apply_ratios(const tf_dag *g, const double *max_ms, const double *min_ms,
+                              double *ratio, double *duration, double *start);
 
 /* Allocates out's per-action arrays (ratio, duration, start) for n actions,
  * zeroed, over whatever pointers they held.  Returns 0, or TF_ENOMEM with

@@ -40,6 +40,7 @@
 #include "freeze_common.h"
 #include "freeze_fast_master.h"
 #include "freeze_fast_nsx.h"
+#include "model/freezable.h"
 #include "tf/util.h"
 
 /* The network form of the LP's precedence part. */
@@ -102,7 +103,7 @@ static int net_place_nodes(const tf_schedule *s, const double *max_ms, const dou
     for (int u = 0; u < n; u++) {
         g->span[u] = max_ms[u] - min_ms[u];
         g->freeze_index[u] = -1;
-        if (tf_freeze_is_freezable(&s->actions[u], max_ms[u], min_ms[u])) {
+        if (tf_action_freezable(&s->actions[u], max_ms[u], min_ms[u])) {
             g->freeze_index[u] = g->k;
             g->freezable[g->k++] = u;
         }
@@ -999,18 +1000,13 @@ static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_e
                                     "minimising %s", step);
 }
 
-int tf_freeze_solve_fast(const tf_schedule *s, const tf_dag *g, const double *max_ms,
-                         const double *min_ms, const double *cap, tf_objective objective,
-                         tf_freeze_result *out, tf_error *err)
-{
-    return tf_freeze_fast_run(NULL, s, g, max_ms, min_ms, cap, objective, out, err);
-}
-
 /* The solve, for caps above 0 (tf_freeze_fast_run). */
-static int fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
-                    const double *max_ms, const double *min_ms, const double *cap,
-                    tf_objective objective, tf_freeze_result *out, tf_error *err)
+static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                    tf_freeze_result *out, tf_error *err)
 {
+    const tf_schedule *s = p->schedule;
+    const tf_dag *g = p->dag;
+    const double *max_ms = p->max_ms, *min_ms = p->min_ms;
     memset(out, 0, sizeof *out);
     double started = tf_now_seconds();
     const int n = s->n_actions;
@@ -1049,7 +1045,7 @@ static int fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_
         if (!w.demand || !w.tree_arc || !w.alt_arc || !w.duration || !w.finish || !w.cost_r ||
             !w.point_r || !w.cost_master || !w.dual_centre || !w.dual_smooth ||
             tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
-            master_init(&w, cap)) {
+            master_init(&w, p->cap)) {
             rc = tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model");
             goto done;
         }
@@ -1069,7 +1065,7 @@ static int fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_
         if ((rc = dw_run(&w, OBJECTIVE_T, "the batch time", err)))
             goto done;
         double best_T = w.master_t;
-        if (objective == TF_OBJECTIVE_SPREAD) {
+        if (p->objective == TF_OBJECTIVE_SPREAD) {
             /* t(z*) meets best_T within the stages' 1e-11; the bound stays
              * best_T, which least_total_ratio relaxes only if it must. */
             if ((rc = min_largest_ratio(&w, best_T, unfrozen_T, err)))
@@ -1101,15 +1097,15 @@ done:
     return rc;
 }
 
-int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
-                       const double *max_ms, const double *min_ms, const double *cap,
-                       tf_objective objective, tf_freeze_result *out, tf_error *err)
+int tf_freeze_fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                       tf_freeze_result *out, tf_error *err)
 {
+    const tf_schedule *s = p->schedule;
     int zero = 0;
     for (int st = 0; st < s->stages; st++)
-        zero |= cap[st] == 0.0;
+        zero |= p->cap[st] == 0.0;
     if (!zero)
-        return fast_run(lim, s, g, max_ms, min_ms, cap, objective, out, err);
+        return fast_run(p, lim, out, err);
     /* A cap row of exactly 0 leaves the master LP infeasible (found by
      * fuzz_profile): such a stage freezes nothing, so its actions go in as
      * fixed (frozen time = full time) and its row as no cap at all. */
@@ -1122,10 +1118,13 @@ int tf_freeze_fast_run(const tf_freeze_limits *lim, const tf_schedule *s, const 
         rc = tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model");
     } else {
         for (int i = 0; i < n; i++)
-            fixed_min[i] = cap[s->actions[i].stage] == 0.0 ? max_ms[i] : min_ms[i];
+            fixed_min[i] = p->cap[s->actions[i].stage] == 0.0 ? p->max_ms[i] : p->min_ms[i];
         for (int st = 0; st < s->stages; st++)
-            open_cap[st] = cap[st] == 0.0 ? 1.0 : cap[st];
-        rc = fast_run(lim, s, g, max_ms, fixed_min, open_cap, objective, out, err);
+            open_cap[st] = p->cap[st] == 0.0 ? 1.0 : p->cap[st];
+        tf_freeze_problem opened = *p;
+        opened.min_ms = fixed_min;
+        opened.cap = open_cap;
+        rc = fast_run(&opened, lim, out, err);
     }
     free(fixed_min);
     free(open_cap);

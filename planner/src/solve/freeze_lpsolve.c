@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "freeze_common.h"
+#include "model/freezable.h"
 #include "tf/util.h"
 
 char *tf_freeze_solver_version(char *buf, size_t size)
@@ -31,6 +32,25 @@ char *tf_freeze_solver_version(char *buf, size_t size)
     lp_solve_version(&major, &minor, &release, &build);
     snprintf(buf, size, "%d.%d.%d.%d", major, minor, release, build);
     return buf;
+}
+
+/* make_lp and the creation of a basis factorisation (LUSOL) both call
+ * init_BLAS, which sets lp_solve's BLAS function pointers the first time
+ * and afterwards only reads its flag; a one-row LP goes through both. */
+int tf_freeze_lpsolve_init(void)
+{
+    lprec *lp = make_lp(0, 1);
+    if (!lp)
+        return TF_ENOMEM;
+    double one = 1.0;
+    int column = 1;
+    set_verbose(lp, NEUTRAL);
+    add_constraintex(lp, 1, &one, &column, GE, 1.0);
+    set_obj_fnex(lp, 1, &one, &column);
+    set_minim(lp);
+    solve(lp);
+    delete_lp(lp);
+    return 0;
 }
 
 /* Not an lp_solve status: a failed solve left the model with other
@@ -91,10 +111,11 @@ static int add_precedence(lp_model *m, int u, int later_column, double max_u, do
     return add_row(m, count, values, columns, GE, max_u + lag);
 }
 
-static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_ms,
-                       const double *min_ms, const double *cap, tf_objective objective,
-                       lp_model *m)
+static int build_model(const tf_freeze_problem *p, lp_model *m)
 {
+    const tf_schedule *s = p->schedule;
+    const tf_dag *g = p->dag;
+    const double *max_ms = p->max_ms, *min_ms = p->min_ms, *cap = p->cap;
     const int n = s->n_actions;
     m->n = n;
     m->ratio_column = calloc((size_t)n + 1, sizeof *m->ratio_column);
@@ -106,14 +127,14 @@ static int build_model(const tf_schedule *s, const tf_dag *g, const double *max_
     }
     m->k = 0;
     for (int i = 0; i < n; i++) {
-        if (tf_freeze_is_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
+        if (tf_action_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
             m->ratio_column[i] = n + 1 + m->k++;
             m->span[i] = max_ms[i] - min_ms[i];
             stage_count[s->actions[i].stage]++;
         }
     }
     m->col_T = n + m->k + 1;
-    m->col_z = objective == TF_OBJECTIVE_SPREAD ? m->col_T + 1 : 0;
+    m->col_z = p->objective == TF_OBJECTIVE_SPREAD ? m->col_T + 1 : 0;
     int columns = m->col_z ? m->col_z : m->col_T;
     m->lp = make_lp(0, columns);
     if (!m->lp) {
@@ -296,22 +317,14 @@ static int set_sum_objective(lp_model *m)
     return ok ? 0 : TF_ENOMEM;
 }
 
-int tf_freeze_solve(const tf_schedule *s, const tf_dag *g, const double *max_ms,
-                    const double *min_ms, const double *cap, tf_objective objective,
-                    tf_freeze_result *out, tf_error *err)
-{
-    return tf_freeze_lpsolve_run(NULL, s, g, max_ms, min_ms, cap, objective, out, err);
-}
-
-int tf_freeze_lpsolve_run(const tf_freeze_limits *lim, const tf_schedule *s, const tf_dag *g,
-                          const double *max_ms, const double *min_ms, const double *cap,
-                          tf_objective objective, tf_freeze_result *out, tf_error *err)
+int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                          tf_freeze_result *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     double started = tf_now_seconds();
-    const int n = s->n_actions;
+    const int n = p->schedule->n_actions;
     lp_model m = {0};
-    int rc = build_model(s, g, max_ms, min_ms, cap, objective, &m);
+    int rc = build_model(p, &m);
     if (rc) {
         free_model(&m);
         return tf_fail(err, rc, "out of memory building the freeze LP for %d actions", n);
@@ -358,8 +371,8 @@ int tf_freeze_lpsolve_run(const tf_freeze_limits *lim, const tf_schedule *s, con
     /* The batch time reported is the longest path under the planned
      * durations, which the LP bounds from above; they agree to solver
      * precision. */
-    out->makespan =
-        tf_freeze_apply_ratios(g, max_ms, min_ms, out->ratio, out->duration, out->start);
+    out->makespan = tf_freeze_apply_ratios(p->dag, p->max_ms, p->min_ms, out->ratio,
+                                           out->duration, out->start);
     out->solves = solves;
     snprintf(out->status, sizeof out->status, "optimal");
     snprintf(out->solver, sizeof out->solver, "lp_solve");

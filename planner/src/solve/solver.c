@@ -1,41 +1,19 @@
-/* solver.c - choosing a freeze solver: names, the size rule of "auto", the
- * dispatch, the time limit and the fallback to the other solver.  The one
- * file that knows both solvers, so neither has to know the other. */
+/* solver.c - tf_freeze_solve: checking the problem, the size rule of
+ * "auto", the dispatch, the time limit and the fallback to the other
+ * solver.  The one file that knows both solvers, so neither has to know
+ * the other. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "freeze_common.h"
 #include "tf/freeze.h"
 
-const char *tf_solver_name(tf_solver solver)
+void tf_freeze_problem_init(tf_freeze_problem *p)
 {
-    switch (solver) {
-    case TF_SOLVER_LP_SOLVE: return "lp_solve";
-    case TF_SOLVER_FAST: return "fast";
-    default: return "auto";
-    }
-}
-
-int tf_solver_parse(const char *name, tf_solver *solver)
-{
-    if (strcmp(name, "auto") == 0)
-        *solver = TF_SOLVER_AUTO;
-    else if (strcmp(name, "lp_solve") == 0)
-        *solver = TF_SOLVER_LP_SOLVE;
-    else if (strcmp(name, "fast") == 0)
-        *solver = TF_SOLVER_FAST;
-    else
-        return TF_EINVAL;
-    return 0;
-}
-
-/* Below 1,024 actions both solvers take milliseconds, so lp_solve, the
- * general solver the fast one is checked against, solves them; from there
- * on the fast solver is tens to hundreds of times faster and grows far more
- * slowly (docs/results.md has the measurements). */
-tf_solver tf_solver_for_size(int n_actions)
-{
-    return n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
+    memset(p, 0, sizeof *p);
+    p->objective = TF_OBJECTIVE_LEAST_FREEZE;
+    p->solver = TF_SOLVER_AUTO;
 }
 
 void tf_freeze_control_init(tf_freeze_control *c)
@@ -46,44 +24,81 @@ void tf_freeze_control_init(tf_freeze_control *c)
     c->max_rounds = 0;
 }
 
-int tf_freeze_past_deadline(const tf_freeze_limits *lim)
+/* Both solvers trust their input; a bad field is named here instead. */
+static int check_arrays(const tf_freeze_problem *p, tf_error *err)
 {
-    return lim && lim->deadline > 0.0 && tf_now_seconds() > lim->deadline;
+    const int n = p->schedule->n_actions;
+    for (int i = 0; i < n; i++) {
+        double max = p->max_ms[i], min = p->min_ms[i];
+        if (!(isfinite(max) && max >= 0.0))
+            return tf_fail(err, TF_EINVAL, "freeze problem: max_ms[%d] = %g: must be finite "
+                           "and >= 0", i, max);
+        if (!(min >= 0.0 && min <= max))
+            return tf_fail(err, TF_EINVAL, "freeze problem: min_ms[%d] = %g: must be in "
+                           "[0, max_ms[%d] = %g]", i, min, i, max);
+    }
+    for (int st = 0; st < p->schedule->stages; st++)
+        if (!(p->cap[st] >= 0.0 && p->cap[st] <= 1.0))
+            return tf_fail(err, TF_EINVAL, "freeze problem: cap[%d] = %g: must be in [0, 1]",
+                           st, p->cap[st]);
+    return 0;
 }
 
-static int run_solver(tf_solver solver, const tf_freeze_limits *lim, const tf_schedule *s,
-                      const tf_dag *g, const double *max_ms, const double *min_ms,
-                      const double *cap, tf_objective objective, tf_freeze_result *out,
-                      tf_error *err)
+static int check_problem(const tf_freeze_problem *p, tf_error *err)
+{
+    const char *missing = !p->schedule ? "schedule" : !p->dag ? "dag" : !p->max_ms ? "max_ms"
+                          : !p->min_ms ? "min_ms" : !p->cap ? "cap" : NULL;
+    if (missing)
+        return tf_fail(err, TF_EINVAL, "freeze problem: %s is NULL", missing);
+    if (p->dag->n != p->schedule->n_actions)
+        return tf_fail(err, TF_EINVAL, "freeze problem: dag of %d actions for a schedule of %d",
+                       p->dag->n, p->schedule->n_actions);
+    if (p->objective != TF_OBJECTIVE_LEAST_FREEZE && p->objective != TF_OBJECTIVE_SPREAD)
+        return tf_fail(err, TF_EINVAL, "freeze problem: objective %d unknown", (int)p->objective);
+    if (p->solver != TF_SOLVER_AUTO && p->solver != TF_SOLVER_LP_SOLVE &&
+        p->solver != TF_SOLVER_FAST)
+        return tf_fail(err, TF_EINVAL, "freeze problem: solver %d unknown", (int)p->solver);
+    return check_arrays(p, err);
+}
+
+/* The rule of "auto", in the words of TF_FAST_SOLVER_MIN_ACTIONS. */
+static tf_solver solver_for_size(int n_actions)
+{
+    return n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
+}
+
+static int run_solver(tf_solver solver, const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                      tf_freeze_result *out, tf_error *err)
 {
     if (solver == TF_SOLVER_FAST)
-        return tf_freeze_fast_run(lim, s, g, max_ms, min_ms, cap, objective, out, err);
-    return tf_freeze_lpsolve_run(lim, s, g, max_ms, min_ms, cap, objective, out, err);
+        return tf_freeze_fast_run(p, lim, out, err);
+    return tf_freeze_lpsolve_run(p, lim, out, err);
 }
 
 /* After the first solver failed with `first` (its message): the other one,
  * within what is left of the time.  Both failures are named if it fails
  * too; on success out->fallback keeps the first. */
-static int fall_back(tf_solver other, const tf_freeze_limits *lim, const char *first,
-                     double first_seconds, const tf_schedule *s, const tf_dag *g,
-                     const double *max_ms, const double *min_ms, const double *cap,
-                     tf_objective objective, tf_freeze_result *out, tf_error *err)
+static int fall_back(tf_solver other, const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                     const tf_error *first, double first_seconds, tf_freeze_result *out,
+                     tf_error *err)
 {
-    tf_progress_say(lim->progress, "%s; trying %s", first, tf_solver_name(other));
+    tf_progress_say(lim->progress, "%s; trying %s", first->msg, tf_solver_name(other));
     tf_error second = {0};
-    int rc = run_solver(other, lim, s, g, max_ms, min_ms, cap, objective, out, &second);
+    int rc = run_solver(other, p, lim, out, &second);
     if (rc)
-        return tf_fail(err, rc, "%s; then %s", first, second.msg);
-    snprintf(out->fallback, sizeof out->fallback, "%s", first);
+        return tf_fail(err, rc, "%s; then %s", first->msg, second.msg);
+    snprintf(out->fallback, sizeof out->fallback, "%s", first->msg);
     out->seconds += first_seconds;
     return 0;
 }
 
-int tf_freeze_solve_ctl(const tf_freeze_control *ctl, tf_solver solver, const tf_schedule *s,
-                        const tf_dag *g, const double *max_ms, const double *min_ms,
-                        const double *cap, tf_objective objective, tf_freeze_result *out,
-                        tf_error *err)
+int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
+                    tf_freeze_result *out, tf_error *err)
 {
+    memset(out, 0, sizeof *out);
+    int rc = check_problem(p, err);
+    if (rc)
+        return rc;
     tf_freeze_control defaults;
     tf_freeze_control_init(&defaults);
     if (!ctl)
@@ -92,26 +107,19 @@ int tf_freeze_solve_ctl(const tf_freeze_control *ctl, tf_solver solver, const tf
     tf_freeze_limits lim = {ctl->time_limit_s > 0 ? started + ctl->time_limit_s : 0.0,
                             ctl->time_limit_s, ctl->progress,
                             ctl->max_rounds > 0 ? ctl->max_rounds : TF_FAST_MAX_ROUNDS};
+    tf_solver solver = p->solver;
     if (solver == TF_SOLVER_AUTO)
-        solver = tf_solver_for_size(s->n_actions);
+        solver = solver_for_size(p->schedule->n_actions);
     tf_error first = {0};
-    int rc = run_solver(solver, &lim, s, g, max_ms, min_ms, cap, objective, out, &first);
+    rc = run_solver(solver, p, &lim, out, &first);
     /* Only a solver's own failure is worth a second try: out of memory or
      * bad input would fail the other one too, and past the time limit no
      * time is left for it. */
     if (rc == TF_ESOLVER && ctl->fallback && !tf_freeze_past_deadline(&lim)) {
         tf_solver other = solver == TF_SOLVER_FAST ? TF_SOLVER_LP_SOLVE : TF_SOLVER_FAST;
-        return fall_back(other, &lim, first.msg, tf_now_seconds() - started, s, g, max_ms,
-                         min_ms, cap, objective, out, err);
+        return fall_back(other, p, &lim, &first, tf_now_seconds() - started, out, err);
     }
     if (rc)
         return tf_fail(err, rc, "%s", first.msg);
     return 0;
-}
-
-int tf_freeze_solve_with(tf_solver solver, const tf_schedule *s, const tf_dag *g,
-                         const double *max_ms, const double *min_ms, const double *cap,
-                         tf_objective objective, tf_freeze_result *out, tf_error *err)
-{
-    return tf_freeze_solve_ctl(NULL, solver, s, g, max_ms, min_ms, cap, objective, out, err);
 }

@@ -16,6 +16,8 @@ with the executor's random numbers, or taken in rotation; the plan's ratios
 are applied after a warm-up and ramped in as tf-exec does.  For the same
 plan, seed and step the module chooses exactly what tf-exec chooses.
 """
+__version__ = "0.1.0"  # the toolkit's version (CMakeLists.txt's project())
+
 from .plan import Plan, PlanError, load_plan, parse_plan
 from .selection import (FreezeSchedule, FreezeSelector, Rng, freeze_count,
                         phase_factor)

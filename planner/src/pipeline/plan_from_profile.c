@@ -1,14 +1,25 @@
-/* planner.c - the planner's pipeline: a profile's durations, its DAG, the
- * unfrozen and all-frozen bounds, the freeze LP through the chosen solver,
- * and the plan (tf_plan_from_profile); or the same without the LP
- * (tf_plan_unfrozen). */
+/* plan_from_profile.c - the planner (tf/planner.h): a profile's durations,
+ * its DAG, the unfrozen and all-frozen bounds, the freeze LP through the
+ * chosen solver, and the plan (tf_plan_from_profile); or the same without
+ * the LP (tf_plan_unfrozen).
+ *
+ * The one file of the library above both model/ (schedules, profiles, the
+ * DAG, plans) and solve/ (the freeze LP): it calls down into each, and
+ * neither calls it.  render/ calls it to draw a profile as a plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/plan_internal.h"
+#include "solve/freeze_common.h"
 #include "tf/dag.h"
 #include "tf/freeze.h"
+#include "tf/planner.h"
+
+int tf_planner_init(void)
+{
+    return tf_freeze_lpsolve_init();
+}
 
 void tf_plan_options_init(tf_plan_options *o)
 {
@@ -106,16 +117,23 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     /* (At c = 1, max - (max - min) could differ from min by rounding.) */
     if (per_action < 1.0)
         cap_each_action(per_action, n, max_ms, solve_min_ms, s->stages, solve_caps);
-    tf_solver requested = o ? o->solver : TF_SOLVER_AUTO;
-    if ((rc = tf_freeze_solve_ctl(o ? &o->control : NULL, requested, s, &g, max_ms,
-                                  solve_min_ms, solve_caps, out->objective, &fr, err)))
+    tf_freeze_problem problem;
+    tf_freeze_problem_init(&problem);
+    problem.schedule = s;
+    problem.dag = &g;
+    problem.max_ms = max_ms;
+    problem.min_ms = solve_min_ms;
+    problem.cap = solve_caps;
+    problem.objective = out->objective;
+    problem.solver = o ? o->solver : TF_SOLVER_AUTO;
+    if ((rc = tf_freeze_solve(&problem, o ? &o->control : NULL, &fr, err)))
         goto done;
     for (int i = 0; i < n; i++)
         fr.ratio[i] *= per_action;
     out->batch_ms_planned = fr.makespan;
     snprintf(out->solver_name, sizeof out->solver_name, "%s", fr.solver);
     snprintf(out->solver_requested, sizeof out->solver_requested, "%s",
-             tf_solver_name(requested));
+             tf_solver_name(problem.solver));
     /* The version is that of the code that solved: lp_solve's library, or
      * the planner itself for the fast solver, which is part of it. */
     if (strcmp(fr.solver, "lp_solve") == 0)

@@ -1,0 +1,211 @@
+"""What the tests that need torch share (test_torch_env.py, test_torch_stage.py).
+
+require_torch: where torch (2.4 or newer) cannot be imported, the test
+program ends with ctest's skip status 77 and says why, or fails where
+TF_REQUIRE_TORCH=1 (bash tools/bootstrap.sh test sets it, so that CI cannot
+skip them).
+
+run_ranks: a function run on several fresh processes joined in one gloo
+group (a file store, so no port can collide with another run).
+
+A pipeline and its answer computed without one: pipeline_step runs one
+step of a torch.distributed.pipelining schedule of the model of `model()`
+split into stages over the ranks, optionally freezing tensors with
+timelyfreeze_plan; expected_grads gives each stage's gradients
+from plain autograd on the whole model, microbatch by microbatch, leaving
+out what each microbatch froze.
+"""
+import datetime
+import inspect
+import os
+import re
+import sys
+import tempfile
+
+SKIP = 77                      # SKIP_RETURN_CODE of these tests (tests/python/CMakeLists.txt)
+MINIMUM = (2, 4)               # torch.distributed.pipelining
+MICROBATCHES = 4
+ROWS = 3                       # rows per microbatch
+WIDTHS = (6, 8, 3)             # in, hidden, out
+# model()'s modules (Linear, Tanh, Linear, Tanh, Linear, Tanh, Linear) on
+# each stage, by the number of stages.
+STAGES = {1: ((0, 7),), 2: ((0, 4), (4, 7)), 4: ((0, 2), (2, 4), (4, 6), (6, 7))}
+
+
+def torch_problem():
+    """None where this python imports torch MINIMUM or newer, else why not."""
+    try:
+        import torch
+    except ImportError as e:
+        return f"{sys.executable} cannot import torch ({e})"
+    found = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    if not found or tuple(int(v) for v in found.groups()) < MINIMUM:
+        return (f"{sys.executable} has torch {torch.__version__}; these tests need "
+                f"{MINIMUM[0]}.{MINIMUM[1]} or newer")
+    return None
+
+
+def require_torch():
+    """Returns where torch is usable; otherwise exits: 1 when TF_REQUIRE_TORCH=1,
+    else SKIP.  Both say what is missing and how to get it."""
+    problem = torch_problem()
+    if problem is None:
+        return
+    hint = ("bash tools/bootstrap.sh pytorch makes the environment; configure with "
+            "-DTF_TORCH_PYTHON=.venv-torch/bin/python")
+    if os.environ.get("TF_REQUIRE_TORCH") == "1":
+        print(f"FAILED: {problem}, and TF_REQUIRE_TORCH=1 requires it ({hint})", file=sys.stderr)
+        sys.exit(1)
+    print(f"skipped: {problem} ({hint})")
+    sys.exit(SKIP)
+
+
+def _rank_main(rank, world, store, out, fn, args):
+    import torch
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=120))
+    try:
+        result = fn(rank, world, *args)
+    finally:
+        dist.destroy_process_group()
+    torch.save(result, os.path.join(out, f"rank{rank}.pt"))
+
+
+def run_ranks(fn, world, *args):
+    """Runs fn(rank, world, *args) in `world` new processes that form one gloo
+    group; returns their results (tensors, numbers, lists, dicts) in rank
+    order.  A rank's exception is raised here (torch.multiprocessing's
+    ProcessRaisedException, with the rank's traceback)."""
+    import torch
+    import torch.multiprocessing as mp
+    with tempfile.TemporaryDirectory() as tmp:
+        mp.spawn(_rank_main, args=(world, os.path.join(tmp, "store"), tmp, fn, args),
+                 nprocs=world, join=True)
+        return [torch.load(os.path.join(tmp, f"rank{r}.pt")) for r in range(world)]
+
+
+def model():
+    """The same small MLP (and weights) in every process."""
+    import torch
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(WIDTHS[0], WIDTHS[1]), torch.nn.Tanh(),
+                               torch.nn.Linear(WIDTHS[1], WIDTHS[1]), torch.nn.Tanh(),
+                               torch.nn.Linear(WIDTHS[1], WIDTHS[1]), torch.nn.Tanh(),
+                               torch.nn.Linear(WIDTHS[1], WIDTHS[2]))
+
+
+def batch():
+    import torch
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(MICROBATCHES * ROWS, WIDTHS[0], generator=generator)
+    y = torch.randn(MICROBATCHES * ROWS, WIDTHS[2], generator=generator)
+    return x, y
+
+
+def stage_module(full, stage, stages):
+    first, end = STAGES[stages][stage]
+    return full[first:end]
+
+
+def stage_tensors(stages):
+    """K of each stage: its parameter tensors."""
+    full = model()
+    return [len(list(stage_module(full, s, stages).parameters())) for s in range(stages)]
+
+
+def stages_of(rank, world, stages, schedule):
+    """The stages a rank holds: one, or several in PyTorch's loop order
+    (rank, rank + world, ...), or V order for ZBVZeroBubble."""
+    if schedule == "ZBVZeroBubble":
+        return [rank, 2 * world - 1 - rank]
+    return list(range(rank, stages, world))
+
+
+def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None):
+    """One step of Schedule`schedule` (GPipe, 1F1B, InterleavedZeroBubble,
+    ZBVZeroBubble, ...) over MICROBATCHES of batch(), model() split into
+    `stages` (default: one per rank), this rank's stages attached to
+    `freezing` (a FreezeSchedule) when given.  Gradients are summed over
+    microbatches, not averaged (scale_grads=False where the schedule has the
+    choice).  Returns {"stages": {stage: its gradients (None where a tensor
+    got none) and the masks it applied}, and, from the rank with the last
+    stage, "losses" per microbatch and "output"}."""
+    import torch
+    from torch.distributed import pipelining
+    from torch.distributed.pipelining.schedules import PipelineScheduleSingle
+    from timelyfreeze_plan import attach
+
+    stages = stages or world
+    x, y = batch()
+    full = model()
+    held, handles = [], {}
+    for s in stages_of(rank, world, stages, schedule):
+        width = WIDTHS[0] if s == 0 else WIDTHS[1]
+        stage = pipelining.PipelineStage(stage_module(full, s, stages), s, stages,
+                                         torch.device("cpu"),
+                                         input_args=(torch.empty(ROWS, width),))
+        handles[s] = attach(stage, freezing) if freezing is not None else None
+        held.append(stage)
+    kind = getattr(pipelining, "Schedule" + schedule)
+    options = {}
+    if "scale_grads" in inspect.signature(kind).parameters:
+        options["scale_grads"] = False
+    pipe = kind(held[0] if issubclass(kind, PipelineScheduleSingle) else held, MICROBATCHES,
+                loss_fn=torch.nn.functional.mse_loss, **options)
+    losses = []
+    first, last = 0 in handles, stages - 1 in handles
+    inputs = (x,) if first else ()
+    output = pipe.step(*inputs, target=y, losses=losses) if last else pipe.step(*inputs)
+    result = {"stages": {s.stage_index: {
+        "grads": [None if p.grad is None else p.grad.detach().clone()
+                  for p in s.submod.parameters()],
+        "masks": handles[s.stage_index].masks if freezing is not None else None}
+        for s in held}}
+    if last:
+        result["losses"] = [float(v.detach()) for v in losses]
+        result["output"] = output.detach().clone()
+    return result
+
+
+def merged(results):
+    """run_ranks' results of pipeline_step as one: every stage, and the last
+    stage's losses and output."""
+    out = {"stages": {}}
+    for r in results:
+        out["stages"].update(r["stages"])
+        out.update({k: v for k, v in r.items() if k != "stages"})
+    return out
+
+
+def reference(stages):
+    """Per microbatch, plain autograd on the whole model: (losses,
+    gradients of each stage's tensors per microbatch, the whole output)."""
+    import torch
+    x, y = batch()
+    full = model()
+    params = [list(stage_module(full, s, stages).parameters()) for s in range(stages)]
+    losses, grads = [], []
+    for m in range(MICROBATCHES):
+        rows = slice(m * ROWS, (m + 1) * ROWS)
+        loss = torch.nn.functional.mse_loss(full(x[rows]), y[rows])
+        losses.append(float(loss.detach()))
+        grads.append([torch.autograd.grad(loss, p, retain_graph=True) for p in params])
+    with torch.no_grad():
+        output = full(x)
+    return losses, grads, output
+
+
+def expected_grads(stage, stages, masks=None):
+    """The gradients of stage `stage` of `stages` when microbatch m froze the
+    tensors masks[m] marks (None: nothing frozen): the sum over the
+    microbatches that kept each tensor, None for a tensor every microbatch
+    froze."""
+    import torch
+    _, grads, _ = reference(stages)
+    out = []
+    for i in range(len(grads[0][stage])):
+        kept = [grads[m][stage][i] for m in range(MICROBATCHES)
+                if masks is None or not masks[m][i]]
+        out.append(torch.stack(kept).sum(0) if kept else None)
+    return out

@@ -21,13 +21,17 @@ does, on the same pretraining data.
 
     accuracy_torch.py --study-dir DIR -o OUT [--schedule NAME] [--arms A,B,...]
                       [--pretrain-data FILE --finetune-data FILE]
+                      [--pretrained FILE]
 
 DIR is an accuracy-study output folder.  The text study's data files are in
 DIR/data; the 2-rank study trains on tf-exec's built-in sources, which
 `tf-exec --write-source FILE --source base|shifted` writes.  OUT gets
 evaluations.csv and summary.csv in the study's columns (its predictions
 and timings are left empty: nothing here is timed against tf-exec) and a
-JSON-lines log per run.  Needs torch (tools/bootstrap.sh pytorch).
+JSON-lines log per run.  A run whose log is already in OUT/logs is read, not
+run again (a log is written only when its run ends), and --pretrained
+OUT/pretrained.pt skips pretraining: an interrupted replication goes on where
+it stopped.  Needs torch (tools/bootstrap.sh pytorch).
 """
 import argparse
 import json
@@ -315,6 +319,8 @@ def parse_args():
     ap.add_argument("--seeds", help="default: the study's")
     ap.add_argument("--pretrain-data", help="default: the study's data/pretrain.txt")
     ap.add_argument("--finetune-data", help="default: the study's data/finetune.txt")
+    ap.add_argument("--pretrained", help="weights pretrain() saved (pretrained.pt): "
+                    "start from them instead of pretraining again")
     ap.add_argument("--threads", type=int, default=2)
     return ap.parse_args()
 
@@ -336,7 +342,8 @@ def main():
     torch.set_num_threads(a.threads)
     os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
     began = time.time()
-    weights = pretrain(config, data["pretrain"], a.out)
+    weights = (torch.load(a.pretrained) if a.pretrained
+               else pretrain(config, data["pretrain"], a.out))
     print("pretrained in %.0f s" % (time.time() - began), flush=True)
     corpus = Corpus(data["finetune"], model_of(config)[1])
     runs, order = {}, []
@@ -344,7 +351,8 @@ def main():
         for arm in arms:
             key = (schedule, arm, seed)
             path = os.path.join(a.out, "logs", "%s-%s-seed%d.jsonl" % key)
-            records = fine_tune(config, weights, corpus, arm, seed, a.study_dir, schedule, path)
+            records = (summary.read_log(path) if os.path.exists(path) else
+                       fine_tune(config, weights, corpus, arm, seed, a.study_dir, schedule, path))
             runs[key] = dict(records=records,
                              evals=summary.evaluations(records, [0.0] * len(records)))
             order.append(key)

@@ -117,6 +117,21 @@ rows=$(($(wc -l <"$work/q/speed.csv") - 1))
 check "speed.csv has $rows runs, expected 10" [ "$rows" -eq 10 ]
 expect_stdout "--speed prints the medians" "medians over 1 round;"
 
+# --report: the study's own summary again from its logs, then a part of it
+# (two arms, seed 2) when config.json names only that part.
+cp "$work/q/summary.csv" "$work/q-summary.csv"
+expect_status 0 "--report on the shifted study" python3 "${study[@]}" --report "$work/q"
+check "--report writes the study's summary again" cmp -s "$work/q/summary.csv" "$work/q-summary.csv"
+python3 - "$work/q/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["arms"], c["seeds"] = ["no-freeze", "cap"], [2]
+json.dump(c, open(sys.argv[1], "w"))
+PY
+expect_status 0 "--report on two arms and one seed" python3 "${study[@]}" --report "$work/q"
+check "the part's summary has the 2 arms" [ "$(cut -d, -f2 "$work/q/summary.csv" | tail -n +2 | tr '\n' ' ')" = "no-freeze cap " ]
+check "the part's evaluations are seed 2's, 4 per arm" [ "$(cut -d, -f2,3 "$work/q/evaluations.csv" | tail -n +2 | sort | uniq -c | awk '{print $1, $2}' | tr '\n' ' ')" = "4 cap,2 4 no-freeze,2 " ]
+
 # Refusals: a non-empty output folder is never overwritten; a failing run
 # stops the study with the command that failed; missing data files are
 # named with what to install, before anything runs.

@@ -26,8 +26,9 @@ does, on the same pretraining data.
 DIR is an accuracy-study output folder.  The text study's data files are in
 DIR/data; the 2-rank study trains on tf-exec's built-in sources, which
 `tf-exec --write-source FILE --source base|shifted` writes.  OUT gets
-evaluations.csv and summary.csv in the study's columns (its predictions
-and timings are left empty: nothing here is timed against tf-exec) and a
+evaluations.csv and summary.csv in the study's columns (the predicted times
+are 0 or nan, and the measured ones are this script's own: nothing here is
+timed against tf-exec) and a
 JSON-lines log per run.  A run whose log is already in OUT/logs is read, not
 run again (a log is written only when its run ends), and --pretrained
 OUT/pretrained.pt skips pretraining: an interrupted replication goes on where

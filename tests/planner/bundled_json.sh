@@ -4,8 +4,11 @@
 # refuse unknown fields, so a bundled file carrying a note outside "meta"
 # (or a field a reader lost) fails here.  A JSON file of no known kind fails
 # too, so that each new one is given its reader, or named below as a file
-# no program reads.  Build folders (those holding a CMakeCache.txt) are left
-# out.  Run by ctest with TF_PLAN, TF_DOT, TF_STUDY and TF_SOURCE_DIR set.
+# no program reads.  What is made in the tree rather than shipped with it is
+# left out: build folders (those holding a CMakeCache.txt), Python venvs
+# (a pyvenv.cfg: .venv-torch holds thousands of packages' JSON files) and
+# npm's node_modules.  Run by ctest with TF_PLAN, TF_DOT, TF_STUDY and
+# TF_SOURCE_DIR set.
 . "$(dirname "$0")/../lib.sh"
 need TF_PLAN TF_DOT TF_STUDY TF_SOURCE_DIR
 src=$TF_SOURCE_DIR
@@ -54,9 +57,10 @@ load() {
     esac
 }
 
-mapfile -t builds < <(find "$src" -name CMakeCache.txt -not -path '*/.git/*' -printf '%h\n')
-prune=(-name .git)
-for b in "${builds[@]}"; do prune+=(-o -path "$b"); done
+mapfile -t made < <(find "$src" \( -name CMakeCache.txt -o -name pyvenv.cfg \) \
+    -not -path '*/.git/*' -printf '%h\n')
+prune=(-name .git -o -name node_modules)
+for d in "${made[@]}"; do prune+=(-o -path "$d"); done
 mapfile -t files < <(find "$src" \( "${prune[@]}" \) -prune -o -name '*.json' -type f -print |
     sort)
 counted=0

@@ -159,8 +159,8 @@ class PlanTest(unittest.TestCase):
         for doc, needle in [
             ({"format": "tf-profile"}, "expected a tf-plan plan"),
             ({"ranks": 0, "microbatches": 1, "actions": []}, "$.ranks"),
-            (dict(plan_doc(), version=2), "$.version: version 2 is newer than the tf-plan "
-                                          "version this module reads (1)"),
+            (dict(plan_doc(), version=3), "$.version: version 3 is newer than the tf-plan "
+                                          "version this module reads (2)"),
             (dict(plan_doc(), version="1"), "$.version: expected an integer"),
             ({"ranks": 1, "microbatches": 1}, "$.actions"),
             (dict(plan_doc(), actions=[{"type": "B", "stage": 5, "microbatch": 0,

@@ -209,11 +209,11 @@ sed '0,/"critical"/s//"critcal"/' "$plan" >"$work/typo-plan.json"
 expect_refused_with 1 "misspelled plan field" \
     '$.actions[0].critcal: unknown field (did you mean critical?)' "$work/keep.svg" -- \
     "$TF_DOT" "$work/typo-plan.json" -o "$work/keep.svg"
-sed 's/"version":[[:space:]]*1/"version": 3/' "$plan" >"$work/v3-plan.json"
+sed 's/"version":[[:space:]]*2/"version": 3/' "$plan" >"$work/v3-plan.json"
 expect_refused_with 1 "newer plan" \
-    '$.version: version 3 is newer than the tf-plan version this toolkit reads (1): upgrade the toolkit' \
+    '$.version: version 3 is newer than the tf-plan version this toolkit reads (2): upgrade the toolkit' \
     "$work/keep.svg" -- "$TF_DOT" "$work/v3-plan.json" -o "$work/keep.svg"
-sed 's/"version":[[:space:]]*1,/"version": 1, "meta": {"run": [1, {"critcal": null}]},/' "$plan" \
+sed 's/"version":[[:space:]]*2,/"version": 2, "meta": {"run": [1, {"critcal": null}]},/' "$plan" \
     >"$work/meta-plan.json"
 dot 0 "$work/meta-plan.json" -o "$work/meta.svg"
 sed 's/"stages_per_rank": 1,/"stages_per_rank": 1, "stages_per_ranks": 1,/' "$work/profile.json" \
@@ -228,6 +228,6 @@ cp "$plan" "$work/self.json"
 expect_refused_with 2 "input as output" 'the input and -o are the same file' \
     "$work/self.json" -- "$TF_DOT" "$work/self.json" -o "$work/./self.json" -T svg
 expect_refused_with 1 "/dev/zero as input" '/dev/zero: larger than the 64 MiB limit' -- \
-    timeout 60 "$TF_DOT" /dev/zero -o "$work/zero.svg"
+    cpu_bounded 20 "$TF_DOT" /dev/zero -o "$work/zero.svg"
 
 finish "tf-dot CLI"

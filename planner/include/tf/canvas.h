@@ -34,11 +34,21 @@ void tf_canvas_free(tf_canvas *c);
 tf_canvas_mark *tf_canvas_rect(tf_canvas *c, double x0, double top, double x1, double bottom,
                                const char *fill);
 
-/* One line of text (newlines become spaces) in colour, size points,
- * bold or not, centred vertically on y: align 'l' starts it at x, 'r'
- * ends it at x, 'c' centres it on x.  NULL when out of memory. */
-tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *text, double size,
-                               char align, const char *colour, int bold);
+/* How a line of text looks and which of its points sits at the (x, y)
+ * it is drawn at.  A picture names one per kind of text it draws (its
+ * title, its axis labels, ...) and draws every such text with it. */
+typedef struct tf_canvas_text_style {
+    double size;        /* points, > 0 */
+    char align;         /* 'l': the text starts at x; 'r': it ends at x; 'c': centred on x */
+    const char *colour; /* "#rrggbb" */
+    int bold;           /* 1: bold; 0: regular */
+} tf_canvas_text_style;
+
+/* One line of text (newlines become spaces) drawn in style (read during
+ * the call only), centred vertically on y and placed on x by
+ * style->align.  NULL when out of memory. */
+tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *text,
+                               const tf_canvas_text_style *style);
 
 /* Sets a Graphviz node attribute of mark m (NULL: no-op): "id" and "class"
  * (SVG), "tooltip" (SVG, a hover text), "color" (the outline's colour),

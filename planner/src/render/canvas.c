@@ -204,9 +204,12 @@ tf_canvas_mark *tf_canvas_rect(tf_canvas *c, double x0, double top, double x1, d
     return m;
 }
 
-tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *text, double size,
-                               char align, const char *colour, int bold)
+tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *text,
+                               const tf_canvas_text_style *style)
 {
+    const double size = style->size;
+    const char align = style->align;
+    const int bold = style->bold;
     char escaped[1024], label[1040];
     tl_label_escape(text, escaped, sizeof escaped);
     double w = ceil(tf_canvas_text_width(text, size) * (bold ? 1.1 : 1.0)) + 2;
@@ -224,7 +227,7 @@ tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *tex
     tf_canvas_setf(m, "height", "%.6f", ceil(size * 1.25) / 72.0);
     tf_canvas_set(m, "label", label);
     tf_canvas_setf(m, "fontsize", "%g", size);
-    tf_canvas_set(m, "fontcolor", colour);
+    tf_canvas_set(m, "fontcolor", style->colour);
     if (bold)
         tf_canvas_set(m, "fontname", "Helvetica-Bold");
     return m;

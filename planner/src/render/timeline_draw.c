@@ -30,6 +30,18 @@ enum {
 };
 static const double LABEL_FONT = 9.0;
 
+/* ---- text, one style per kind ------------------------------------------- */
+static const tf_canvas_text_style TITLE = {14, 'l', "#1b1b1b", 1};
+static const tf_canvas_text_style SUBTITLE = {10, 'l', "#444444", 0};
+static const tf_canvas_text_style PANEL_HEAD = {11, 'l', "#1b1b1b", 1};
+static const tf_canvas_text_style RANK_NAME = {10, 'r', "#333333", 0};
+static const tf_canvas_text_style RANK_STAGES = {7.5, 'r', "#777777", 0};
+static const tf_canvas_text_style IDLE_SHARE = {8, 'l', "#777777", 0};
+static const tf_canvas_text_style TICK_LABEL = {9, 'c', "#333333", 0};
+static const tf_canvas_text_style AXIS_NAME = {9, 'r', "#333333", 0};
+static const tf_canvas_text_style LEGEND = {9, 'l', "#333333", 0};
+static const tf_canvas_text_style SAVING = {10, 'c', "#2d6a2a", 1};
+
 /* ---- colours -------------------------------------------------------------- */
 static const char *type_colour(tf_action_type type)
 {
@@ -37,6 +49,7 @@ static const char *type_colour(tf_action_type type)
     case TF_ACT_F: return "#4e79a7";
     case TF_ACT_B: return "#e15759";
     case TF_ACT_I: return "#f28e2b";
+    case TF_ACT_R: return "#b07aa1";
     default: return "#59a14f";
     }
 }
@@ -47,6 +60,7 @@ static const char *type_name(tf_action_type type)
     case TF_ACT_F: return "forward";
     case TF_ACT_B: return "backward";
     case TF_ACT_I: return "backward-input";
+    case TF_ACT_R: return "recompute";
     default: return "backward-weight";
     }
 }
@@ -142,7 +156,8 @@ static int busiest_rank(const tl_model *m)
 /* The width the title needs. */
 static double title_width(const char *line1, const char *line2)
 {
-    return fmax(tf_canvas_text_width(line1, 14), tf_canvas_text_width(line2, 10));
+    return fmax(tf_canvas_text_width(line1, TITLE.size),
+                tf_canvas_text_width(line2, SUBTITLE.size));
 }
 
 /* The planned durations sorted ascending (malloc'd; NULL when out of
@@ -200,7 +215,7 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
     return 0;
 }
 
-/* The frame the timeline is drawn in, as tl_render_graphviz would choose
+/* The frame the timeline is drawn in, as tl_draw_timeline would choose
  * it. */
 static int frame_of(const tl_model *m, const tf_timeline_options *opt, frame *f, tf_error *err)
 {
@@ -430,18 +445,18 @@ static double draw_panel(tf_canvas *c, const tl_model *m, const tl_panel *p, con
         snprintf(text, sizeof text, "rank %d", r);
         double mid = row_top + ROW_H / 2.0;
         if (s->stages_per_rank > 1) {
-            tf_canvas_text(c, f->x0 - 8, mid - 5, text, 10, 'r', "#333333", 0);
+            tf_canvas_text(c, f->x0 - 8, mid - 5, text, &RANK_NAME);
             int used = snprintf(text, sizeof text, "stage");
             for (int st = 0; st < s->stages && used < (int)sizeof text - 8; st++)
                 if (s->stage_rank[st] == r)
                     used += snprintf(text + used, sizeof text - (size_t)used, "%s %d",
                                      used > 5 ? "," : "", st);
-            tf_canvas_text(c, f->x0 - 8, mid + 6, text, 7.5, 'r', "#777777", 0);
+            tf_canvas_text(c, f->x0 - 8, mid + 6, text, &RANK_STAGES);
         } else {
-            tf_canvas_text(c, f->x0 - 8, mid, text, 10, 'r', "#333333", 0);
+            tf_canvas_text(c, f->x0 - 8, mid, text, &RANK_NAME);
         }
         snprintf(text, sizeof text, "idle %.0f%%", 100.0 * idle_share(m, p, r));
-        tf_canvas_text(c, x_at(f, f->axis_ms) + 8, mid, text, 8, 'l', "#777777", 0);
+        tf_canvas_text(c, x_at(f, f->axis_ms) + 8, mid, text, &IDLE_SHARE);
     }
     return top + rows_h;
 }
@@ -458,11 +473,11 @@ static double draw_axis(tf_canvas *c, const frame *f, double step, double top)
         tf_canvas_rect(c, x, top, x, top + 4, "#555555");
         char text[32];
         snprintf(text, sizeof text, "%.*f", decimals, k * step);
-        tf_canvas_mark *label = tf_canvas_text(c, x, top + 12, text, 9, 'c', "#333333", 0);
+        tf_canvas_mark *label = tf_canvas_text(c, x, top + 12, text, &TICK_LABEL);
         tf_canvas_setf(label, "id", "tick_%d", k);
         tf_canvas_set(label, "class", "tick");
     }
-    tf_canvas_text(c, f->x0 - 8, top + 12, "time (ms)", 9, 'r', "#333333", 0);
+    tf_canvas_text(c, f->x0 - 8, top + 12, "time (ms)", &AXIS_NAME);
     return top + 24;
 }
 
@@ -481,7 +496,7 @@ static void legend_room(double *x, double *y, double w, double left, double righ
 static double draw_legend(tf_canvas *c, const tl_model *m, const frame *f, double top)
 {
     const tf_schedule *s = &m->plan->schedule;
-    int present[4] = {0}, freezable_type = -1;
+    int present[TF_ACTION_TYPES] = {0}, freezable_type = -1;
     for (int i = 0; i < m->n; i++) {
         const tf_plan_action *a = &m->plan->actions[i];
         present[a->action.type] = 1;
@@ -492,65 +507,66 @@ static double draw_legend(tf_canvas *c, const tl_model *m, const frame *f, doubl
     const double right = x_at(f, f->axis_ms) + GUTTER_RIGHT, line_h = 18, sw = 12;
     double x = f->x0, y = top + 10;
     char shade[8];
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < TF_ACTION_TYPES; t++) {
         if (!present[t])
             continue;
         char text[48];
         snprintf(text, sizeof text, "%c %s", tf_action_letter((tf_action_type)t),
                  type_name((tf_action_type)t));
-        double w = sw + 4 + tf_canvas_text_width(text, 9) + 16;
+        double w = sw + 4 + tf_canvas_text_width(text, LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
         tf_canvas_rect(c, x, y - sw / 2, x + sw, y + sw / 2, type_colour((tf_action_type)t));
-        tf_canvas_text(c, x + sw + 4, y, text, 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x + sw + 4, y, text, &LEGEND);
         x += w;
     }
     if (freezable_type >= 0) {
         const char *head = "freeze ratio  0";
-        double w = tf_canvas_text_width(head, 9) + 4 + 5 * sw + 4 + tf_canvas_text_width("1", 9) + 16;
+        double w = tf_canvas_text_width(head, LEGEND.size) + 4 + 5 * sw + 4 +
+                   tf_canvas_text_width("1", LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
-        tf_canvas_text(c, x, y, head, 9, 'l', "#333333", 0);
-        x += tf_canvas_text_width(head, 9) + 4;
+        tf_canvas_text(c, x, y, head, &LEGEND);
+        x += tf_canvas_text_width(head, LEGEND.size) + 4;
         const char *base = type_colour((tf_action_type)freezable_type);
         for (int k = 0; k < 5; k++) {
             tf_canvas_rect(c, x, y - sw / 2, x + sw, y + sw / 2,
                            tf_canvas_mix(base, "#ffffff", 0.75 * k / 4.0, shade));
             x += sw;
         }
-        tf_canvas_text(c, x + 4, y, "1", 9, 'l', "#333333", 0);
-        x += 4 + tf_canvas_text_width("1", 9) + 16;
+        tf_canvas_text(c, x + 4, y, "1", &LEGEND);
+        x += 4 + tf_canvas_text_width("1", LEGEND.size) + 16;
     }
     {
-        double w = 2 * sw + 4 + tf_canvas_text_width("critical path", 9) + 16;
+        double w = 2 * sw + 4 + tf_canvas_text_width("critical path", LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
         tf_canvas_mark *n = tf_canvas_rect(c, x, y - sw / 2, x + 2 * sw, y + sw / 2, "#ffffff");
         tf_canvas_set(n, "color", "#1b1b1b");
         tf_canvas_set(n, "penwidth", "1.6");
-        tf_canvas_text(c, x + 2 * sw + 4, y, "critical path", 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x + 2 * sw + 4, y, "critical path", &LEGEND);
         x += w;
     }
     {
-        double w = 2 * sw + 4 + tf_canvas_text_width("idle", 9) + 16;
+        double w = 2 * sw + 4 + tf_canvas_text_width("idle", LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
         tf_canvas_rect(c, x, y - sw / 2, x + 2 * sw, y + sw / 2, "#eeeeee");
-        tf_canvas_text(c, x + 2 * sw + 4, y, "idle", 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x + 2 * sw + 4, y, "idle", &LEGEND);
         x += w;
     }
     if (s->stages_per_rank > 1) {
         const char *text = "darker: a rank's later stage";
-        double w = tf_canvas_text_width(text, 9) + 16;
+        double w = tf_canvas_text_width(text, LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
-        tf_canvas_text(c, x, y, text, 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x, y, text, &LEGEND);
         x += w;
     }
     if (tf_schedule_has_pairs(s)) {
         const char *text = "overlapped pair (one node)";
-        double w = 2 * sw + 4 + tf_canvas_text_width(text, 9) + 16;
+        double w = 2 * sw + 4 + tf_canvas_text_width(text, LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
         tf_canvas_mark *n = tf_canvas_rect(c, x, y - sw / 2, x + 2 * sw, y + sw / 2, "#333333");
         tf_canvas_set(n, "style", "dashed");
         tf_canvas_set(n, "fillcolor", "none");
         tf_canvas_set(n, "penwidth", "1.2");
-        tf_canvas_text(c, x + 2 * sw + 4, y, text, 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x + 2 * sw + 4, y, text, &LEGEND);
         x += w;
     }
     return y + line_h / 2;
@@ -574,14 +590,12 @@ static void draw_saving(tf_canvas *c, const tl_model *m, const frame *f, double 
     char text[96];
     snprintf(text, sizeof text, "\xe2\x88\x92%.1f ms (\xe2\x88\x92%.1f%%)", saved,
              100.0 * saved / unfrozen->makespan);
-    if (tf_canvas_text_width(text, 10) + 6 <= x1 - x0)
-        tf_canvas_text(c, (x0 + x1) / 2, (top + bottom) / 2, text, 10, 'c', "#2d6a2a", 1);
+    if (tf_canvas_text_width(text, SAVING.size) + 6 <= x1 - x0)
+        tf_canvas_text(c, (x0 + x1) / 2, (top + bottom) / 2, text, &SAVING);
 }
 
-/* Draws the timeline (one panel, or two with --compare) into c with pinned
- * positions, for the nop layout.  Returns 0 or TF_EINVAL (too narrow). */
-static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_options *opt,
-                         tf_error *err)
+int tl_draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_options *opt,
+                     tf_error *err)
 {
     char line1[512], line2[512];
     tl_title_lines(m, opt, line1, line2, sizeof line1);
@@ -591,9 +605,9 @@ static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_opti
         return rc;
     double step = tf_canvas_tick_step(f.axis_ms, f.plot_w);
     double y = MARGIN;
-    tf_canvas_mark *t1 = tf_canvas_text(c, MARGIN, y + 8, line1, 14, 'l', "#1b1b1b", 1);
+    tf_canvas_mark *t1 = tf_canvas_text(c, MARGIN, y + 8, line1, &TITLE);
     tf_canvas_set(t1, "id", "title");
-    tf_canvas_mark *t2 = tf_canvas_text(c, MARGIN, y + 27, line2, 10, 'l', "#444444", 0);
+    tf_canvas_mark *t2 = tf_canvas_text(c, MARGIN, y + 27, line2, &SUBTITLE);
     tf_canvas_set(t2, "id", "subtitle");
     y += 44;
     for (int k = 0; k < m->n_panels; k++) {
@@ -610,7 +624,7 @@ static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_opti
                          "mean freeze ratio %.2f \xc2\xb7 bubble %.1f%%",
                          p->makespan, m->panels[0].makespan / fmax(p->makespan, 1e-12),
                          m->plan->freeze_ratio_mean, 100.0 * idle_share(m, p, -1));
-            tf_canvas_text(c, f.x0, y + PANEL_HEAD_H / 2.0 + 2, text, 11, 'l', "#1b1b1b", 1);
+            tf_canvas_text(c, f.x0, y + PANEL_HEAD_H / 2.0 + 2, text, &PANEL_HEAD);
             y += PANEL_HEAD_H;
         }
         double panel_top = y;
@@ -628,19 +642,4 @@ static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_opti
      * above and left of the title are kept too. */
     tf_canvas_rect(c, 0, 0, 1, 1, "#ffffff");
     return 0;
-}
-
-int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const char *format,
-                       char **data, size_t *len, tf_error *err)
-{
-    *data = NULL;
-    *len = 0;
-    tf_canvas *c = tl_canvas_new_graph("timeline", !opt->dag);
-    if (!c)
-        return tf_fail(err, TF_ENOMEM, "out of memory creating the Graphviz graph");
-    int rc = opt->dag ? tl_draw_dependency_graph(c, m, opt, err) : draw_timeline(c, m, opt, err);
-    if (!rc)
-        rc = tl_canvas_render(c, opt->dag ? "dot" : "nop", format, opt->dpi, data, len, err);
-    tf_canvas_free(c);
-    return rc;
 }

@@ -42,7 +42,16 @@ void tl_title_lines(const tl_model *m, const tf_timeline_options *opt, char *lin
  * out; returns out. */
 const char *tl_action_fill(const tl_model *m, int i, double ratio, char out[8]);
 
+/* The two pictures of a plan, each drawn by its own file; timeline.c
+ * picks one (opt->dag), so neither file calls the other's drawing. */
 struct tf_canvas;
+/* Draws the timeline (one panel, or two with opt->compare_unfrozen) into c
+ * (a canvas made with tl_canvas_new_graph(name, 1), rendered with the "nop"
+ * layout: every mark pinned).  Returns 0, TF_EINVAL (opt->width too narrow)
+ * or TF_ENOMEM. */
+int tl_draw_timeline(struct tf_canvas *c, const tl_model *m, const tf_timeline_options *opt,
+                     tf_error *err);
+
 /* Draws the dependency graph (--dag) into c (a canvas made with
  * tl_canvas_new_graph(name, 0), laid out by "dot"): the actions in one cluster
  * per rank, every DAG edge styled by its rule, and a legend.  Returns 0 or
@@ -50,13 +59,7 @@ struct tf_canvas;
 int tl_draw_dependency_graph(struct tf_canvas *c, const tl_model *m,
                              const tf_timeline_options *opt, tf_error *err);
 
-/* Renders the model through Graphviz (timeline, or DAG when opt->dag) into a
- * malloc'd buffer.  format: "dot", "svg", "png" or "pdf".  Returns 0,
- * TF_EINVAL (Graphviz cannot render the format) or TF_ENOMEM. */
-int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const char *format,
-                       char **data, size_t *len, tf_error *err);
-
-/* How the labels of the timeline tl_render_graphviz would draw with opt
+/* How the labels of the timeline tl_draw_timeline would draw with opt
  * fit its boxes.  Boxes near zero (under a fifth of the median duration:
  * a fully frozen W, typically) are left out: no width labels them. */
 typedef struct tl_label_fit {

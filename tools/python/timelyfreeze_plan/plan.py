@@ -3,7 +3,7 @@ import json
 import math
 
 # The newest version of plan.json this module reads (tf-plan writes it).
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 
 
 class PlanError(ValueError):
@@ -16,17 +16,25 @@ class Plan:
     the freeze ratio of that microbatch's backward on that stage (the ratio
     of its B action, or of its W action where the backward is split)."""
 
-    def __init__(self, ranks, stages, microbatches, ratios, schedule=""):
+    def __init__(self, ranks, stages, microbatches, ratios, schedule="", recompute=None):
         self.ranks = ranks
         self.stages = stages
         self.microbatches = microbatches
         self.ratios = ratios        # {(stage, microbatch): ratio in [0, 1]}
         self.schedule = schedule
+        # {(stage, microbatch): share of the forward recomputed before its
+        # backward}: plans made under a memory limit (version 2)
+        self.recompute = recompute or {}
 
     def ratio(self, stage, microbatch):
         """The planned freeze ratio of (stage, microbatch); 0 when the plan
         freezes nothing there."""
         return self.ratios.get((stage, microbatch), 0.0)
+
+    def recompute_ratio(self, stage, microbatch):
+        """The planned recompute ratio of (stage, microbatch)'s backward; 0
+        when the plan recomputes nothing there."""
+        return self.recompute.get((stage, microbatch), 0.0)
 
 
 def _field(obj, key, kind, where, path):
@@ -65,7 +73,7 @@ def parse_plan(doc, where="plan.json"):
     actions = doc.get("actions")
     if not isinstance(actions, list):
         raise PlanError(f"{where}: $.actions: expected an array, got {actions!r}")
-    stages, ratios = ranks * per_rank, {}
+    stages, ratios, recompute = ranks * per_rank, {}, {}
     for i, a in enumerate(actions):
         path = f"$.actions[{i}]"
         kind = _field(a, "type", str, where, path)
@@ -80,7 +88,13 @@ def parse_plan(doc, where="plan.json"):
                 raise PlanError(f"{where}: {path}.freeze_ratio: expected a number in [0, 1], "
                                 f"got {r}")
             ratios[(stage, mb)] = r
-    return Plan(ranks, stages, microbatches, ratios, str(doc.get("schedule", "")))
+        if kind in ("B", "I") and "recompute_ratio" in a:
+            q = float(_field(a, "recompute_ratio", float, where, path))
+            if not 0.0 <= q <= 1.0:
+                raise PlanError(f"{where}: {path}.recompute_ratio: expected a number in [0, 1], "
+                                f"got {q}")
+            recompute[(stage, mb)] = q
+    return Plan(ranks, stages, microbatches, ratios, str(doc.get("schedule", "")), recompute)
 
 
 def load_plan(path):

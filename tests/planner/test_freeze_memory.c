@@ -391,10 +391,11 @@ static void durations_and_limit(instance *x, const tf_profile *p, double u)
     int *zero_cols = calloc((size_t)n, sizeof(int));
     for (int r = 0; r < x->s.ranks; r++) {
         walk w = walk_rank(&x->s, x->bytes, zero_cols, zero_cols, 0, r);
-        for (int k = 0; k < w.positions; k++) {
-            double zero[1] = {0};
+        double *zero = calloc((size_t)w.columns + 1, sizeof *zero);
+        assert_non_null(zero);
+        for (int k = 0; k < w.positions; k++)
             worst = fmax(worst, evaluate(&w, k, zero));
-        }
+        free(zero);
         free(w.coef);
     }
     free(zero_cols);

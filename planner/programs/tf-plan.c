@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tf/canvas.h"
+#include "tf/pareto_plot.h"
 #include "tf/plan.h"
 #include "tf/planner.h"
 #include "tf/profile.h"
@@ -23,10 +25,12 @@ static const char *const prog = "tf-plan";
 
 typedef struct plan_args {
     const char *profile, *output, *csv, *timeline, *write_csv;
+    const char *plot;       /* --plot: the trade-off curve's chart */
     int quiet;
     uint64_t memory_limit;  /* --memory-limit; 0: the profile's */
     int no_freeze_memory;
     int pareto, pareto_memory; /* print a trade-off curve instead of one plan */
+    int compare_aux;        /* print the aux work's three arms instead of one plan */
     tf_plan_options options;
 } plan_args;
 
@@ -44,6 +48,17 @@ static int parse_timeline(const char *text, void *field, const char **expected)
 {
     *expected = "a file name ending in .svg, .png, .pdf, .dot or .json";
     if (!tf_timeline_format_for_path(text))
+        return -1;
+    *(const char **)field = text;
+    return 0;
+}
+
+/* --plot FILE: a picture whose extension tells the format. */
+static int parse_plot(const char *text, void *field, const char **expected)
+{
+    const char *format = tf_canvas_format_for_path(text);
+    *expected = "a file name ending in .svg, .png or .pdf";
+    if (!format || !strcmp(format, "dot"))
         return -1;
     *(const char **)field = text;
     return 0;
@@ -90,6 +105,17 @@ static const tf_cli_option options[] = {
      .help = "instead of one plan, print the least batch time against the memory limit of "
              "every rank, from the smallest any plan meets to the largest unfrozen peak: every "
              "breakpoint of the exact curve (needs the profile's memory fields)"},
+    {"aux-margin", 0, TF_CLI_NUMBER, AT(options.aux_margin), 0, TF_AUX_MAX_MARGIN, .arg = "F",
+     .help = "the share of each bubble kept free when the profile's aux work is placed in "
+             "the bubbles (default " TF_PLAN_STRING(TF_AUX_DEFAULT_MARGIN) ")"},
+    {"compare-aux", 0, TF_CLI_FLAG, AT(compare_aux),
+     .help = "instead of one plan, print the aux work placed per step and how often it "
+             "completes with no freezing, with the plan, and with the most freezing that "
+             "completes it as often as no freezing does (needs a stage's \"aux\" list)"},
+    {"plot", 0, TF_CLI_CUSTOM, AT(plot), .parse = parse_plot, .arg = "FILE",
+     .help = "with --pareto or --pareto-memory, also draw the curve (format from the "
+             "extension: .svg .png .pdf): batch time against the swept limit, every "
+             "breakpoint marked"},
     {"schedule-csv", 0, TF_CLI_PATH, AT(csv), .arg = "FILE",
      .help = "run the per-rank order in FILE (PyTorch compute-only CSV: one row per rank, "
              "cells like 0F3 1B2 2I0 2W0 and pairs (0F7;7B3)OVERLAP_F_B); the CSV gives the "
@@ -113,9 +139,10 @@ static const tf_cli_program program = {prog, TF_VERSION, synopsis, options,
  * Checked before anything is read or written. */
 static int check_paths(const plan_args *a)
 {
-    const char *name[] = {"-o", "--timeline", "--write-csv", "the profile", "--schedule-csv"};
-    const char *path[] = {a->output, a->timeline, a->write_csv, a->profile, a->csv};
-    const int outputs = 3, files = 5;
+    const char *name[] = {"-o", "--timeline", "--write-csv", "--plot", "the profile",
+                          "--schedule-csv"};
+    const char *path[] = {a->output, a->timeline, a->write_csv, a->plot, a->profile, a->csv};
+    const int outputs = 4, files = 6;
     for (int i = 0; i < outputs; i++)
         for (int j = i + 1; j < files; j++)
             if (tf_cli_distinct(prog, name[i], path[i], name[j], path[j]))
@@ -133,6 +160,9 @@ static int parse_args(int argc, char **argv, plan_args *a)
     int rc = tf_cli_parse(&program, argc, argv, a);
     if (rc == TF_CLI_CONTINUE && check_paths(a))
         rc = TF_EXIT_USAGE;
+    if (rc == TF_CLI_CONTINUE && a->compare_aux && a->pareto + a->pareto_memory > 0)
+        rc = tf_cli_bad_value(prog, "--compare-aux", "one table at a time, not with a trade-off "
+                              "curve", a->pareto ? "--pareto" : "--pareto-memory");
     if (rc == TF_CLI_CONTINUE && a->pareto + a->pareto_memory > 1)
         rc = tf_cli_bad_value(prog, "--pareto-memory", "one trade-off at a time, not with "
                               "--pareto", "--pareto");
@@ -143,6 +173,9 @@ static int parse_args(int argc, char **argv, plan_args *a)
                               "belong to one plan", a->output ? a->output
                                                                : a->timeline ? a->timeline
                                                                              : a->write_csv);
+    if (rc == TF_CLI_CONTINUE && a->plot && !a->pareto && !a->pareto_memory)
+        rc = tf_cli_bad_value(prog, "--plot", "--pareto or --pareto-memory with it (it draws "
+                              "their trade-off curve; tf-dot draws a plan)", a->plot);
     a->options.memory_limit = (double)a->memory_limit;
     a->options.freeze_saves_memory = !a->no_freeze_memory;
     return rc;
@@ -236,7 +269,7 @@ static int print_summary(const plan_args *a, const tf_plan *plan)
 }
 
 /* The trade-off table on stdout. */
-static int print_pareto(const tf_pareto *pa)
+static int print_pareto(const tf_pareto *pa, const char *plot)
 {
     const int memory = pa->axis == TF_PARETO_MEMORY;
     printf("%s\n", memory ? "least batch time against every rank's memory limit"
@@ -257,20 +290,55 @@ static int print_pareto(const tf_pareto *pa)
     printf("%d %s (the ends and every breakpoint; linear between), %d %s solved; speedup "
            "against the unfrozen %.3f ms\n", pa->n, tf_plural(pa->n, "point", "points"),
            pa->solves, tf_plural(pa->solves, "plan", "plans"), pa->batch_ms_unfrozen);
+    if (plot)
+        printf("plot          %s\n", plot);
     return tf_cli_finish_stdout(prog);
 }
 
-/* --pareto or --pareto-memory: the curve instead of one plan. */
+/* --pareto or --pareto-memory: the curve instead of one plan, and with
+ * --plot its chart. */
 static int run_pareto(const plan_args *a, const tf_profile *profile, tf_error *err,
                       int *status)
 {
     tf_pareto pa;
     int rc = tf_plan_pareto(profile, &a->options,
                             a->pareto ? TF_PARETO_ACTION_RATIO : TF_PARETO_MEMORY, &pa, err);
-    if (!rc) {
-        *status = print_pareto(&pa);
-        tf_pareto_free(&pa);
+    if (rc)
+        return rc;
+    if (a->plot)
+        rc = tf_pareto_plot(&pa, a->plot, err);
+    if (!rc)
+        *status = print_pareto(&pa, a->plot);
+    tf_pareto_free(&pa);
+    return rc;
+}
+
+/* The arms of --compare-aux on stdout. */
+static int print_aux_arms(const tf_aux_comparison *c)
+{
+    static const char *const labels[] = {"no freezing", "the plan", "as fresh as unfrozen"};
+    printf("aux work against freezing (placed: in the step's own bubbles, all ranks)\n");
+    printf("%-20s %16s %12s %16s %10s\n", "arm", "max action ratio", "batch ms",
+           "placed/demand ms", "refresh");
+    for (int k = 0; k < 3; k++) {
+        const tf_aux_arm *a = &c->arm[k];
+        char refresh[32];
+        snprintf(refresh, sizeof refresh, a->refresh_steps ? "%d" : "never", a->refresh_steps);
+        printf("%-20s %16.4f %12.3f %8.2f/%-7.2f %10s\n", labels[k], a->max_action_ratio,
+               a->batch_ms, a->placed_ms, a->demand_ms, refresh);
     }
+    if (c->never_completes)
+        printf("an aux item is longer than every bubble: its work never completes\n");
+    return tf_cli_finish_stdout(prog);
+}
+
+static int run_compare_aux(const plan_args *a, const tf_profile *profile, tf_error *err,
+                           int *status)
+{
+    tf_aux_comparison c;
+    int rc = tf_plan_compare_aux(profile, &a->options, &c, err);
+    if (!rc)
+        *status = print_aux_arms(&c);
     return rc;
 }
 
@@ -288,8 +356,9 @@ int main(int argc, char **argv)
     if (!a.quiet)
         a.options.control.progress = &progress;
     int rc = load_profile(&a, &profile, &err);
-    if (!rc && (a.pareto || a.pareto_memory)) {
-        rc = run_pareto(&a, &profile, &err, &status);
+    if (!rc && (a.pareto || a.pareto_memory || a.compare_aux)) {
+        rc = a.compare_aux ? run_compare_aux(&a, &profile, &err, &status)
+                           : run_pareto(&a, &profile, &err, &status);
         if (rc)
             tf_cli_report(prog, rc, &err);
         tf_profile_free(&profile);

@@ -300,6 +300,32 @@ if [ -w /dev/full ]; then
     expect_stderr "summary to /dev/full" "cannot write the summary to stdout"
 fi
 
+# --plot draws the --pareto curve: one marked point per row of the table,
+# one piece between neighbours; without a trade-off, or with a name that
+# is no picture, it is refused and nothing is written.
+expect_status 0 "--pareto --plot" "$TF_PLAN" "$trace" --pareto --plot "$work/pareto.svg"
+expect_stdout "--pareto --plot names the chart" "plot          $work/pareto.svg"
+points=$(sed -n 's/^\([0-9][0-9]*\) points* (the ends.*/\1/p' "$work/out")
+check "--plot: one mark per point ($points)" \
+    [ "$(grep -c 'id="pt_[0-9]*" class="node"' "$work/pareto.svg")" = "$points" ]
+check "--plot: one piece between neighbours" \
+    [ "$(grep -c 'id="seg_[0-9]*" class="edge"' "$work/pareto.svg")" = "$((points - 1))" ]
+check "--plot: the x axis is titled" grep -q 'largest freeze ratio of any action' "$work/pareto.svg"
+run "$TF_PLAN" "$trace" --plot "$work/lone.svg"
+check "--plot without --pareto: exit 2" [ "$rc" -eq 2 ]
+expect_stderr "--plot without --pareto" '--plot: expected --pareto or --pareto-memory with it'
+check "--plot without --pareto: no chart" [ ! -e "$work/lone.svg" ]
+run "$TF_PLAN" "$trace" --pareto --plot "$work/pareto.gif"
+check "--plot pareto.gif: exit 2" [ "$rc" -eq 2 ]
+expect_stderr "--plot pareto.gif" 'a file name ending in .svg, .png or .pdf'
+check "--plot pareto.gif: nothing written" [ ! -e "$work/pareto.gif" ]
+cp "$trace" "$work/chart-input.json"
+cp "$work/chart-input.json" "$work/chart-input.kept"
+run "$TF_PLAN" "$work/chart-input.json" --pareto --plot "$work/./chart-input.json"
+check "--plot over the profile: exit 2" [ "$rc" -eq 2 ]
+check "--plot over the profile: the profile kept" cmp -s "$work/chart-input.json" \
+    "$work/chart-input.kept"
+
 # --time-limit bounds the solve: past it, exit 3 naming the limit.
 expect_error "bad --time-limit" 2 'time-limit' "$trace" --time-limit -1
 expect_error "time limit reached" 3 'stopped at the time limit (1e-09 s)' \

@@ -107,8 +107,10 @@ static void panel_free(tl_panel *p)
 
 static void model_free(tl_model *m)
 {
-    for (int k = 0; k < m->n_panels; k++)
+    for (int k = 0; k < m->n_panels; k++) {
+        tl_memory_free(&m->panels[k], m->plan->schedule.ranks);
         panel_free(&m->panels[k]);
+    }
     tf_dag_free(&m->dag);
     free(m->local_stage);
     memset(m, 0, sizeof *m);
@@ -236,7 +238,9 @@ static int model_build(const tf_plan *plan, const tf_timeline_options *opt, tl_m
         return rc;
     if (opt->compare_unfrozen && unfrozen_panel(m, &m->panels[0]))
         return tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
-    return 0;
+    for (int k = 0; k < m->n_panels && !rc; k++)
+        rc = tl_memory_build(m, &m->panels[k], err);
+    return rc;
 }
 
 /* Renders the model through Graphviz (the timeline, or the dependency

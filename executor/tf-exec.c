@@ -20,11 +20,12 @@ static const char synopsis[] =
     "       tf-exec --plan PLAN.json [options]            train with a plan\n"
     "       tf-exec --auto-plan [options]                 measure, plan and train\n"
     "       tf-exec --profile-out PROFILE.json [options]  measure a profile\n"
+    "       tf-exec --write-source FILE [--source S]      write a built-in source\n"
     "\n"
     "Trains a small byte-level GPT on a pipeline of ranks with a TimelyFreeze plan's\n"
     "freezing, or measures every action of the pipeline for a profile.  One of\n"
-    "--steps, --plan, --auto-plan and --profile-out says what to do; training runs\n"
-    "60 steps unless --steps says otherwise.\n";
+    "--steps, --plan, --auto-plan, --profile-out and --write-source says what to do;\n"
+    "training runs 60 steps unless --steps says otherwise.\n";
 
 /* --seed S: a whole number a double holds exactly, as the seed is also
  * written into logs and checkpoints as a JSON number. */
@@ -52,7 +53,7 @@ static int parse_lr(const char *text, void *field, const char **expected)
 
 static int parse_select(const char *text, void *field, const char **expected)
 {
-    *expected = "random or rotate";
+    *expected = "random, rotate or stable";
     return tfx_select_method_parse(text, field, NULL) == 0 ? 0 : -1;
 }
 
@@ -153,8 +154,9 @@ static const tf_cli_option options[] = {
     {"freeze-ratio", 0, TF_CLI_RATIO, AT(freeze_ratio), .arg = "R",
      .help = "without a plan: freeze R of every backward"},
     {"freeze-select", 0, TF_CLI_CUSTOM, AT(select), .parse = parse_select,
-     .arg = "random|rotate",
-     .help = "which tensors a microbatch freezes: random (default) or each stage's in turn"},
+     .arg = "random|rotate|stable",
+     .help = "which tensors a microbatch freezes: random (default), each stage's in turn, or "
+             "those whose gradients have settled (running gradient statistics)"},
     {"freeze-rescale", 0, TF_CLI_FLAG, AT(freeze_rescale),
      .help = "scale a tensor frozen in k of M microbatches by M/(M-k): the mean gradient of "
              "the others, not a shrunk sum"},
@@ -165,6 +167,9 @@ static const tf_cli_option options[] = {
     {"source", 0, TF_CLI_CUSTOM, AT(source), .parse = parse_source, .arg = "base|shifted",
      .help = "a built-in order-2 source instead (default base; shifted is base with a "
              "quarter of its pairs redrawn)"},
+    {"write-source", 0, TF_CLI_PATH, AT(source_out), .arg = "FILE",
+     .help = "write the built-in source's bytes to FILE and stop: --data FILE then trains "
+             "on the same bytes, windows and held-out part (for other tools)"},
     {"eval-every", 0, TF_CLI_INT, AT(eval_every), 0, INT_MAX, .arg = "N",
      .help = "validation loss every N steps (default 0: after the last step)"},
     {"eval-batches", 0, TF_CLI_INT, AT(eval_batches), 1, 1000, .arg = "K",
@@ -278,6 +283,11 @@ static int check_together(const tfx_exec_options *o)
         return one_of("--plan", "--profile-out");
     if (o->data_path && o->source)
         return one_of("--data", "--source");
+    if (o->source_out && (o->data_path || o->profile_out || o->plan_path || o->auto_plan))
+        return one_of("--write-source", o->data_path      ? "--data"
+                                        : o->profile_out ? "--profile-out"
+                                        : o->plan_path   ? "--plan"
+                                                         : "--auto-plan");
     if (o->schedule_csv && (o->schedule || o->plan_path))
         return one_of("--schedule-csv", o->schedule ? "--schedule" : "--plan");
     return check_auto_plan(o);
@@ -299,10 +309,10 @@ static int parse_args(int argc, char **argv, tfx_exec_options *o)
         return rc;
     if (check_together(o))
         return TF_EXIT_USAGE;
-    if (!o->steps && !o->plan_path && !o->auto_plan && !o->profile_out)
+    if (!o->steps && !o->plan_path && !o->auto_plan && !o->profile_out && !o->source_out)
         return tf_cli_missing(&program, argc,
                               "nothing to do: give --steps N to train, --plan FILE, "
-                              "--auto-plan or --profile-out FILE");
+                              "--auto-plan, --profile-out FILE or --write-source FILE");
     if (!o->steps)
         o->steps = default_steps;
     if (!o->model.ffn)
@@ -336,8 +346,9 @@ int main(int argc, char **argv)
     if (o.launch.world_size > 1)
         snprintf(who, sizeof who, "tf-exec (process %d of %d)", o.launch.rank,
                  o.launch.world_size);
-    rc = o.profile_out && !o.auto_plan ? tfx_exec_profile(&o, &err)
-                                       : tfx_exec_train(&o, NULL, &err);
+    rc = o.source_out                  ? tfx_exec_write_source(&o, &err)
+         : o.profile_out && !o.auto_plan ? tfx_exec_profile(&o, &err)
+                                         : tfx_exec_train(&o, NULL, &err);
     if (rc < 0) {
         fflush(stdout);
         tf_cli_report(who, rc, &err);

@@ -95,7 +95,7 @@ usage_error unknown_schedule '--schedule: expected a built-in schedule (GPipe 1F
     --schedule Wavy --steps 1
 usage_error bad_number '--steps: expected an integer in [1, 2147483646], got "ten"' --steps ten
 usage_error no_steps '--steps: expected an integer in [1, 2147483646], got "0"' --steps 0
-usage_error nothing_to_do 'nothing to do: give --steps N to train, --plan FILE, --auto-plan or --profile-out FILE' \
+usage_error nothing_to_do 'nothing to do: give --steps N to train, --plan FILE, --auto-plan, --profile-out FILE or --write-source FILE' \
     "${model[@]}"
 expect_status 2 "no arguments" "$TF_EXEC"
 check "no arguments: the usage on stderr" grep -q '^usage: tf-exec --steps N' "$work/err"
@@ -202,5 +202,22 @@ usage_error data_and_source "--data and --source: give one of them" --data "$wor
     --source shifted --steps 1
 usage_error unknown_source '--source: expected base or shifted, got "other"' --source other \
     "${model[@]}" --steps 1
+
+# 6. --write-source: the built-in bytes in a file, on which --data trains
+# exactly as --source does (the same windows, the same held-out part).
+expect_status 0 "--write-source" "$TF_EXEC" --write-source "$work/shifted.txt" --source shifted
+expect_stdout "--write-source says what it wrote" "wrote $work/shifted.txt: the built-in source shifted"
+check "the source is 1 MiB" [ "$(wc -c <"$work/shifted.txt")" -eq 1048576 ]
+for how in source data; do
+    from=(--source shifted)
+    [ "$how" = data ] && from=(--data "$work/shifted.txt")
+    run "$TF_EXEC" "${small_gpt[@]}" --microbatch-size 2 --steps 3 --eval-every 1 \
+        "${from[@]}" --log "$work/$how.jsonl"
+done
+strip_timing() { sed 's/"batch_ms.*"freeze_ratio"/"freeze_ratio"/; s/, "forward_ms.*"val_loss"/, "val_loss"/' "$1"; }
+check "--data on the written source trains as --source" \
+    diff <(strip_timing "$work/source.jsonl") <(strip_timing "$work/data.jsonl")
+usage_error write_source_and_data "--write-source and --data: give one of them" \
+    --write-source "$work/x.txt" --data "$work/data.bin"
 
 finish "tf-exec command line"

@@ -75,7 +75,7 @@ static int read_losses(const char *path, double *loss, int max)
 static void test_resume_is_bit_identical(void **state)
 {
     fixture *f = *state;
-    for (int method = 0; method < 2; method++) {
+    for (int method = 0; method < 3; method++) { /* random, rotate, stable */
         char a[128], b[128], log_a[128], log_b[128], ck_a[256], ck_b[256];
         snprintf(a, sizeof a, "%s/a%d", f->dir, method);
         snprintf(b, sizeof b, "%s/b%d", f->dir, method);
@@ -179,25 +179,39 @@ static void patch(const char *path, const char *data, size_t len, size_t at, con
     free(copy);
 }
 
+/* A checkpoint written by a 2-step run, and its bytes. */
+typedef struct saved {
+    char dir[128], path[256];
+    char *data;      /* the file, freed by the caller */
+    size_t len;
+} saved;
+
+/* Trains 2 steps with `select`, checkpointing into f->dir/name; *o stays
+ * set up for that run (its checkpoint_dir points into *k). */
+static void save_two_steps(fixture *f, const char *name, tfx_select_method select,
+                           tfx_exec_options *o, saved *k)
+{
+    tf_error err = {0};
+    snprintf(k->dir, sizeof k->dir, "%s/%s", f->dir, name);
+    small_options(f, o);
+    o->steps = 2;
+    o->checkpoint_dir = k->dir;
+    o->select = select;
+    assert_int_equal(tfx_exec_train(o, NULL, &err), 0);
+    tfx_checkpoint_path(k->dir, k->path, sizeof k->path);
+    assert_int_equal(tf_read_file(k->path, &k->data, &k->len, NULL), 0);
+}
+
 /* A checksum proves a file intact, not valid: every field that becomes a
  * count, an index or a value is checked, the run refused with the field
  * named, and the weights left as they were. */
 static void test_valid_checksum_bad_fields(void **state)
 {
     fixture *f = *state;
-    char dir[128], path[256];
-    snprintf(dir, sizeof dir, "%s/fields", f->dir);
     tfx_exec_options o;
     tf_error err = {0};
-    small_options(f, &o);
-    o.steps = 2;
-    o.checkpoint_dir = dir;
-    o.select = TFX_SELECT_ROTATE;
-    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
-    tfx_checkpoint_path(dir, path, sizeof path);
-    char *data;
-    size_t len;
-    assert_int_equal(tf_read_file(path, &data, &len, NULL), 0);
+    saved k;
+    save_two_steps(f, "fields", TFX_SELECT_ROTATE, &o, &k);
     /* Layout (checkpoint.c): magic 8, shape 10 x 8, schedule 64, step 8,
      * selector stages 8, one rotate offset per stage (2 here), tensor count
      * 8, then per tensor its step count 8, value count 8 and 3 x values. */
@@ -218,18 +232,18 @@ static void test_valid_checksum_bad_fields(void **state)
         {count_at, 1000, "1000 tensors"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        patch(path, data, len, bad[i].at, &bad[i].value);
+        patch(k.path, k.data, k.len, bad[i].at, &bad[i].value);
         o.steps = 4;
         assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
         assert_contains(err.msg, bad[i].needle);
     }
     /* A tensor's optimizer steps beyond the run's, or negative. */
     int64_t steps = 3;
-    patch(path, data, len, tensors_at, &steps);
+    patch(k.path, k.data, k.len, tensors_at, &steps);
     assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
     assert_contains(err.msg, "embed.token has 3 optimizer steps, expected 0 to 2");
     steps = -1;
-    patch(path, data, len, tensors_at, &steps);
+    patch(k.path, k.data, k.len, tensors_at, &steps);
     assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
     assert_contains(err.msg, "has -1 optimizer steps");
     /* A NaN parameter, an infinite first moment, a negative second one. */
@@ -245,14 +259,14 @@ static void test_valid_checksum_bad_fields(void **state)
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         int64_t word;
-        memcpy(&word, data + values[i].at, 8);
+        memcpy(&word, k.data + values[i].at, 8);
         memcpy(&word, &values[i].value, 4);
-        patch(path, data, len, values[i].at, &word);
+        patch(k.path, k.data, k.len, values[i].at, &word);
         assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
         assert_contains(err.msg, values[i].needle);
     }
     /* The file as it was still resumes. */
-    assert_int_equal(tf_write_file_atomic(path, data, len, NULL), 0);
+    assert_int_equal(tf_write_file_atomic(k.path, k.data, k.len, NULL), 0);
     assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
     /* Older formats are refused, naming theirs and this one, by a resume
      * and by --init, and the file is left as it was: TFXCKPT1 (a model
@@ -260,9 +274,9 @@ static void test_valid_checksum_bad_fields(void **state)
     static const char *const old[2][2] = {{"TFXCKPT1", "no attention"},
                                           {"TFXCKPT2", "random streams"}};
     for (int i = 0; i < 2; i++) {
-        memcpy(data, old[i][0], 8);
-        assert_int_equal(tf_write_file_atomic(path, data, len, NULL), 0);
-        o.checkpoint_dir = dir;
+        memcpy(k.data, old[i][0], 8);
+        assert_int_equal(tf_write_file_atomic(k.path, k.data, k.len, NULL), 0);
+        o.checkpoint_dir = k.dir;
         o.init_dir = NULL;
         assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
         char want[64];
@@ -271,17 +285,68 @@ static void test_valid_checksum_bad_fields(void **state)
         assert_contains(err.msg, old[i][1]);
         assert_contains(err.msg, "this tf-exec reads TFXCKPT3 only");
         o.checkpoint_dir = NULL;
-        o.init_dir = dir;
+        o.init_dir = k.dir;
         assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
         assert_contains(err.msg, want);
         char *now;
         size_t now_len;
-        assert_int_equal(tf_read_file(path, &now, &now_len, NULL), 0);
-        assert_int_equal(now_len, len);
-        assert_memory_equal(now, data, len);
+        assert_int_equal(tf_read_file(k.path, &now, &now_len, NULL), 0);
+        assert_int_equal(now_len, k.len);
+        assert_memory_equal(now, k.data, k.len);
         free(now);
     }
-    free(data);
+    free(k.data);
+}
+
+/* --freeze-select stable: the gradient statistics close the file, each
+ * checked like the other fields; --init reads such a file's weights. */
+static void test_stable_statistics_checked(void **state)
+{
+    fixture *f = *state;
+    tfx_exec_options o;
+    tf_error err = {0};
+    saved k;
+    save_two_steps(f, "stable", TFX_SELECT_STABLE, &o, &k);
+    /* The section (checkpoint.c): per tensor, steps without a gradient 8,
+     * P 8, value count 8, then both averages; the checksum 8 ends the file. */
+    tfx_model_layout l;
+    assert_int_equal(tfx_model_layout_build(&o.model, 2, &l, NULL), 0);
+    size_t section = 0;
+    for (int t = 0; t < l.n_tensors; t++)
+        section += 24 + 2 * l.tensors[t].count * sizeof(float);
+    const size_t at = k.len - 8 - section, first_average = at + 24;
+    const double big_p = 2.0;
+    const float negative = -0.5f;
+    const struct {
+        size_t at;
+        const void *value;
+        const char *needle;
+    } bad[] = {
+        {at, &(int64_t){5}, "5 steps without a gradient of 2"},
+        {at + 8, &big_p, "P = 2"},
+        {at + 16, &(int64_t){3}, "3 values of 4096"},
+        {first_average + 256 * 16 * 4, &negative, "embed.token, gradient average 4096 is -0.5"},
+    };
+    o.steps = 4;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t word;
+        memcpy(&word, k.data + bad[i].at, 8);
+        memcpy(&word, bad[i].value, bad[i].value == &negative ? 4 : 8);
+        patch(k.path, k.data, k.len, bad[i].at, &word);
+        assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+        assert_contains(err.msg, bad[i].needle);
+    }
+    /* Another method's run cannot resume it; --init takes its weights. */
+    assert_int_equal(tf_write_file_atomic(k.path, k.data, k.len, NULL), 0);
+    o.select = TFX_SELECT_RANDOM;
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "freeze_select = 2, but this run has freeze_select = 0");
+    o.checkpoint_dir = NULL;
+    o.init_dir = k.dir;
+    o.steps = 1;
+    assert_int_equal(tfx_exec_train(&o, NULL, &err), 0);
+    tfx_model_layout_free(&l);
+    free(k.data);
 }
 
 /* --init: the weights of a checkpoint saved by another pipeline shape, and
@@ -394,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_resume_is_bit_identical),
         cmocka_unit_test(test_bad_checkpoints_are_refused),
         cmocka_unit_test(test_valid_checksum_bad_fields),
+        cmocka_unit_test(test_stable_statistics_checked),
         cmocka_unit_test(test_init_from_another_shape),
         cmocka_unit_test(test_bad_plans_are_refused),
     };

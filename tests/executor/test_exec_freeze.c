@@ -1,5 +1,6 @@
-/* test_exec_freeze.c - freeze selection (random front-biased, rotate); the
- * corpus has its own tests (test_exec_corpus.c). */
+/* test_exec_freeze.c - freeze selection (random front-biased, rotate,
+ * stable by gradient statistics); the corpus has its own tests
+ * (test_exec_corpus.c). */
 #include <math.h>
 
 #include <unistd.h>
@@ -151,6 +152,131 @@ static void test_random_is_seeded(void **state)
     tfx_freeze_selector_free(&again);
 }
 
+/* A stable selector of one stage with `K` tensors of `n` elements each,
+ * tracked. */
+static void stable_selector(tfx_freeze_selector *sel, int K, size_t n)
+{
+    int Ks[1] = {K};
+    size_t sizes[8];
+    assert_true(K <= 8);
+    for (int i = 0; i < K; i++)
+        sizes[i] = n;
+    assert_int_equal(tfx_freeze_selector_init(sel, TFX_SELECT_STABLE, 1, 1, Ks, NULL), 0);
+    assert_int_equal(tfx_freeze_selector_track(sel, 0, sizes, NULL), 0);
+}
+
+/* Stable: P = sum |EMA(g)| / sum EMA(|g|) with decay 0.9, by hand.  After
+ * g = (1, -1): EMA(g) = (0.1, -0.1), EMA(|g|) = (0.1, 0.1), P = 1.  After
+ * g = (1, 1): EMA(g) = (0.19, 0.01), EMA(|g|) = (0.19, 0.19), P = 0.2 / 0.38.
+ * A tensor never given a gradient keeps P = 1. */
+static void test_stable_perturbation_by_hand(void **state)
+{
+    (void)state;
+    tfx_freeze_selector sel;
+    stable_selector(&sel, 2, 2);
+    const float g1[2] = {1.0f, -1.0f}, g2[2] = {1.0f, 1.0f};
+    tfx_freeze_selector_observe(&sel, 0, 0, g1);
+    tfx_freeze_selector_observe(&sel, 0, 1, NULL);
+    assert_float_equal(sel.perturbation[0], 1.0, 1e-6);
+    tfx_freeze_selector_observe(&sel, 0, 0, g2);
+    tfx_freeze_selector_observe(&sel, 0, 1, NULL);
+    assert_float_equal(sel.perturbation[0], 0.2 / 0.38, 1e-6);
+    assert_float_equal(sel.perturbation[1], 1.0, 0.0);
+    assert_int_equal(sel.stale[0], 0);
+    assert_int_equal(sel.stale[1], 2);
+    tfx_freeze_selector_free(&sel);
+}
+
+/* Stable: 4 tensors; 0 and 2 get a gradient of one sign every step (P = 1),
+ * 1 flips between +1 and -1 and 3 between +1 and -0.5 (both settle, 1 more:
+ * after 20 steps P(1) = 0.053 and P(3) = 0.286).  The most settled go
+ * first, ties by index; a ratio of 0 freezes nothing. */
+static void test_stable_freezes_the_settled(void **state)
+{
+    (void)state;
+    tfx_freeze_selector sel;
+    stable_selector(&sel, 4, 3);
+    for (int step = 0; step < 20; step++) {
+        float sign = step % 2 ? -1.0f : 1.0f;
+        float same[3] = {0.5f, -2.0f, 1.0f}, flip[3] = {sign, sign, sign};
+        float lopsided[3] = {step % 2 ? -0.5f : 1.0f, step % 2 ? -0.5f : 1.0f, 0.0f};
+        tfx_freeze_selector_observe(&sel, 0, 0, same);
+        tfx_freeze_selector_observe(&sel, 0, 1, flip);
+        tfx_freeze_selector_observe(&sel, 0, 2, same);
+        tfx_freeze_selector_observe(&sel, 0, 3, lopsided);
+    }
+    assert_true(sel.perturbation[1] < sel.perturbation[3]);
+    assert_true(sel.perturbation[3] < sel.perturbation[0]);
+    unsigned char mask[4];
+    const unsigned char one[4] = {0, 1, 0, 0}, two[4] = {0, 1, 0, 1}, three[4] = {1, 1, 0, 1};
+    assert_int_equal(tfx_freeze_select(&sel, 20, 0, 0, 0.25, mask), 1);
+    assert_memory_equal(mask, one, 4);
+    assert_int_equal(tfx_freeze_select(&sel, 20, 0, 1, 0.5, mask), 2);
+    assert_memory_equal(mask, two, 4);
+    assert_int_equal(tfx_freeze_select(&sel, 20, 0, 2, 0.75, mask), 3);
+    assert_memory_equal(mask, three, 4); /* P(0) = P(2) = 1: the lower index */
+    assert_int_equal(tfx_freeze_select(&sel, 20, 0, 3, 0.0, mask), 0);
+    tfx_freeze_selector_free(&sel);
+}
+
+/* Stable: after TFX_STABLE_STALE_STEPS steps without a gradient a tensor
+ * goes last, whatever its P; one gradient makes it fresh again. */
+static void test_stable_refreshes_stale_tensors(void **state)
+{
+    (void)state;
+    tfx_freeze_selector sel;
+    stable_selector(&sel, 3, 1);
+    const float up[1] = {1.0f}, down[1] = {-1.0f};
+    for (int step = 0; step < 4; step++) {
+        tfx_freeze_selector_observe(&sel, 0, 0, step % 2 ? down : up); /* settles */
+        tfx_freeze_selector_observe(&sel, 0, 1, up);
+        tfx_freeze_selector_observe(&sel, 0, 2, up);
+    }
+    unsigned char mask[3];
+    const unsigned char first[3] = {1, 0, 0}, after[3] = {0, 1, 0};
+    assert_int_equal(tfx_freeze_select(&sel, 4, 0, 0, 0.34, mask), 1);
+    assert_memory_equal(mask, first, 3);
+    for (int step = 0; step < TFX_STABLE_STALE_STEPS; step++) {
+        assert_memory_equal(mask, first, 3); /* frozen until it is stale */
+        tfx_freeze_selector_observe(&sel, 0, 0, NULL);
+        tfx_freeze_selector_observe(&sel, 0, 1, up);
+        tfx_freeze_selector_observe(&sel, 0, 2, up);
+        tfx_freeze_select(&sel, 5 + step, 0, 0, 0.34, mask);
+    }
+    assert_memory_equal(mask, after, 3);
+    tfx_freeze_selector_observe(&sel, 0, 0, up);
+    tfx_freeze_selector_observe(&sel, 0, 1, up);
+    tfx_freeze_selector_observe(&sel, 0, 2, up);
+    tfx_freeze_select(&sel, 20, 0, 0, 0.34, mask);
+    assert_memory_equal(mask, first, 3);
+    tfx_freeze_selector_free(&sel);
+}
+
+/* Stable: an untracked stage (another process's) freezes in index order;
+ * only a stable selector tracks, and only its own stages. */
+static void test_stable_untracked_and_refusals(void **state)
+{
+    (void)state;
+    int Ks[2] = {3, 2};
+    size_t sizes[3] = {1, 1, 1};
+    tfx_freeze_selector sel;
+    tf_error err = {0};
+    assert_int_equal(tfx_freeze_selector_init(&sel, TFX_SELECT_STABLE, 1, 2, Ks, NULL), 0);
+    const float g[1] = {1.0f};
+    tfx_freeze_selector_observe(&sel, 0, 2, g); /* ignored: not tracked */
+    unsigned char mask[3];
+    const unsigned char two[3] = {1, 1, 0};
+    assert_int_equal(tfx_freeze_select(&sel, 0, 0, 0, 0.6, mask), 2);
+    assert_memory_equal(mask, two, 3);
+    assert_int_equal(tfx_freeze_selector_track(&sel, 2, sizes, &err), TF_EINVAL);
+    assert_contains(err.msg, "stage 2");
+    tfx_freeze_selector_free(&sel);
+    assert_int_equal(tfx_freeze_selector_init(&sel, TFX_SELECT_ROTATE, 1, 2, Ks, NULL), 0);
+    assert_int_equal(tfx_freeze_selector_track(&sel, 0, sizes, &err), TF_EINVAL);
+    assert_contains(err.msg, "method rotate");
+    tfx_freeze_selector_free(&sel);
+}
+
 static void test_method_names(void **state)
 {
     (void)state;
@@ -159,8 +285,11 @@ static void test_method_names(void **state)
     assert_int_equal(tfx_select_method_parse("rotate", &m, &err), 0);
     assert_int_equal(m, TFX_SELECT_ROTATE);
     assert_string_equal(tfx_select_method_name(m), "rotate");
+    assert_int_equal(tfx_select_method_parse("stable", &m, &err), 0);
+    assert_int_equal(m, TFX_SELECT_STABLE);
+    assert_string_equal(tfx_select_method_name(m), "stable");
     assert_int_equal(tfx_select_method_parse("sometimes", &m, &err), TF_EINVAL);
-    assert_contains(err.msg, "--freeze-select \"sometimes\"");
+    assert_contains(err.msg, "--freeze-select \"sometimes\": expected random, rotate or stable");
 }
 
 int main(void)
@@ -171,6 +300,10 @@ int main(void)
         cmocka_unit_test(test_random_single_choice_follows_weights),
         cmocka_unit_test(test_random_pairs_follow_weights),
         cmocka_unit_test(test_random_is_seeded),
+        cmocka_unit_test(test_stable_perturbation_by_hand),
+        cmocka_unit_test(test_stable_freezes_the_settled),
+        cmocka_unit_test(test_stable_refreshes_stale_tensors),
+        cmocka_unit_test(test_stable_untracked_and_refusals),
         cmocka_unit_test(test_method_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,11 +7,14 @@
  * as it is (magic and checksum checks).  A checkpoint that loads must be
  * one a run can go on from: steps done and every tensor's optimizer steps
  * at least 0, parameters and moments finite, second moments not negative,
- * freeze rotation offsets not negative (a checksum proves the file
- * intact, not valid).
+ * freeze rotation offsets not negative, and with --freeze-select stable
+ * the gradient statistics in range (a checksum proves the file intact, not
+ * valid).  Each input is loaded as a run with the random choice and as one
+ * with the stable choice, whose checkpoints hold those statistics.
  *
- * With TF_FUZZ_SEED_DIR set, the first call writes two seeds there (a real
- * checkpoint of the model below, as a body and raw), for tests/fuzz/run.sh.
+ * With TF_FUZZ_SEED_DIR set, the first call writes four seeds there (a real
+ * checkpoint of the model below under each choice, as a body and raw), for
+ * tests/fuzz/run.sh.
  */
 #include <math.h>
 #include <sys/stat.h>
@@ -25,8 +28,8 @@
 
 typedef struct target {
     tfx_pipeline *pipeline;
-    tfx_freeze_selector sel;
-    tfx_checkpoint_meta meta;
+    tfx_freeze_selector sel, stable;     /* a random and a stable selector */
+    tfx_checkpoint_meta meta, stable_meta;
     char dir[300];
     float *host;          /* the largest tensor's values */
 } target;
@@ -57,8 +60,17 @@ static void make_target(target *t)
     for (int i = 0; i < l->n_tensors; i++)
         largest = l->tensors[i].count > largest ? l->tensors[i].count : largest;
     t->host = malloc(largest * sizeof *t->host);
-    if (!t->host || tfx_freeze_selector_init(&t->sel, TFX_SELECT_RANDOM, 1, 2, k, &err))
+    if (!t->host || tfx_freeze_selector_init(&t->sel, TFX_SELECT_RANDOM, 1, 2, k, &err) ||
+        tfx_freeze_selector_init(&t->stable, TFX_SELECT_STABLE, 1, 2, k, &err))
         abort();
+    size_t sizes[64];
+    for (int i = 0; i < l->n_tensors && i < 64; i++)
+        sizes[i] = l->tensors[i].count;
+    for (int st = 0; st < 2; st++)
+        if (tfx_freeze_selector_track(&t->stable, st, sizes + l->stage_first_tensor[st], &err))
+            abort();
+    t->stable_meta = t->meta;
+    t->stable_meta.select_method = TFX_SELECT_STABLE;
     char path[300];
     fuzz_scratch_path("ckpt", path, sizeof path);
     snprintf(t->dir, sizeof t->dir, "%s", path);
@@ -66,16 +78,18 @@ static void make_target(target *t)
         abort();
 }
 
-/* Writes a real checkpoint's body and raw bytes into dir as seeds. */
-static void write_seeds(target *t, const char *dir)
+/* Writes a real checkpoint's body and raw bytes into dir as seeds, their
+ * names ending in `suffix`. */
+static void write_seed(target *t, const tfx_freeze_selector *sel, tfx_checkpoint_meta *meta,
+                       const char *dir, const char *suffix)
 {
     tf_error err = {0};
-    t->meta.step = 3;
-    if (tfx_checkpoint_save(t->dir, t->pipeline, &t->sel, &t->meta, &err)) {
+    meta->step = 3;
+    if (tfx_checkpoint_save(t->dir, t->pipeline, sel, meta, &err)) {
         fprintf(stderr, "fuzz_checkpoint: %s\n", err.msg);
         abort();
     }
-    t->meta.step = 0;
+    meta->step = 0;
     char path[600];
     char *data;
     size_t len;
@@ -86,13 +100,44 @@ static void write_seeds(target *t, const char *dir)
         abort();
     seed[0] = 'R';
     memcpy(seed + 1, data, len);
-    snprintf(path, sizeof path, "%s/raw", dir);
+    snprintf(path, sizeof path, "%s/raw%s", dir, suffix);
     fuzz_write_file(path, seed, len + 1);
     seed[8] = 'C'; /* the body: the bytes between magic and checksum */
-    snprintf(path, sizeof path, "%s/body", dir);
+    snprintf(path, sizeof path, "%s/body%s", dir, suffix);
     fuzz_write_file(path, seed + 8, len - 8 - 8 + 1);
     free(seed);
     free(data);
+}
+
+/* The seeds of both choices; the stable one after a gradient, so that its
+ * statistics are not all zero. */
+static void write_seeds(target *t, const char *dir)
+{
+    write_seed(t, &t->sel, &t->meta, dir, "");
+    const tfx_model_layout *l = tfx_pipeline_layout(t->pipeline);
+    for (int i = 0; i < l->n_tensors; i++) {
+        for (size_t j = 0; j < l->tensors[i].count; j++)
+            t->host[j] = (float)(j % 3) - 1.0f;
+        int st = i < l->stage_first_tensor[1] ? 0 : 1;
+        tfx_freeze_selector_observe(&t->stable, st, i - l->stage_first_tensor[st], t->host);
+    }
+    write_seed(t, &t->stable, &t->stable_meta, dir, "-stable");
+}
+
+/* The stable selector's statistics after a checkpoint loaded. */
+static void check_statistics(const tfx_freeze_selector *sel, long step)
+{
+    for (int i = 0; i < sel->n_tensors; i++) {
+        FUZZ_CHECK(sel->stale[i] >= 0 && sel->stale[i] <= step,
+                   "tensor %d: %ld steps without a gradient accepted", i, sel->stale[i]);
+        FUZZ_CHECK(sel->perturbation[i] >= 0.0 && sel->perturbation[i] <= 1.0,
+                   "tensor %d: P = %g accepted", i, sel->perturbation[i]);
+        for (size_t j = 0; j < sel->size[i]; j++)
+            FUZZ_CHECK(isfinite(sel->avg_grad[i][j]) && sel->avg_abs[i][j] >= 0.0f &&
+                           isfinite(sel->avg_abs[i][j]),
+                       "tensor %d: averages %g, %g accepted", i, (double)sel->avg_grad[i][j],
+                       (double)sel->avg_abs[i][j]);
+    }
 }
 
 /* What a run may rely on after a checkpoint loaded. */
@@ -152,6 +197,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_loaded(&t, meta.step);
     } else {
         FUZZ_CHECK(err.msg[0] != '\0', "refused without a message");
+    }
+    tf_error stable_err = {0};
+    tfx_checkpoint_meta stable_meta = t.stable_meta;
+    if (tfx_checkpoint_load(t.dir, t.pipeline, &t.stable, &stable_meta, &found,
+                            &stable_err) == 0) {
+        check_loaded(&t, stable_meta.step);
+        check_statistics(&t.stable, stable_meta.step);
+    } else {
+        FUZZ_CHECK(stable_err.msg[0] != '\0', "refused without a message (stable)");
     }
     /* --init reads the same file for its weights alone. */
     tf_error init_err = {0};

@@ -67,6 +67,17 @@ class RngTest(unittest.TestCase):
         r = Rng.for_coords(5, 3, 7, 8, 9)
         self.assertEqual(r.next(), threefry4x64_20([5, 0, 0, 0], [3 << 48, 7, 8, 9])[0])
 
+    def test_below_is_the_word_mod_n_when_accepted(self):
+        # 2^64 mod 10 = 6: the first word (0x0921...) is far above it, so
+        # below(10) is that word mod 10; below(1) is always 0.
+        first = 0x09218EBDE6C85537
+        self.assertEqual(Rng.for_coords(0, 0, 0, 0, 0).below(10), first % 10)
+        self.assertEqual(Rng.for_coords(0, 0, 0, 0, 0).below(1), 0)
+        # n = 2^63 + 1 rejects words below 2^63 - 1: the block's first three
+        # words are, so the fourth (0xEE29...) is taken, mod n.
+        n = (1 << 63) + 1
+        self.assertEqual(Rng.for_coords(0, 0, 0, 0, 0).below(n), 0xEE29EC846BD2E40B % n)
+
     def test_uniform_in_unit_interval(self):
         r = Rng.for_coords(7, 1, 2, 3, 4)
         xs = [r.uniform() for _ in range(1000)]
@@ -115,6 +126,14 @@ class RulesTest(unittest.TestCase):
         self.assertEqual(counts, [2] * 5)
         self.assertEqual(masks[0], [True, True, False, False, False])
         self.assertEqual(masks[1], [False, False, True, True, False])
+
+    def test_refuses_the_gradient_statistics_method(self):
+        # tf-exec's "stable" follows its own run's gradients: no plan holds
+        # them, so the module says so instead of choosing something else.
+        with self.assertRaisesRegex(ValueError, "method 'stable'.*cannot reproduce"):
+            FreezeSelector([5], "stable")
+        with self.assertRaisesRegex(ValueError, "expected random or rotate"):
+            FreezeSelector([5], "sometimes")
 
     def test_schedule_applies_ratios_with_the_phase(self):
         plan = parse_plan(plan_doc(ratios={(0, 1): 1.0, (1, 0): 0.5}))

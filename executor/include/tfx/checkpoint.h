@@ -2,9 +2,10 @@
  *
  * A checkpoint is one binary file DIR/tf-exec.ckpt ("TFXCKPT3") holding the
  * run's shape (model sizes, pipeline, seed, freeze selection), the number
- * of steps done, the rotate offsets of the freeze selector, and every
- * tensor's parameters, AdamW moments and step count, followed by a 64-bit
- * FNV-1a checksum.  It is written atomically (temporary file + rename), so
+ * of steps done, the rotate offsets of the freeze selector, every tensor's
+ * parameters, AdamW moments and step count, under --freeze-select stable
+ * every tensor's gradient statistics (freeze_select.h), and a 64-bit FNV-1a
+ * checksum.  It is written atomically (temporary file + rename), so
  * a crash while saving leaves the previous checkpoint intact.  Data batches and random freeze
  * choices are functions of (seed, step), so a resumed run continues
  * bit-identically.  The format changes whenever what a run draws from a
@@ -55,9 +56,9 @@ int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selec
  * (short, bad magic, checksum) is TF_EINVAL, and so is an intact one holding
  * a value out of range (a negative step or optimizer step count, a rotate
  * offset beyond its stage, a parameter or moment that is not finite, a
- * negative second moment), named with its field.  Nothing is loaded unless
- * the whole file passes.  On success with *found, meta->step gets the steps
- * completed. */
+ * negative second moment, gradient statistics out of their ranges), named
+ * with its field.  Nothing is loaded unless the whole file passes.  On
+ * success with *found, meta->step gets the steps completed. */
 int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *sel,
                         tfx_checkpoint_meta *meta, int *found, tf_error *err);
 

@@ -72,6 +72,7 @@ typedef struct tfx_exec_options {
     const char *log_path;       /* JSON lines, one per step */
     const char *data_path;      /* NULL: the built-in source `source` */
     const char *source;         /* built-in source: "base" (NULL: the default) or "shifted" */
+    const char *source_out;     /* write the built-in source's bytes here instead of training */
     const char *init_dir;       /* start from this checkpoint's weights (fresh optimizer) */
     int eval_every;             /* validation loss every N steps; 0: after the last only */
     int eval_batches;           /* held-out batches per evaluation (default 4) */
@@ -119,6 +120,12 @@ typedef struct tfx_train_summary {
 /* Profiles the schedule and writes o->profile_out atomically.  Returns 0 or
  * a negative TF_E* code with a message naming the option or file. */
 int tfx_exec_profile(const tfx_exec_options *o, tf_error *err);
+
+/* Writes the bytes of the built-in source o->source (NULL: base) to
+ * o->source_out atomically: training on that file with --data draws the
+ * same windows and holds out the same bytes as --source does.  Returns 0,
+ * or TF_EINVAL / TF_EIO / TF_ENOMEM naming the option or the file. */
+int tfx_exec_write_source(const tfx_exec_options *o, tf_error *err);
 
 /* Trains as described above; *summary (may be NULL) receives the figures.
  * Bad plans (another schedule, rank count, microbatch size than the options

@@ -86,7 +86,7 @@ char *tfx_checkpoint_path(const char *dir, char *buf, size_t n)
 }
 
 /* The shape fields in file order, so save, load and the comparison agree. */
-enum { SHAPE_FIELDS = 10, MODEL_FIELDS_END = 4, HEADS_FIELD = 9 };
+enum { SHAPE_FIELDS = 10, MODEL_FIELDS_END = 4, SELECT_FIELD = 8, HEADS_FIELD = 9 };
 
 static void shape_fields(const tfx_checkpoint_meta *m, int64_t v[SHAPE_FIELDS])
 {
@@ -126,6 +126,22 @@ static size_t largest_tensor(const tfx_model_layout *l)
     return max_count;
 }
 
+/* --freeze-select stable: every tensor's statistics, after the tensor
+ * records: steps without a gradient, P, the element count (0: not
+ * tracked) and both running averages. */
+static void put_statistics(bytes *b, const tfx_freeze_selector *sel)
+{
+    for (int t = 0; t < sel->n_tensors; t++) {
+        put_i64(b, sel->stale[t]);
+        put(b, &sel->perturbation[t], sizeof(double));
+        put_i64(b, (int64_t)sel->size[t]);
+        if (sel->size[t]) {
+            put(b, sel->avg_grad[t], sel->size[t] * sizeof(float));
+            put(b, sel->avg_abs[t], sel->size[t] * sizeof(float));
+        }
+    }
+}
+
 int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selector *sel,
                         const tfx_checkpoint_meta *meta, tf_error *err)
 {
@@ -162,6 +178,8 @@ int tfx_checkpoint_save(const char *dir, tfx_pipeline *p, const tfx_freeze_selec
             put(&b, host, n * sizeof(float));
         }
     }
+    if (meta->select_method == TFX_SELECT_STABLE)
+        put_statistics(&b, sel);
     uint64_t sum = b.oom ? 0 : tfx_checkpoint_checksum(b.data, b.len);
     put(&b, &sum, sizeof sum);
     if (b.oom) {
@@ -192,6 +210,7 @@ typedef struct ckpt {
     long *offsets;            /* its rotate offsets, stages */
     int64_t n_tensors;
     cursor tensors;
+    cursor statistics;        /* stable's, after the tensors (set by check_tensors) */
 } ckpt;
 
 /* Largest step count or tensor update count a checkpoint may hold. */
@@ -204,8 +223,9 @@ typedef struct ckpt {
 static size_t largest_checkpoint(const tfx_model_layout *l)
 {
     size_t bytes = 8 + 8 * SHAPE_FIELDS + 64 + 8 + 8 + 8 * (size_t)TF_MAX_STAGES + 8 + 8;
-    for (int t = 0; t < l->n_tensors; t++)
-        bytes += 16 + 3 * l->tensors[t].count * sizeof(float);
+    for (int t = 0; t < l->n_tensors; t++) /* the record, and stable's statistics */
+        bytes += 16 + 3 * l->tensors[t].count * sizeof(float) +
+                 24 + 2 * l->tensors[t].count * sizeof(float);
     return bytes;
 }
 
@@ -339,9 +359,52 @@ static int check_values(const ckpt *k, const tfx_tensor_info *t, const unsigned 
     return 0;
 }
 
+/* Stable's statistics of one tensor t at the cursor: steps without a
+ * gradient in [0, steps done], P in [0, 1], the element count 0 or the
+ * tensor's, both averages finite and EMA(|g|) not negative. */
+static int check_tensor_statistics(const ckpt *k, cursor *c, const tfx_tensor_info *t,
+                                   tf_error *err)
+{
+    int64_t stale = get_i64(c), n;
+    double p;
+    get(c, &p, sizeof p);
+    n = get_i64(c);
+    if (c->short_read)
+        return tf_fail(err, TF_EINVAL, "checkpoint %s: truncated in the gradient statistics",
+                       k->path);
+    if (stale < 0 || stale > k->step || !(p >= 0.0 && p <= 1.0) ||
+        (n != 0 && n != (int64_t)t->count))
+        return tf_fail(err, TF_EINVAL, "checkpoint %s: tensor %s: gradient statistics out of "
+                       "range (%lld steps without a gradient of %ld, P = %g, %lld values of "
+                       "%zu)", k->path, t->name, (long long)stale, k->step, p, (long long)n,
+                       t->count);
+    for (int64_t i = 0; i < 2 * n; i++) {
+        float v;
+        get(c, &v, sizeof v);
+        if (c->short_read || !isfinite(v) || (i >= n && v < 0.0f))
+            return tf_fail(err, TF_EINVAL, "checkpoint %s: tensor %s, gradient average %lld "
+                           "is %g", k->path, t->name, (long long)i, (double)v);
+    }
+    return 0;
+}
+
+/* --freeze-select stable: the statistics section, to the file's end. */
+static int check_statistics(const ckpt *k, const tfx_model_layout *l, tf_error *err)
+{
+    cursor c = k->statistics;
+    for (int t = 0; t < l->n_tensors; t++) {
+        int rc = check_tensor_statistics(k, &c, &l->tensors[t], err);
+        if (rc < 0)
+            return rc;
+    }
+    if (c.pos != c.len)
+        return tf_fail(err, TF_EINVAL, "checkpoint %s: has trailing data", k->path);
+    return 0;
+}
+
 /* Checks the tensor records against the model without loading them, so
  * that a bad file changes nothing. */
-static int check_tensors(const ckpt *k, const tfx_model_layout *l, tf_error *err)
+static int check_tensors(ckpt *k, const tfx_model_layout *l, tf_error *err)
 {
     cursor c = k->tensors;
     if (k->n_tensors != l->n_tensors)
@@ -364,9 +427,10 @@ static int check_tensors(const ckpt *k, const tfx_model_layout *l, tf_error *err
             return rc;
         c.pos += 3 * l->tensors[t].count * sizeof(float);
     }
-    if (c.short_read || c.pos != c.len)
+    k->statistics = c;
+    if (c.short_read || (k->shape[SELECT_FIELD] != TFX_SELECT_STABLE && c.pos != c.len))
         return tf_fail(err, TF_EINVAL, "checkpoint %s: truncated or has trailing data", k->path);
-    return 0;
+    return k->shape[SELECT_FIELD] == TFX_SELECT_STABLE ? check_statistics(k, l, err) : 0;
 }
 
 /* Writes the (checked) tensor records into the pipeline: every stored kind,
@@ -391,6 +455,24 @@ static int load_tensors(const ckpt *k, tfx_pipeline *p, int params_only, tf_erro
 fail:
     free(host);
     return rc;
+}
+
+/* The (checked) statistics into sel, which tracks every stage (a run that
+ * checkpoints is one process); a tensor stored untracked keeps sel's. */
+static void load_statistics(const ckpt *k, tfx_freeze_selector *sel)
+{
+    cursor c = k->statistics;
+    for (int t = 0; t < sel->n_tensors; t++) {
+        sel->stale[t] = (long)get_i64(&c);
+        get(&c, &sel->perturbation[t], sizeof(double));
+        size_t n = (size_t)get_i64(&c);
+        if (n && n == sel->size[t]) {
+            get(&c, sel->avg_grad[t], n * sizeof(float));
+            get(&c, sel->avg_abs[t], n * sizeof(float));
+        } else {
+            c.pos += 2 * n * sizeof(float);
+        }
+    }
 }
 
 /* The selector's stages must be the run's, each offset below its stage's
@@ -433,6 +515,8 @@ int tfx_checkpoint_load(const char *dir, tfx_pipeline *p, tfx_freeze_selector *s
     TFX_TRY(load_tensors(&k, p, 0, err));
     for (int s = 0; s < sel->stages; s++)
         sel->rotate_offset[s] = k.offsets[s];
+    if (sel->method == TFX_SELECT_STABLE)
+        load_statistics(&k, sel);
     meta->step = k.step;
 fail:
     ckpt_free(&k);

@@ -154,6 +154,20 @@ static int open_corpus(const tfx_exec_options *o, tfx_corpus *c, tf_error *err)
                               o->model.context, c, err);
 }
 
+int tfx_exec_write_source(const tfx_exec_options *o, tf_error *err)
+{
+    tfx_corpus c;
+    int rc = tfx_corpus_builtin(o->source ? o->source : "base", BUILTIN_CORPUS_BYTES,
+                                o->model.context, &c, err);
+    if (rc < 0)
+        return rc;
+    rc = tf_write_file_atomic(o->source_out, c.bytes, c.len, err);
+    if (rc == 0)
+        fprintf(o->out ? o->out : stdout, "wrote %s: the %s\n", o->source_out, c.source);
+    tfx_corpus_free(&c);
+    return rc;
+}
+
 static int create_pipeline(tfx_exec_run *r, tf_error *err)
 {
     const tfx_exec_options *o = r->o;

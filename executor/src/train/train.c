@@ -26,6 +26,7 @@ typedef struct trainer {
     tf_dag dag;           /* of the plan in use (its lag), to replay the steps' times */
     double *scratch;      /* n_actions: the replay's start times */
     tfx_freeze_selector sel;
+    float *grad_host;     /* stable: one tensor's gradient, read after a step */
     double *ratio_of;     /* stage x microbatch: the ratio once the ramp is done */
     int any_freezing;     /* some ratio is above 0 */
     unsigned char *mask;  /* microbatch x tensor: frozen in this step */
@@ -51,6 +52,7 @@ typedef struct step_report {
     int all_frozen;       /* --auto-plan measuring: every tensor frozen */
     double factor;        /* share of the full ratios applied */
     double ratio;         /* tensors frozen / tensor slots */
+    double select_ms;     /* choosing the frozen tensors, and stable's statistics */
     double tokens_per_s;
     double forward_ms, backward_ms; /* mean compute time of F and of B / W actions */
     double val_loss;      /* after the step, or NaN when it was not evaluated */
@@ -119,6 +121,28 @@ static int load_schedule(trainer *tr, tf_error *err)
     return 0;
 }
 
+/* stable: statistics for the stages this process runs, and a host buffer
+ * for the largest tensor's gradient. */
+static int track_gradients(trainer *tr, tf_error *err)
+{
+    int rc = 0;
+    const tfx_model_layout *l = tfx_pipeline_layout(tr->run.p);
+    size_t *sizes = NULL, largest = 1;
+    TFX_CALLOC(sizes, l->n_tensors);
+    for (int t = 0; t < l->n_tensors; t++) {
+        sizes[t] = l->tensors[t].count;
+        largest = sizes[t] > largest ? sizes[t] : largest;
+    }
+    TFX_CALLOC(tr->grad_host, largest);
+    for (int s = 0; s < l->stages; s++)
+        if (tfx_pipeline_has_stage(tr->run.p, s))
+            TFX_TRY(tfx_freeze_selector_track(&tr->sel, s, sizes + l->stage_first_tensor[s],
+                                              err));
+fail:
+    free(sizes);
+    return rc;
+}
+
 /* The freeze selector, with each stage's tensor count. */
 static int open_selector(trainer *tr, tf_error *err)
 {
@@ -128,7 +152,9 @@ static int open_selector(trainer *tr, tf_error *err)
     TFX_CALLOC(k, l->stages);
     for (int s = 0; s < l->stages; s++)
         k[s] = l->stage_first_tensor[s + 1] - l->stage_first_tensor[s];
-    rc = tfx_freeze_selector_init(&tr->sel, tr->o->select, tr->o->seed, l->stages, k, err);
+    TFX_TRY(tfx_freeze_selector_init(&tr->sel, tr->o->select, tr->o->seed, l->stages, k, err));
+    if (tr->o->select == TFX_SELECT_STABLE)
+        TFX_TRY(track_gradients(tr, err));
 fail:
     free(k);
     return rc;
@@ -297,6 +323,7 @@ static int trainer_close(trainer *tr, int rc, tf_error *err)
         rc = tf_fail(err, TF_EIO, "%s", log_err.msg);
     tfx_exec_run_close(&tr->run, rc, err);
     free(tr->mask);
+    free(tr->grad_host);
     free(tr->ratio_of);
     free(tr->unfrozen_ms);
     free(tr->frozen_ms);
@@ -368,6 +395,27 @@ static double select_frozen(trainer *tr, long step, double factor)
     return slots ? (double)frozen / slots : 0.0;
 }
 
+/* stable: each tracked tensor's gradient of the step just run, or none
+ * when the step froze it in every microbatch. */
+static void observe_gradients(trainer *tr)
+{
+    const tfx_model_layout *l = tfx_pipeline_layout(tr->run.p);
+    const int M = tr->run.microbatches;
+    for (int st = 0; st < l->stages; st++) {
+        if (!tfx_pipeline_has_stage(tr->run.p, st))
+            continue;
+        for (int t = l->stage_first_tensor[st]; t < l->stage_first_tensor[st + 1]; t++) {
+            int frozen = 0;
+            for (int m = 0; m < M; m++)
+                frozen += tr->mask[(size_t)m * l->n_tensors + t];
+            if (frozen < M)
+                tfx_pipeline_read_tensor(tr->run.p, t, TFX_BUF_GRAD, tr->grad_host);
+            tfx_freeze_selector_observe(&tr->sel, st, t - l->stage_first_tensor[st],
+                                        frozen < M ? tr->grad_host : NULL);
+        }
+    }
+}
+
 /* Mean compute time of the step's forward and weight-gradient carrying (B
  * or W) actions: what the LP models as functions of r. */
 static void action_means(const trainer *tr, step_report *rep)
@@ -397,7 +445,8 @@ static void record(trainer *tr, const step_report *rep)
     sum->final_loss = rep->res.loss;
     sum->steps_run++;
     sum->dw_gemms += rep->res.counts.gemms;
-    tr->train_ms += rep->res.step_ms;
+    const double step_ms = rep->res.step_ms + rep->select_ms;
+    tr->train_ms += step_ms;
     tr->flops += rep->res.flops;
     if (sum->steps_run <= 1 || rep->all_frozen)
         return;
@@ -405,14 +454,16 @@ static void record(trainer *tr, const step_report *rep)
      * the plan would predict had it known them. */
     const double *ms = tfx_pipeline_action_ms(tr->run.p);
     const double replay = tr->dag.n ? tf_dag_longest_path(&tr->dag, ms, tr->scratch) : -1.0;
-    if (rep->factor == 0.0) {
+    /* A run that never freezes (no plan, ratio 0) has only unfrozen steps,
+     * whatever its warm-up says. */
+    if (rep->factor == 0.0 || !tr->any_freezing) {
         tr->unfrozen_ms[tr->n_unfrozen] = rep->res.pipeline_ms;
-        tr->unfrozen_step[tr->n_unfrozen++] = rep->res.step_ms;
+        tr->unfrozen_step[tr->n_unfrozen++] = step_ms;
         if (replay >= 0)
             tr->unfrozen_replay[tr->n_unfrozen_replay++] = replay;
     } else if (rep->factor == 1.0 && tr->any_freezing) {
         tr->frozen_ms[tr->n_frozen] = rep->res.pipeline_ms;
-        tr->frozen_step[tr->n_frozen++] = rep->res.step_ms;
+        tr->frozen_step[tr->n_frozen++] = step_ms;
         if (replay >= 0)
             tr->frozen_replay[tr->n_frozen_replay++] = replay;
     }
@@ -469,12 +520,12 @@ static void format_log_line(FILE *out, const trainer *tr, const step_report *rep
     const char *phase = rep->phase;
     fprintf(out,
             "{\"step\": %ld, \"loss\": %.6f, \"batch_ms\": %.3f, \"step_ms\": %.3f, "
-            "\"train_ms\": %.3f, \"tokens_per_s\": %.1f, \"freeze_ratio\": %.4f, "
-            "\"phase\": \"%s\", \"dw_gemms\": %ld, \"gflop\": %.4f, \"forward_ms\": %.3f, "
-            "\"backward_ms\": %.3f",
-            rep->step, rep->res.loss, rep->res.pipeline_ms, rep->res.step_ms, tr->train_ms,
-            rep->tokens_per_s, rep->ratio, phase, rep->res.counts.gemms, rep->res.flops / 1e9,
-            rep->forward_ms, rep->backward_ms);
+            "\"select_ms\": %.3f, \"train_ms\": %.3f, \"tokens_per_s\": %.1f, "
+            "\"freeze_ratio\": %.4f, \"phase\": \"%s\", \"dw_gemms\": %ld, \"gflop\": %.4f, "
+            "\"forward_ms\": %.3f, \"backward_ms\": %.3f",
+            rep->step, rep->res.loss, rep->res.pipeline_ms, rep->res.step_ms, rep->select_ms,
+            tr->train_ms, rep->tokens_per_s, rep->ratio, phase, rep->res.counts.gemms,
+            rep->res.flops / 1e9, rep->forward_ms, rep->backward_ms);
     if (!isnan(rep->val_loss))
         fprintf(out, ", \"val_loss\": %.6f", rep->val_loss);
     if (tr->autoplan)
@@ -562,25 +613,45 @@ static void print_event(const trainer *tr)
     fflush(tr->run.out);
 }
 
+/* The step's mask, timed into rep->select_ms. */
+static void choose_frozen(trainer *tr, long step, step_report *rep)
+{
+    const double began = tf_now_seconds();
+    if (rep->all_frozen) {
+        const int tensors = tfx_pipeline_layout(tr->run.p)->n_tensors;
+        memset(tr->mask, 1, (size_t)tr->run.microbatches * tensors);
+        rep->ratio = 1.0;
+    } else {
+        rep->ratio = select_frozen(tr, step, rep->factor);
+    }
+    rep->select_ms = 1e3 * (tf_now_seconds() - began);
+}
+
+/* stable: the step's gradients into the statistics, timed into
+ * rep->select_ms: a cost of the method, so it counts as training time. */
+static void observe_step(trainer *tr, step_report *rep)
+{
+    if (tr->o->select != TFX_SELECT_STABLE)
+        return;
+    const double began = tf_now_seconds();
+    observe_gradients(tr);
+    rep->select_ms += 1e3 * (tf_now_seconds() - began);
+}
+
 static int train_step(trainer *tr, long step, tf_error *err)
 {
     step_report rep = {.step = step + 1};
     step_phase(tr, step, &rep);
-    if (rep.all_frozen) {
-        const int tensors = tfx_pipeline_layout(tr->run.p)->n_tensors;
-        memset(tr->mask, 1, (size_t)tr->run.microbatches * tensors);
-        rep.ratio = 1.0;
-    } else {
-        rep.ratio = select_frozen(tr, step, rep.factor);
-    }
+    choose_frozen(tr, step, &rep);
     int rc = tfx_exec_run_step(&tr->run, step, tr->mask, &rep.res, err);
     if (rc < 0)
         return rc;
     if (!isfinite(rep.res.loss))
         return tf_fail(err, TF_ERUNTIME, "step %ld: the loss is %g (diverged)", step + 1,
                        rep.res.loss);
+    observe_step(tr, &rep);
     const double batch_tokens = (double)tr->run.microbatches * tr->run.tokens;
-    rep.tokens_per_s = batch_tokens / (rep.res.step_ms / 1e3);
+    rep.tokens_per_s = batch_tokens / ((rep.res.step_ms + rep.select_ms) / 1e3);
     action_means(tr, &rep);
     /* Recorded against the plan it ran with, before a re-plan's measuring
      * restarts the samples. */

@@ -61,6 +61,16 @@ class Rng:
             self.block_index = (self.block_index + 1) & ((1 << _BLOCK_BITS) - 1)
         return self.block.pop()
 
+    def below(self, n):
+        """A uniform integer in [0, n), n >= 1, by rejection (tfx_rng_below):
+        words below 2^64 mod n are drawn again, so every value is equally
+        likely."""
+        incomplete = ((1 << 64) - n) % n
+        x = self.next()
+        while x < incomplete:
+            x = self.next()
+        return x % n
+
     def uniform(self):
         """A double in [0, 1) from the top 53 bits (tfx_rng_uniform)."""
         return float(self.next() >> 11) * (1.0 / 9007199254740992.0)
@@ -97,9 +107,14 @@ class FreezeSelector:
     (first tensor) down to 0.1 (last) on stage 0, uniform elsewhere; the
     draw depends only on (seed, step, stage, microbatch).  method "rotate":
     each stage's tensors in turn, k at a time; calls for one stage must come
-    in execution order (step, then microbatch)."""
+    in execution order (step, then microbatch).  tf-exec's third method,
+    "stable", is refused: it follows the run's own gradients."""
 
     def __init__(self, stage_tensors, method="random", seed=1):
+        if method == "stable":
+            raise ValueError("method 'stable': tf-exec chooses by the gradients of its own "
+                             "run, which a plan does not hold, so this module cannot "
+                             "reproduce its choices; use random or rotate")
         if method not in ("random", "rotate"):
             raise ValueError(f"method {method!r}: expected random or rotate")
         if any(not isinstance(k, int) or k < 0 for k in stage_tensors):

@@ -23,15 +23,21 @@ from timelyfreeze_plan.__main__ import main as cli_main  # noqa: E402
 from timelyfreeze_plan.selection import threefry4x64_20  # noqa: E402
 
 
-def plan_doc(ranks=2, microbatches=2, ratios=None):
-    ratios = ratios or {}
+def plan_doc(ranks=2, microbatches=2, ratios=None, recompute=None):
+    """A plan of `ranks` stages (one per rank), F and B per microbatch, B
+    with ratios[(stage, microbatch)] and, where given, recompute_ratio
+    recompute[(stage, microbatch)]."""
+    ratios, recompute = ratios or {}, recompute or {}
     actions = []
     for s in range(ranks):
         for m in range(microbatches):
             actions.append({"rank": s, "stage": s, "microbatch": m, "type": "F",
                             "freeze_ratio": 0})
-            actions.append({"rank": s, "stage": s, "microbatch": m, "type": "B",
-                            "freeze_ratio": ratios.get((s, m), 0.0)})
+            backward = {"rank": s, "stage": s, "microbatch": m, "type": "B",
+                        "freeze_ratio": ratios.get((s, m), 0.0)}
+            if (s, m) in recompute:
+                backward["recompute_ratio"] = recompute[(s, m)]
+            actions.append(backward)
     return {"format": "tf-plan", "ranks": ranks, "stages_per_rank": 1,
             "microbatches": microbatches, "actions": actions}
 
@@ -136,6 +142,22 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(plan.ratio(1, 1), 0.75)
         self.assertEqual(plan.ratio(0, 0), 0.0)
 
+    def test_reads_recompute_ratios(self):
+        plan = parse_plan(plan_doc(recompute={(0, 1): 0.5, (1, 0): 0.0}))
+        self.assertEqual(plan.recompute(0, 1), 0.5)
+        self.assertEqual(plan.recompute(1, 0), 0.0)
+        self.assertEqual(plan.recompute(1, 1), 0.0)     # absent: 0
+        # A split backward: I and W carry it alike; R actions are read past.
+        doc = plan_doc(ranks=1, microbatches=1)
+        doc["actions"] = [{"type": "R", "stage": 0, "microbatch": 0, "ms": 1.0},
+                          {"type": "I", "stage": 0, "microbatch": 0, "recompute_ratio": 0.25},
+                          {"type": "W", "stage": 0, "microbatch": 0, "freeze_ratio": 1.0,
+                           "recompute_ratio": 0.25}]
+        plan = parse_plan(doc)
+        self.assertEqual((plan.recompute(0, 0), plan.ratio(0, 0)), (0.25, 1.0))
+        sched = FreezeSchedule(plan, [4], warmup=5)
+        self.assertEqual([sched.recompute_count(0, 0, n) for n in (1, 2, 4, 6)], [0, 1, 1, 2])
+
     def test_refuses_bad_plans(self):
         for doc, needle in [
             ({"format": "tf-profile"}, "expected a tf-plan plan"),
@@ -150,6 +172,14 @@ class PlanTest(unittest.TestCase):
                                         "freeze_ratio": 1.5}]), "freeze_ratio"),
             (dict(plan_doc(), actions=[{"type": "W", "stage": 0, "microbatch": 0}]),
              "freeze_ratio"),
+            (plan_doc(recompute={(1, 0): -0.5}), "$.actions[5].recompute_ratio: expected a "
+                                                 "number in [0, 1], got -0.5"),
+            (plan_doc(recompute={(0, 0): "half"}), "$.actions[1].recompute_ratio: expected a "
+                                                   "float"),
+            (dict(plan_doc(), actions=[
+                {"type": "I", "stage": 0, "microbatch": 0, "recompute_ratio": 0.5},
+                {"type": "W", "stage": 0, "microbatch": 0, "freeze_ratio": 0}]),
+             "$.actions[1].recompute_ratio: 0.0 differs from $.actions[0]'s 0.5"),
         ]:
             with self.assertRaises(PlanError) as cm:
                 parse_plan(doc, "p.json")

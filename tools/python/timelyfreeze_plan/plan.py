@@ -14,19 +14,27 @@ class PlanError(ValueError):
 class Plan:
     """What a run needs from a plan: its shape and, per (stage, microbatch),
     the freeze ratio of that microbatch's backward on that stage (the ratio
-    of its B action, or of its W action where the backward is split)."""
+    of its B action, or of its W action where the backward is split) and its
+    recompute ratio (the share of the stage's layers whose activations that
+    backward recomputes instead of keeping them from the forward)."""
 
-    def __init__(self, ranks, stages, microbatches, ratios, schedule=""):
+    def __init__(self, ranks, stages, microbatches, ratios, schedule="", recompute=None):
         self.ranks = ranks
         self.stages = stages
         self.microbatches = microbatches
         self.ratios = ratios        # {(stage, microbatch): ratio in [0, 1]}
         self.schedule = schedule
+        self.recompute_ratios = recompute or {}     # {(stage, microbatch): ratio in [0, 1]}
 
     def ratio(self, stage, microbatch):
         """The planned freeze ratio of (stage, microbatch); 0 when the plan
         freezes nothing there."""
         return self.ratios.get((stage, microbatch), 0.0)
+
+    def recompute(self, stage, microbatch):
+        """The planned recompute ratio of (stage, microbatch)'s backward; 0
+        when the plan recomputes nothing there (or has no recompute_ratio)."""
+        return self.recompute_ratios.get((stage, microbatch), 0.0)
 
 
 def _field(obj, key, kind, where, path):
@@ -38,6 +46,23 @@ def _field(obj, key, kind, where, path):
     if not ok:
         raise PlanError(f"{where}: {path}.{key}: expected a {kind.__name__}, got {value!r}")
     return value
+
+
+def _ratio(a, key, where, path):
+    r = float(_field(a, key, float, where, path))
+    if not 0.0 <= r <= 1.0:
+        raise PlanError(f"{where}: {path}.{key}: expected a number in [0, 1], got {r}")
+    return r
+
+
+def _recompute(a, where, path, cell, found):
+    """Records the backward action a's recompute_ratio (absent: 0) for cell
+    in found; the B, I and W of one backward must agree."""
+    r = _ratio(a, "recompute_ratio", where, path) if "recompute_ratio" in a else 0.0
+    seen = found.setdefault(cell, (r, path))
+    if seen[0] != r:
+        raise PlanError(f"{where}: {path}.recompute_ratio: {r} differs from {seen[1]}'s "
+                        f"{seen[0]} for the same backward")
 
 
 def _count(doc, key, where):
@@ -65,7 +90,7 @@ def parse_plan(doc, where="plan.json"):
     actions = doc.get("actions")
     if not isinstance(actions, list):
         raise PlanError(f"{where}: $.actions: expected an array, got {actions!r}")
-    stages, ratios = ranks * per_rank, {}
+    stages, ratios, recompute = ranks * per_rank, {}, {}
     for i, a in enumerate(actions):
         path = f"$.actions[{i}]"
         kind = _field(a, "type", str, where, path)
@@ -75,12 +100,11 @@ def parse_plan(doc, where="plan.json"):
             raise PlanError(f"{where}: {path}: stage {stage}, microbatch {mb} is outside "
                             f"{stages} stages x {microbatches} microbatches")
         if kind in ("B", "W"):
-            r = float(_field(a, "freeze_ratio", float, where, path))
-            if not 0.0 <= r <= 1.0:
-                raise PlanError(f"{where}: {path}.freeze_ratio: expected a number in [0, 1], "
-                                f"got {r}")
-            ratios[(stage, mb)] = r
-    return Plan(ranks, stages, microbatches, ratios, str(doc.get("schedule", "")))
+            ratios[(stage, mb)] = _ratio(a, "freeze_ratio", where, path)
+        if kind in ("B", "I", "W"):
+            _recompute(a, where, path, (stage, mb), recompute)
+    recompute = {cell: r for cell, (r, _) in recompute.items() if r > 0.0}
+    return Plan(ranks, stages, microbatches, ratios, str(doc.get("schedule", "")), recompute)
 
 
 def load_plan(path):

@@ -18,7 +18,7 @@ SOURCE = os.environ.get("TF_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(SOURCE, "tools", "python"))
 
 from timelyfreeze_plan import (FreezeSchedule, FreezeSelector, PlanError, Rng,  # noqa: E402
-                               freeze_count, parse_plan, phase_factor)
+                               freeze_count, parse_plan, phase_factor, rank_stages)
 from timelyfreeze_plan.__main__ import main as cli_main  # noqa: E402
 from timelyfreeze_plan.selection import threefry4x64_20  # noqa: E402
 
@@ -157,6 +157,14 @@ class PlanTest(unittest.TestCase):
         self.assertEqual((plan.recompute(0, 0), plan.ratio(0, 0)), (0.25, 1.0))
         sched = FreezeSchedule(plan, [4], warmup=5)
         self.assertEqual([sched.recompute_count(0, 0, n) for n in (1, 2, 4, 6)], [0, 1, 1, 2])
+
+    def test_rank_stages_as_pytorch_places_them(self):
+        # 4 ranks: round robin for the looped schedules, a V for ZBV and
+        # DualPipeV (stage s on rank s, else 2P - 1 - s).
+        self.assertEqual(rank_stages("1F1B", 2, 4), [2])
+        self.assertEqual(rank_stages("Interleaved1F1B", 1, 4, 3), [1, 5, 9])
+        self.assertEqual(rank_stages("ZBVZeroBubble", 0, 4, 2), [0, 7])
+        self.assertEqual(rank_stages("DualPipeV", 3, 4, 2), [3, 4])
 
     def test_refuses_bad_plans(self):
         for doc, needle in [

@@ -208,6 +208,28 @@ class PipelineStageTest(unittest.TestCase):
         self.run_schedules(4)
 
 
+class AnnotateTest(unittest.TestCase):
+    """timelyfreeze_plan.annotate: the single-stage schedules' actions get
+    the multi-stage runtime's PP: names, once each; a runtime schedule is
+    left to name its own, once each too."""
+
+    def test_annotate_on_two_ranks(self):
+        m = torch_harness.MICROBATCHES
+        results = torch_harness.run_ranks(torch_harness.pipeline_steps, 2, [
+            ("1F1B", 2, None, True), ("GPipe", 2, None, True), ("Interleaved1F1B", 4, None, True)])
+        one_f_one_b = {
+            0: ["0F0", "0F1"] + [a for i in range(m - 2) for a in (f"0B{i}", f"0F{i + 2}")]
+               + [f"0B{m - 2}", f"0B{m - 1}"],
+            1: [f"1{k}{i}" for i in range(m) for k in ("F", "B")]}
+        for rank, runs in enumerate(results):
+            one, gpipe, interleaved = (r["spans"] for r in runs)
+            self.assertEqual(one, ["PP:" + a for a in one_f_one_b[rank]])
+            self.assertEqual(gpipe, [f"PP:{rank}{k}{i}" for k in ("F", "B") for i in range(m)])
+            self.assertEqual(sorted(interleaved),
+                             sorted(f"PP:{s}{k}{i}" for s in (rank, rank + 2) for k in ("F", "B")
+                                    for i in range(m)))
+
+
 if __name__ == "__main__":
     torch_harness.require_torch()
     unittest.main()

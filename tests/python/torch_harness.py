@@ -120,14 +120,6 @@ def stage_tensors(stages):
     return [len(list(stage_module(full, s, stages).parameters())) for s in range(stages)]
 
 
-def stages_of(rank, world, stages, schedule):
-    """The stages a rank holds: one, or several in PyTorch's loop order
-    (rank, rank + world, ...), or V order for ZBVZeroBubble and DualPipeV."""
-    if schedule in ("ZBVZeroBubble", "DualPipeV"):
-        return [rank, 2 * world - 1 - rank]
-    return list(range(rank, stages, world))
-
-
 def graph_tensors(output, params):
     """The indices in params of the tensors whose gradients the graph of
     `output` (a tensor) accumulates: its AccumulateGrad nodes' variables."""
@@ -191,7 +183,7 @@ class StageRecorder:
             self.runs[self.phase][layer] += 1
 
 
-def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None):
+def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None, annotated=False):
     """One step of Schedule`schedule` (GPipe, 1F1B, Interleaved1F1B,
     InterleavedZeroBubble, ZBVZeroBubble, ...) over MICROBATCHES of
     batch(), model() split into `stages` (default: one per rank), this
@@ -201,17 +193,20 @@ def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None):
     gradients (None where a tensor got none), the masks and recompute counts
     the hook applied, the tensors in each microbatch's graph, the runs of
     each layer in forwards and in backwards, and each layer's tensors}, and, from the rank with the last stage, "losses" per
-    microbatch and "output"}."""
+    microbatch and "output"}.  With `annotated`, the step runs under
+    torch.profiler after timelyfreeze_plan.annotate(pipe), and the result
+    has "spans": the rank's PP: compute spans (PP:<stage><type><mb>, a pair
+    whole), by start."""
     import torch
     from torch.distributed import pipelining
     from torch.distributed.pipelining.schedules import PipelineScheduleSingle
-    from timelyfreeze_plan import attach
+    from timelyfreeze_plan import annotate, attach, rank_stages
 
     stages = stages or world
     x, y = batch()
     full = model()
     held, handles, recorders = [], {}, {}
-    for s in stages_of(rank, world, stages, schedule):
+    for s in rank_stages(schedule, rank, world, stages // world):
         width = WIDTHS[0] if s == 0 else WIDTHS[1]
         stage = pipelining.PipelineStage(stage_module(full, s, stages), s, stages,
                                          torch.device("cpu"),
@@ -228,8 +223,17 @@ def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None):
     losses = []
     first, last = 0 in handles, stages - 1 in handles
     inputs = (x,) if first else ()
-    output = pipe.step(*inputs, target=y, losses=losses) if last else pipe.step(*inputs)
+    kwargs = {"target": y, "losses": losses} if last else {}
     result = {"stages": {}}
+    if annotated:
+        annotate(pipe)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            output = pipe.step(*inputs, **kwargs)
+        spans = sorted((e.time_range.start, e.name) for e in prof.events()
+                       if re.match(r"PP:(\d+[FBIW]\d+|\(.*\)OVERLAP_F_B)$", e.name))
+        result["spans"] = [name for _, name in spans]
+    else:
+        output = pipe.step(*inputs, **kwargs)
     for s in held:
         handle, recorder = handles[s.stage_index], recorders[s.stage_index]
         result["stages"][s.stage_index] = {

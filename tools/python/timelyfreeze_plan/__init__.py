@@ -7,8 +7,8 @@ when called:
     from timelyfreeze_plan import load_plan, FreezeSchedule, attach, annotate
     plan = load_plan("plan.json")
     schedule = FreezeSchedule(plan, stage_tensors=[len(list(m.parameters())) for m in stages])
-    handles = [attach(stage, schedule) for stage in my_pipeline_stages]
     annotate(pipe)      # PP: profiler spans for ScheduleGPipe and Schedule1F1B
+    handles = [attach(stage, schedule) for stage in my_pipeline_stages]
 
 The choice of tensors follows tf-exec's rules exactly (executor/src/
 freeze_select.c): a backward action with freeze ratio r freezes round(r K)
@@ -20,7 +20,7 @@ plan, seed and step the module chooses exactly what tf-exec chooses.
 """
 __version__ = "0.1.0"  # the toolkit's version (CMakeLists.txt's project())
 
-from .plan import Plan, PlanError, load_plan, parse_plan
+from .plan import Plan, PlanError, load_plan, parse_plan, rank_stages
 from .selection import (FreezeSchedule, FreezeSelector, Rng, freeze_count,
                         phase_factor)
 
@@ -41,5 +41,5 @@ def annotate(pipe):
     return _annotate(pipe)
 
 
-__all__ = ["Plan", "PlanError", "load_plan", "parse_plan", "FreezeSchedule", "FreezeSelector",
-           "Rng", "freeze_count", "phase_factor", "attach", "annotate"]
+__all__ = ["Plan", "PlanError", "load_plan", "parse_plan", "rank_stages", "FreezeSchedule",
+           "FreezeSelector", "Rng", "freeze_count", "phase_factor", "attach", "annotate"]

@@ -37,6 +37,21 @@ class Plan:
         return self.recompute_ratios.get((stage, microbatch), 0.0)
 
 
+# PyTorch's schedules that place stages in a V: stage s on rank s for s < P,
+# else on rank 2P - 1 - s (two stages per rank).
+V_SCHEDULES = ("ZBVZeroBubble", "DualPipeV")
+
+
+def rank_stages(schedule, rank, ranks, stages_per_rank=1):
+    """The stages rank `rank` of `ranks` holds under PyTorch's schedule
+    `schedule` (a name without "Schedule", e.g. "Interleaved1F1B"), in the
+    order its schedule class takes them: rank, rank + P, ... (round robin),
+    or rank and 2P - 1 - rank for a V schedule."""
+    if schedule in V_SCHEDULES:
+        return [rank, 2 * ranks - 1 - rank]
+    return list(range(rank, ranks * stages_per_rank, ranks))
+
+
 def _field(obj, key, kind, where, path):
     value = obj.get(key) if isinstance(obj, dict) else None
     ok = isinstance(value, kind) and not isinstance(value, bool)

@@ -182,8 +182,9 @@ def annotate(pipe):
     tf-import.  Each span holds the stage's compute only: the schedule waits
     for the action's input before it.  Returns an AnnotationHandle, or None
     for a schedule on the multi-stage runtime, which annotates its actions
-    itself.  Its detach() restores the stage's methods; call annotate after
-    attach, and detach in the reverse order."""
+    itself.  Its detach() restores the stage's methods.  Call it before
+    attach, so that a FreezeHandle's detach() keeps the names (each restores
+    what it replaced: detach in the reverse order)."""
     _check_torch()
     from torch.distributed.pipelining.schedules import PipelineScheduleSingle
     if not isinstance(pipe, PipelineScheduleSingle):

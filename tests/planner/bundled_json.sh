@@ -4,8 +4,8 @@
 # refuse unknown fields, so a bundled file carrying a note outside "meta"
 # (or a field a reader lost) fails here.  A JSON file of no known kind fails
 # too, so that each new one is given its reader, or named below as a file
-# no program reads.  Build folders (those holding a CMakeCache.txt) are left
-# out.  Run by ctest with TF_PLAN, TF_DOT, TF_STUDY and TF_SOURCE_DIR set.
+# no program reads.  Build folders (those holding a CMakeCache.txt) and
+# Python environments (a pyvenv.cfg) are left out.  Run by ctest with TF_PLAN, TF_DOT, TF_STUDY and TF_SOURCE_DIR set.
 . "$(dirname "$0")/../lib.sh"
 need TF_PLAN TF_DOT TF_STUDY TF_SOURCE_DIR
 src=$TF_SOURCE_DIR
@@ -13,8 +13,6 @@ src=$TF_SOURCE_DIR
 # Files no program of the toolkit reads, by path under the source tree.
 not_inputs=(
     docs/accuracy/config.json     # the record tools/accuracy-study writes of its settings
-    bench/highs/package.json      # npm's, for the HiGHS benchmark's JavaScript solver
-    bench/highs/package-lock.json
 )
 
 # kind FILE: tf-profile, tf-plan, tf-study, torch-trace (tf-import's foreign
@@ -53,7 +51,10 @@ load() {
     esac
 }
 
-mapfile -t builds < <(find "$src" -name CMakeCache.txt -not -path '*/.git/*' -printf '%h\n')
+# Build folders and Python environments (.venv-torch: the packages' own
+# JSON files) are not the toolkit's.
+mapfile -t builds < <(find "$src" \( -name CMakeCache.txt -o -name pyvenv.cfg \) \
+    -not -path '*/.git/*' -printf '%h\n')
 prune=(-name .git)
 for b in "${builds[@]}"; do prune+=(-o -path "$b"); done
 mapfile -t files < <(find "$src" \( "${prune[@]}" \) -prune -o -name '*.json' -type f -print |

@@ -23,6 +23,10 @@
  * timed: generating the profile, reading profile.json and writing plan.json
  * (JSON I/O is the same for every solver).  `solve_s` is the solver's own
  * share (LP build and solves, as the plan's solver.seconds reports it).
+ * Both are wall-clock times; `cpu_s` is the CPU time the child (and, for
+ * the Python rows, its interpreter) used from the fork (ru_utime +
+ * ru_stime from wait4), the figure to read on a machine whose other jobs
+ * leave a solve only part of a core.
  *
  * Every solve runs in its own fork()ed child, one at a time, which sends its
  * figures back through a pipe.  A child still running after the limit is
@@ -164,6 +168,7 @@ typedef struct measurement {
     run_outcome outcome;
     solve_report report;
     double peak_mib;             /* child's ru_maxrss */
+    double cpu_seconds;          /* child's user + system time */
     int wait_status;             /* for RUN_CRASHED */
 } measurement;
 
@@ -455,6 +460,8 @@ static int measure(const tf_profile *p, int solver, const bench_options *o, meas
     while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
         ;
     m->peak_mib = (double)ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
+    m->cpu_seconds = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
     m->wait_status = status;
     if (timed_out)
         m->outcome = RUN_TIMEOUT;
@@ -487,12 +494,12 @@ static void print_header(const bench_options *o, const python_rows *py)
     if (py->available[BENCH_PYLP_HIGHS] || py->available[BENCH_PYLP_SCIPY])
         printf("python: %s %s\n", o->python.python, o->python.script);
     printf("seconds: end to end in a fork()ed child (DAG, bounds, LP, plan; no JSON I/O); "
-           "solve_s: the solver's share\n");
+           "solve_s: the solver's share; cpu_s: the child's CPU time\n");
     printf("peak_MiB: the child's ru_maxrss, as measured; baselines: parent_MiB (parent's RSS "
            "at fork), idle_MiB (an idle child's peak)\n");
     printf("vars/cons: LP columns/rows (fast: network nodes/arcs)\n\n");
-    printf("%8s %6s  %-9s %-9s %9s %9s %9s %10s %8s %8s %8s %18s %14s  %s\n", "actions",
-           "micro", "solver", "status", "seconds", "solve_s", "peak_MiB", "parent_MiB",
+    printf("%8s %6s  %-9s %-9s %9s %9s %9s %9s %10s %8s %8s %8s %18s %14s  %s\n", "actions",
+           "micro", "solver", "status", "seconds", "solve_s", "cpu_s", "peak_MiB", "parent_MiB",
            "idle_MiB", "vars", "cons", "batch_ms", "total_freeze", "vs_lp_solve");
 }
 
@@ -513,8 +520,8 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         printf("n/a       (least-freeze only)\n");
         return;
     case RUN_TIMEOUT:
-        printf("%-9s %9s %9s %9.1f %10.1f %8.1f   (killed after %g s)\n", "timeout", "-", "-",
-               m->peak_mib, parent_mib, idle_mib, limit);
+        printf("%-9s %9s %9s %9.3f %9.1f %10.1f %8.1f   (killed after %g s)\n", "timeout", "-",
+               "-", m->cpu_seconds, m->peak_mib, parent_mib, idle_mib, limit);
         return;
     case RUN_CRASHED:
         if (WIFSIGNALED(m->wait_status))
@@ -530,9 +537,9 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         break;
     }
     const solve_report *r = &m->report;
-    printf("%-9s %9.3f %9.3f %9.1f %10.1f %8.1f %8d %8d %18.9f %14.9f  ", "ok", r->seconds,
-           r->solve_seconds, m->peak_mib, parent_mib, idle_mib, r->variables, r->constraints,
-           r->batch_ms, r->total_freeze);
+    printf("%-9s %9.3f %9.3f %9.3f %9.1f %10.1f %8.1f %8d %8d %18.9f %14.9f  ", "ok", r->seconds,
+           r->solve_seconds, m->cpu_seconds, m->peak_mib, parent_mib, idle_mib, r->variables,
+           r->constraints, r->batch_ms, r->total_freeze);
     if (solver == SOLVER_LP_SOLVE)
         printf("reference\n");
     else if (!reference || reference->outcome != RUN_OK)

@@ -7,7 +7,8 @@
 #
 # For each schedule (default: all seven) three runs of torch_pipeline.py, each
 # profiling one step after two (ProfilerStep#2): OUT/<schedule>/unfrozen,
-# OUT/<schedule>/frozen (every parameter frozen) and OUT/<schedule>/planned
+# OUT/<schedule>/frozen (torch_pipeline.py's $FROZEN, default --frozen: every
+# parameter but one bias of the first stage) and OUT/<schedule>/planned
 # (trained with the plan that tf-import and tf-plan make from the first two:
 # OUT/<schedule>/profile.json and plan.json).  Each holds rank0.json.gz and
 # rank1.json.gz.  The model is tiny (one block of width 32 per stage, 4 rows
@@ -42,7 +43,7 @@ for s in "${schedules[@]}"; do
   dir=$out/$s
   for run in unfrozen frozen; do
     flags=()
-    [ "$run" = frozen ] && flags=(--frozen)
+    [ "$run" = frozen ] && flags=("${FROZEN:---frozen}")
     "$py" "$here/torch_pipeline.py" --schedule "$s" "${shape[@]}" "${flags[@]}" \
       --profile "$dir/$run" --gzip
     importable "$dir/$run"

@@ -11,7 +11,8 @@ machine).
 
     python torch_pipeline.py --schedule 1F1B [--ranks 2] [--microbatches 4]
         [--stages-per-rank V] [--layers 1] [--width 256] [--rows 32]
-        [--frozen | --plan PLAN.json [--method random|rotate] [--seed 1]]
+        [--frozen | --frozen-all | --plan PLAN.json [--method random|rotate]
+         [--seed 1]]
         [--steps 10] [--warmup-steps 2]
         [--profile DIR [--gzip]]          one torch.profiler trace per rank
         [--compare --rounds 3]            with --plan: planned vs unfrozen
@@ -25,7 +26,12 @@ ProfilerStep#N span) into DIR/rank<r>.json (.json.gz with --gzip), as
 tf-import reads them: single-stage schedules (GPipe, 1F1B) get their
 actions named by timelyfreeze_plan.annotate, the others are named by
 PyTorch's runtime.  --frozen sets requires_grad False on every parameter
-(the fully frozen run tf-import's --frozen wants); --plan attaches
+but the first stage's last bias (the fully frozen run tf-import's --frozen
+wants: PyTorch gives a stage's received input a gradient only when the
+sender's output has one, so with the first stage wholly frozen the later
+stages' backwards would skip their input gradients, which a planned run
+computes; that bias costs a column sum); --frozen-all freezes that one
+too.  --plan attaches
 timelyfreeze_plan to every stage, the plan applied from the first step (no
 warm-up or ramp; the stage's blocks are its layers to recompute).
 --compare times --rounds rounds of --steps planned and --steps unfrozen
@@ -74,7 +80,9 @@ def stage_module(args, stage):
     torch.manual_seed(1000 + stage)
     module = torch.nn.Sequential(*[block(args.width) for _ in range(args.layers)])
     for p in module.parameters():
-        p.requires_grad_(not args.frozen)
+        p.requires_grad_(not (args.frozen or args.frozen_all))
+    if args.frozen and stage == 0:
+        module[-1].down.bias.requires_grad_(True)
     return module
 
 
@@ -208,7 +216,9 @@ def parse_args(argv):
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup-steps", type=int, default=2)
     frozen = ap.add_mutually_exclusive_group()
-    frozen.add_argument("--frozen", action="store_true", help="freeze every parameter")
+    frozen.add_argument("--frozen", action="store_true",
+                        help="freeze every parameter but the first stage's last bias")
+    frozen.add_argument("--frozen-all", action="store_true", help="freeze every parameter")
     frozen.add_argument("--plan", help="a tf-plan plan.json to train with")
     ap.add_argument("--method", choices=("random", "rotate"), default="random")
     ap.add_argument("--seed", type=int, default=1)

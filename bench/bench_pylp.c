@@ -189,7 +189,9 @@ int bench_pylp_plan(const tf_profile *p, const bench_pylp *py, bench_pylp_solver
     const int n = w.n;
     double *ratio_by_index = calloc((size_t)n + 1, sizeof *ratio_by_index);
     int *ratio_index = malloc(((size_t)n + 1) * sizeof *ratio_index);
-    char path[] = "/tmp/tf-bench-pylp-XXXXXX.lp"; /* HiGHS reads a file by its extension */
+    const char *tmp = getenv("TMPDIR");
+    char path[4096]; /* the .lp: HiGHS reads a file by its extension */
+    snprintf(path, sizeof path, "%s/tf-bench-pylp-XXXXXX.lp", tmp && *tmp ? tmp : "/tmp");
     char *output = NULL;
     int fd = -1;
     if (!ratio_by_index || !ratio_index) {

@@ -39,7 +39,9 @@ int bench_pylp_available(const bench_pylp *py, bench_pylp_solver solver, char *v
 
 /* Plans profile p with `solver`, end to end like bench_clp_plan
  * (durations, DAG, bounds, LP, ratios, planned longest path and critical
- * actions), caps from the profile, least-freeze.  Returns 0 with *out
+ * actions), caps from the profile, least-freeze.  The LP goes to a file
+ * in $TMPDIR (else /tmp), removed afterwards unless the process is killed
+ * first.  Returns 0 with *out
  * filled, TF_ECYCLE (from tf_dag_build), TF_EIO when the LP file cannot be
  * written or Python cannot be run, TF_ESOLVER with the script's message,
  * or TF_ENOMEM. */

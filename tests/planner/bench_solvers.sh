@@ -84,14 +84,16 @@ check "missing SciPy: said" grep -Eq \
   "^ +256 +16 +scipy +not installed \\($work/none/python cannot import scipy\\)" "$work/out"
 
 # HiGHS installed: a timeout kills its Python with the child (its process
-# group).
+# group).  The LP file goes under TMPDIR, so that pgrep sees this test's
+# Python only, not that of a benchmark running beside it.
 run "$bench" --solvers highs --limit 600 256
 if [ "$rc" -eq 0 ] && ! grep -q 'not installed' "$work/out"; then
-  expect_status 0 "HiGHS timeout" "$bench" --limit 0.5 --solvers highs 8192
+  mkdir "$work/tmp"
+  expect_status 0 "HiGHS timeout" env TMPDIR="$work/tmp" "$bench" --limit 0.5 --solvers highs 8192
   check "HiGHS timeout: reported" grep -Eq '^ +8192 +512 +highs +timeout' "$work/out"
   sleep 1
   check "Python still running after the timeout" \
-    bash -c '! pgrep -f "solve_lp.py highs /tmp/tf-bench-pylp" > /dev/null'
+    bash -c "! pgrep -f 'solve_lp.py highs $work/tmp/tf-bench-pylp' > /dev/null"
 fi
 
 # --save-profiles: tf-plan, JSON in and out, finds the bench's batch time.

@@ -26,7 +26,7 @@
  * Both are wall-clock times; `cpu_s` is the CPU time the child (and, for
  * the Python rows, its interpreter) used from the fork (ru_utime +
  * ru_stime from wait4), the figure to read on a machine whose other jobs
- * leave a solve only part of a core.
+ * leave a solve only part of a core; a timeout's row has none.
  *
  * Every solve runs in its own fork()ed child, one at a time, which sends its
  * figures back through a pipe.  A child still running after the limit is
@@ -520,8 +520,9 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         printf("n/a       (least-freeze only)\n");
         return;
     case RUN_TIMEOUT:
-        printf("%-9s %9s %9s %9.3f %9.1f %10.1f %8.1f   (killed after %g s)\n", "timeout", "-",
-               "-", m->cpu_seconds, m->peak_mib, parent_mib, idle_mib, limit);
+        /* No cpu_s: a killed child never reaps its Python, whose time is lost. */
+        printf("%-9s %9s %9s %9s %9.1f %10.1f %8.1f   (killed after %g s)\n", "timeout", "-",
+               "-", "-", m->peak_mib, parent_mib, idle_mib, limit);
         return;
     case RUN_CRASHED:
         if (WIFSIGNALED(m->wait_status))

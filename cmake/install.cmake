@@ -4,8 +4,9 @@
 #
 #   timelyfreeze         tf/*.h: schedules, profiles, the DAG, the freeze LP,
 #                        plans (libtfplanner)
-#   timelyfreeze-render  tf/timeline.h, tf/canvas.h: timelines, traces and
-#                        the canvas they are drawn on (libtfrender, Graphviz)
+#   timelyfreeze-render  tf/timeline.h, tf/pareto_plot.h, tf/canvas.h:
+#                        timelines, traces, the trade-off chart and the
+#                        canvas they are drawn on (libtfrender, Graphviz)
 #   timelyfreeze-exec    tfx/*.h: the executor (libtfexec, libtfexec_cuda,
 #                        libtfexec_core)
 #

@@ -1,11 +1,14 @@
 /* tf-plan: profiled stage timings in, freeze plan out.  Parses arguments
  * and calls the planner library. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "tf/canvas.h"
+#include "tf/pareto_plot.h"
 #include "tf/plan.h"
 #include "tf/planner.h"
 #include "tf/profile.h"
@@ -22,7 +25,11 @@ static const char *const prog = "tf-plan";
 
 typedef struct plan_args {
     const char *profile, *output, *csv, *timeline, *write_csv;
+    const char *plot;       /* --plot: the trade-off curve's chart */
     int quiet;
+    uint64_t memory_limit;  /* --memory-limit; 0: the profile's */
+    int no_freeze_memory;
+    int pareto, pareto_memory; /* print a trade-off curve instead of one plan */
     tf_plan_options options;
 } plan_args;
 
@@ -40,6 +47,17 @@ static int parse_timeline(const char *text, void *field, const char **expected)
 {
     *expected = "a file name ending in .svg, .png, .pdf, .dot or .json";
     if (!tf_timeline_format_for_path(text))
+        return -1;
+    *(const char **)field = text;
+    return 0;
+}
+
+/* --plot FILE: a picture whose extension tells the format. */
+static int parse_plot(const char *text, void *field, const char **expected)
+{
+    const char *format = tf_canvas_format_for_path(text);
+    *expected = "a file name ending in .svg, .png or .pdf";
+    if (!format || !strcmp(format, "dot"))
         return -1;
     *(const char **)field = text;
     return 0;
@@ -69,6 +87,27 @@ static const tf_cli_option options[] = {
     {"time-limit", 0, TF_CLI_NUMBER, AT(options.control.time_limit_s), 0, 1e9, .arg = "S",
      .help = "stop solving after S seconds (default " TF_PLAN_STRING(TF_PLAN_TIME_LIMIT_S)
              "; 0: none)"},
+    {"memory-limit", 0, TF_CLI_SIZE, AT(memory_limit), 1, 1.152921504606846976e18,
+     .arg = "SIZE",
+     .help = "every rank's memory limit (80GiB = 80 x 2^30 bytes, 80GB = 80e9, or bytes), over "
+             "the profile's memory_limit_bytes; needs the profile's memory fields. A plan keeps "
+             "each rank's peak within it by freezing and, where stages give checkpoint_bytes, "
+             "recomputing"},
+    {"no-freeze-memory", 0, TF_CLI_FLAG, AT(no_freeze_memory),
+     .help = "plan as if freezing saved no memory (a frozen backward's forward keeps all its "
+             "activations), to see what freezing buys in memory"},
+    {"pareto", 0, TF_CLI_FLAG, AT(pareto),
+     .help = "instead of one plan, print the least batch time against the largest freeze "
+             "ratio any action may take (--max-action-ratio from 0 to 1): every breakpoint of "
+             "the exact curve"},
+    {"pareto-memory", 0, TF_CLI_FLAG, AT(pareto_memory),
+     .help = "instead of one plan, print the least batch time against the memory limit of "
+             "every rank, from the smallest any plan meets to the largest unfrozen peak: every "
+             "breakpoint of the exact curve (needs the profile's memory fields)"},
+    {"plot", 0, TF_CLI_CUSTOM, AT(plot), .parse = parse_plot, .arg = "FILE",
+     .help = "with --pareto or --pareto-memory, also draw the curve (format from the "
+             "extension: .svg .png .pdf): batch time against the swept limit, every "
+             "breakpoint marked"},
     {"schedule-csv", 0, TF_CLI_PATH, AT(csv), .arg = "FILE",
      .help = "run the per-rank order in FILE (PyTorch compute-only CSV: one row per rank, "
              "cells like 0F3 1B2 2I0 2W0 and pairs (0F7;7B3)OVERLAP_F_B); the CSV gives the "
@@ -92,9 +131,10 @@ static const tf_cli_program program = {prog, TF_VERSION, synopsis, options,
  * Checked before anything is read or written. */
 static int check_paths(const plan_args *a)
 {
-    const char *name[] = {"-o", "--timeline", "--write-csv", "the profile", "--schedule-csv"};
-    const char *path[] = {a->output, a->timeline, a->write_csv, a->profile, a->csv};
-    const int outputs = 3, files = 5;
+    const char *name[] = {"-o", "--timeline", "--write-csv", "--plot", "the profile",
+                          "--schedule-csv"};
+    const char *path[] = {a->output, a->timeline, a->write_csv, a->plot, a->profile, a->csv};
+    const int outputs = 4, files = 6;
     for (int i = 0; i < outputs; i++)
         for (int j = i + 1; j < files; j++)
             if (tf_cli_distinct(prog, name[i], path[i], name[j], path[j]))
@@ -112,6 +152,21 @@ static int parse_args(int argc, char **argv, plan_args *a)
     int rc = tf_cli_parse(&program, argc, argv, a);
     if (rc == TF_CLI_CONTINUE && check_paths(a))
         rc = TF_EXIT_USAGE;
+    if (rc == TF_CLI_CONTINUE && a->pareto + a->pareto_memory > 1)
+        rc = tf_cli_bad_value(prog, "--pareto-memory", "one trade-off at a time, not with "
+                              "--pareto", "--pareto");
+    if (rc == TF_CLI_CONTINUE && (a->pareto || a->pareto_memory) &&
+        (a->output || a->timeline || a->write_csv))
+        rc = tf_cli_bad_value(prog, a->pareto ? "--pareto" : "--pareto-memory",
+                              "a trade-off prints a table; -o, --timeline and --write-csv "
+                              "belong to one plan", a->output ? a->output
+                                                               : a->timeline ? a->timeline
+                                                                             : a->write_csv);
+    if (rc == TF_CLI_CONTINUE && a->plot && !a->pareto && !a->pareto_memory)
+        rc = tf_cli_bad_value(prog, "--plot", "--pareto or --pareto-memory with it (it draws "
+                              "their trade-off curve; tf-dot draws a plan)", a->plot);
+    a->options.memory_limit = (double)a->memory_limit;
+    a->options.freeze_saves_memory = !a->no_freeze_memory;
     return rc;
 }
 
@@ -202,6 +257,51 @@ static int print_summary(const plan_args *a, const tf_plan *plan)
     return tf_cli_finish_stdout(prog);
 }
 
+/* The trade-off table on stdout. */
+static int print_pareto(const tf_pareto *pa, const char *plot)
+{
+    const int memory = pa->axis == TF_PARETO_MEMORY;
+    printf("%s\n", memory ? "least batch time against every rank's memory limit"
+                          : "least batch time against the largest freeze ratio of any action");
+    printf("%-18s %12s %9s %12s%s\n", memory ? "limit GiB" : "max action ratio", "batch ms",
+           "speedup", "mean ratio", memory ? "  recompute" : "");
+    for (int k = 0; k < pa->n; k++) {
+        const tf_pareto_point *pt = &pa->points[k];
+        char x[32];
+        snprintf(x, sizeof x, memory ? "%.3f" : "%.4f", memory ? pt->x / 1073741824.0 : pt->x);
+        printf("%-18s %12.3f %8.3fx %12.4f", x, pt->batch_ms,
+               pt->batch_ms > 0 ? pa->batch_ms_unfrozen / pt->batch_ms : 1.0,
+               pt->freeze_ratio_mean);
+        if (memory)
+            printf("  %9.3f", pt->recompute_sum);
+        putchar('\n');
+    }
+    printf("%d %s (the ends and every breakpoint; linear between), %d %s solved; speedup "
+           "against the unfrozen %.3f ms\n", pa->n, tf_plural(pa->n, "point", "points"),
+           pa->solves, tf_plural(pa->solves, "plan", "plans"), pa->batch_ms_unfrozen);
+    if (plot)
+        printf("plot          %s\n", plot);
+    return tf_cli_finish_stdout(prog);
+}
+
+/* --pareto or --pareto-memory: the curve instead of one plan, and with
+ * --plot its chart. */
+static int run_pareto(const plan_args *a, const tf_profile *profile, tf_error *err,
+                      int *status)
+{
+    tf_pareto pa;
+    int rc = tf_plan_pareto(profile, &a->options,
+                            a->pareto ? TF_PARETO_ACTION_RATIO : TF_PARETO_MEMORY, &pa, err);
+    if (rc)
+        return rc;
+    if (a->plot)
+        rc = tf_pareto_plot(&pa, a->plot, err);
+    if (!rc)
+        *status = print_pareto(&pa, a->plot);
+    tf_pareto_free(&pa);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     plan_args a;
@@ -216,6 +316,13 @@ int main(int argc, char **argv)
     if (!a.quiet)
         a.options.control.progress = &progress;
     int rc = load_profile(&a, &profile, &err);
+    if (!rc && (a.pareto || a.pareto_memory)) {
+        rc = run_pareto(&a, &profile, &err, &status);
+        if (rc)
+            tf_cli_report(prog, rc, &err);
+        tf_profile_free(&profile);
+        return rc ? tf_cli_status(rc) : status;
+    }
     if (!rc)
         rc = tf_plan_from_profile(&profile, &a.options, &plan, &err);
     if (!rc)

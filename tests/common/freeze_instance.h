@@ -68,6 +68,7 @@ static inline void random_instance(instance *x, const char *name, int ranks, int
             x->max_ms[i] = 1 + 2 * u;
             x->min_ms[i] = x->max_ms[i] * (0.01 + 0.49 * v);
             break;
+        case TF_ACT_R: x->max_ms[i] = x->min_ms[i] = 0.0; break; /* none built */
         }
         double w = test_random(seed);
         if (w < 0.1)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # run.sh [SECONDS] [TARGET...] - runs each libFuzzer target (default: all of
-# fuzz_profile fuzz_plan fuzz_csv fuzz_study fuzz_checkpoint) for SECONDS
-# (default 30) from a seed corpus of the repository's own files: bundled
-# traces and examples, the golden schedules, profiles tf-study writes for
-# the bundled study, plans tf-plan makes from all of these, and a real
-# checkpoint.  Needs a build configured with -DTF_FUZZ=ON (clang):
+# fuzz_profile fuzz_plan fuzz_csv fuzz_study fuzz_checkpoint fuzz_import) for
+# SECONDS (default 30) from a seed corpus of the repository's own files:
+# bundled traces and examples, the golden schedules, profiles tf-study writes
+# for the bundled study, plans tf-plan makes from all of these, a real
+# checkpoint, and the synthetic torch.profiler runs of tests/import.  Needs a
+# build configured with -DTF_FUZZ=ON (clang):
 #
 #   CC=clang cmake -S . -B build-fuzz -DTF_FUZZ=ON && cmake --build build-fuzz -j2
 #   tests/fuzz/run.sh 30                          # what CI runs (ctest -R fuzz_short)
@@ -24,7 +25,8 @@ build=${TF_BUILD_DIR:-$src/build-fuzz}
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_profile fuzz_plan fuzz_csv fuzz_study fuzz_checkpoint)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_profile fuzz_plan fuzz_csv fuzz_study fuzz_checkpoint
+                                     fuzz_import)
 work=$build/fuzz
 bin=$build/tests/fuzz
 
@@ -69,6 +71,31 @@ seed fuzz_study "$src"/tools/examples/*.json
 mkdir -p "$work/seed/fuzz_checkpoint"
 TF_FUZZ_SEED_DIR="$work/seed/fuzz_checkpoint" "$bin/fuzz_checkpoint" -runs=1 \
     >/dev/null 2>&1 </dev/null
+
+# Traces: the synthetic runs tests/import writes, each run's rank traces
+# joined by NUL bytes (a part "--frozen" starts a frozen run's traces).
+mkdir -p "$work/seed/fuzz_import" "$work/import-gen"
+if python3 "$src/tests/import/make_traces.py" "$src/tests/import/fixtures" "$work/import-gen" &&
+    python3 "$src/tests/import/make_bad_runs.py" "$work/import-gen"; then
+    joined() { # joined OUT PART...: the parts, NUL between them
+        local out=$1 first=1 p
+        shift
+        : >"$out"
+        for p in "$@"; do
+            [ $first -eq 1 ] || printf '\0' >>"$out"
+            first=0
+            case $p in --frozen) printf -- '--frozen' >>"$out" ;; *) cat "$p" >>"$out" ;; esac
+        done
+    }
+    g=$work/import-gen
+    joined "$work/seed/fuzz_import/kineto" "$g/kineto-rank0.json" "$g/kineto-rank1.json"
+    joined "$work/seed/fuzz_import/dualpipev" "$g/dualpipev-rank0.json" "$g/dualpipev-rank1.json"
+    joined "$work/seed/fuzz_import/legacy" "$g/1f1b-rank0.json" "$g/1f1b-rank1.json"
+    joined "$work/seed/fuzz_import/frozen" "$g/1f1b-rank0.json" "$g/1f1b-rank1.json" --frozen \
+        "$g/1f1b-again-rank1.json" "$g/1f1b-again-rank0.json"
+    joined "$work/seed/fuzz_import/deadlock" "$g/1f1b-rank0.json" "$g/gpipe-rank1.json"
+    joined "$work/seed/fuzz_import/skewed" "$g/kineto-rank0.json" "$g/5ms-rank1.json"
+fi
 
 # Inputs of earlier findings, kept in the tree: each must pass again.
 for d in "$here"/regressions/*/; do

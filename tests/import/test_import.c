@@ -79,13 +79,13 @@ static void test_trace_forms(void **state)
         "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#4\",\"ts\":1,\"dur\":9},"
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"nccl:recv\",\"ts\":1,\"dur\":9},"
         "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"ts\":1,\"dur\":9}]}");
-    assert_int_equal(tfi_trace_load(kineto, &t, &err), 0);
+    assert_int_equal(tfi_trace_load(kineto, NULL, &t, &err), 0);
     assert_int_equal(t.rank, 1);
     assert_int_equal(t.world_size, 2);
     assert_true(t.has_clock && t.base_ns == 1e6);
     assert_int_equal(t.n_spans, 3); /* the two annotations and the step */
     assert_int_equal(t.spans[0].kind, TFI_SPAN_STEP);
-    assert_int_equal(t.spans[0].step, 4);
+    assert_int_equal(t.spans[0].u.step, 4);
     assert_true(t.spans[1].gpu && t.spans[1].start == 3 && t.spans[1].end == 5);
     assert_false(t.spans[2].gpu);
     tfi_trace_free(&t);
@@ -96,7 +96,7 @@ static void test_trace_forms(void **state)
     gzFile gz = gzopen(gz_path, "wb");
     gzputs(gz, "[" EV("PP:0F0", 1, 2) "," EV("gloo:recv", 0, 1) "]");
     gzclose(gz);
-    assert_int_equal(tfi_trace_load(gz_path, &t, &err), 0);
+    assert_int_equal(tfi_trace_load(gz_path, NULL, &t, &err), 0);
     assert_int_equal(t.rank, -1);
     assert_false(t.has_clock);
     assert_int_equal(t.n_spans, 2);
@@ -122,18 +122,18 @@ static void test_trace_errors(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *path = put("bad.json", cases[i].text);
-        assert_int_equal(tfi_trace_load(path, &t, &err), TF_EINVAL);
+        assert_int_equal(tfi_trace_load(path, NULL, &t, &err), TF_EINVAL);
         assert_contains(err.msg, "bad.json");
         assert_contains(err.msg, cases[i].needle);
         assert_null(t.spans);
     }
-    assert_int_equal(tfi_trace_load("/nonexistent/x.json", &t, &err), TF_EIO);
+    assert_int_equal(tfi_trace_load("/nonexistent/x.json", NULL, &t, &err), TF_EIO);
 }
 
 /* Loads text as a trace and cuts it into steps. */
 static int rank_run(const char *text, tfi_trace *t, tfi_rank_run *r, tf_error *err)
 {
-    int rc = tfi_trace_load(put("r.json", text), t, err);
+    int rc = tfi_trace_load(put("r.json", text), NULL, t, err);
     return rc ? rc : tfi_rank_run_build(t, r, err);
 }
 

@@ -5,17 +5,7 @@
 # tf-plan plans the result, and every kind of bad input is refused with a
 # message naming the file and value, leaving an existing profile untouched.
 . "$(dirname "$0")/../lib.sh"
-need TF_IMPORT TF_PLAN TF_SOURCE_DIR
-
-here=$TF_SOURCE_DIR/tests/import
-fx=$here/fixtures
-r0=$fx/pp2-1f1b-rank0.json
-r1=$fx/pp2-1f1b-rank1.json.gz
-f0=$fx/pp2-1f1b-frozen-rank0.json
-f1=$fx/pp2-1f1b-frozen-rank1.json
-gen=$work/gen
-mkdir -p "$gen"
-python3 "$here/make_traces.py" "$fx" "$gen" || { fail "make_traces.py"; finish "tf-import"; }
+. "$(dirname "$0")/traces.sh"
 
 # compare PROFILE UNFROZEN_MEDIANS [FROZEN_MEDIANS|defaults]: every action's
 # ms (and B's frozen_ms) equals the independent medians.
@@ -44,7 +34,8 @@ python3 "$here/trace_medians.py" "$f0" "$f1" > "$work/want-frozen.json"
 expect_status 0 "real traces import" "$TF_IMPORT" "$r0" "$r1" --frozen "$f0" "$f1" \
     -o "$work/profile.json"
 expect_stderr "real traces: the order is 1F1B" "schedule 1F1B"
-expect_stderr "real traces: no shared clock" "p2p_ms = 0"
+expect_stderr "real traces: no shared clock, aligned by the messages" \
+    "the traces share no clock: aligned by their messages"
 check "real traces: times are the traces' medians" \
     compare "$work/profile.json" "$work/want-pooled.json" "$work/want-frozen.json"
 expect_status 0 "tf-plan plans the imported profile" "$TF_PLAN" "$work/profile.json" \

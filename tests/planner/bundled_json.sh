@@ -4,8 +4,10 @@
 # refuse unknown fields, so a bundled file carrying a note outside "meta"
 # (or a field a reader lost) fails here.  A JSON file of no known kind fails
 # too, so that each new one is given its reader, or named below as a file
-# no program reads.  Build folders (those holding a CMakeCache.txt) and
-# Python environments (a pyvenv.cfg) are left out.  Run by ctest with TF_PLAN, TF_DOT, TF_STUDY and TF_SOURCE_DIR set.
+# no program reads.  What is made in the tree rather than shipped with it is
+# left out: build folders (those holding a CMakeCache.txt) and Python venvs
+# (a pyvenv.cfg: .venv-torch holds thousands of packages' JSON files).  Run
+# by ctest with TF_PLAN, TF_DOT, TF_STUDY and TF_SOURCE_DIR set.
 . "$(dirname "$0")/../lib.sh"
 need TF_PLAN TF_DOT TF_STUDY TF_SOURCE_DIR
 src=$TF_SOURCE_DIR
@@ -51,12 +53,10 @@ load() {
     esac
 }
 
-# Build folders and Python environments (.venv-torch: the packages' own
-# JSON files) are not the toolkit's.
-mapfile -t builds < <(find "$src" \( -name CMakeCache.txt -o -name pyvenv.cfg \) \
+mapfile -t made < <(find "$src" \( -name CMakeCache.txt -o -name pyvenv.cfg \) \
     -not -path '*/.git/*' -printf '%h\n')
 prune=(-name .git)
-for b in "${builds[@]}"; do prune+=(-o -path "$b"); done
+for d in "${made[@]}"; do prune+=(-o -path "$d"); done
 mapfile -t files < <(find "$src" \( "${prune[@]}" \) -prune -o -name '*.json' -type f -print |
     sort)
 counted=0

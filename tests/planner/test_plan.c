@@ -296,8 +296,8 @@ static void refuses_unknown_plan_fields(void **state)
                                              "you mean freeze_ratio?)"},
         {"actions", 0, "colour", "\"red\"", "$.actions[0].colour: unknown field (known fields "
                                             "here: rank, stage, microbatch, type, start_ms"},
-        {NULL, -1, "version", "2", "p.json: $.version: version 2 is newer than the tf-plan "
-                                   "version this toolkit reads (1): upgrade the toolkit"},
+        {NULL, -1, "version", "3", "p.json: $.version: version 3 is newer than the tf-plan "
+                                   "version this toolkit reads (2): upgrade the toolkit"},
         {NULL, -1, "version", NULL, "p.json: $.version: an integer is required"},
         {NULL, -1, "batch_ms", "[1, 2, 3]", "p.json: $.batch_ms: expected an object"},
         {NULL, -1, "meta", "\"a note\"", "p.json: $.meta: expected an object"},

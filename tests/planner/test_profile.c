@@ -227,8 +227,8 @@ static const bad_case bad_cases[] = {
     {"{\"schedule\": \"1F1B\", \"ranks\": 2", {"not valid JSON", "line 1"}},
     {"[1, 2]", {"$", "expected a JSON object"}},
     {"{\"format\": \"tf-plan\"}", {"$.format", "\"tf-plan\""}},
-    {BASE(STAGES2 ", \"version\": 2"),
-     {"$.version: version 2 is newer than the tf-profile version this toolkit reads (1)",
+    {BASE(STAGES2 ", \"version\": 3"),
+     {"$.version: version 3 is newer than the tf-profile version this toolkit reads (2)",
       "upgrade the toolkit"}},
     {BASE(STAGES2 ", \"version\": 0"), {"$.version", "expected an integer in [1, "}},
     {BASE(STAGES2 ", \"meta\": [\"a note\"]"), {"$.meta", "expected an object"}},
@@ -341,8 +341,8 @@ static void refuses_unknown_fields(void **state)
         {BASE(STAGES2 ", \"colour\": \"red\""),
          "bad.json: $.colour: unknown field (known fields here: format, version, meta, "
          "schedule, ranks, stages_per_rank, microbatches, microbatch_tokens, p2p_ms, "
-         "max_freeze_ratio, stages, actions, order, pairs; notes belong in the top level's "
-         "\"meta\")"},
+         "max_freeze_ratio, stages, actions, order, pairs, memory_limit_bytes; notes belong in "
+         "the top level's \"meta\")"},
         {BASE(", \"stages\": [{\"forward_ms\": 1.5, \"backward_ms\": 4.0, "
               "\"backward_ms\": 8.0}, " GOOD_STAGE "]"),
          "bad.json: $.stages[0].backward_ms: the field is given twice"},

@@ -1,7 +1,8 @@
 /* test_profile_samples.c - a profile from measured samples
  * (tf/profile_samples.h), on hand-made sample sets whose medians are
  * worked out in the comments: per action over steps, per stage over
- * actions, frozen times capped and defaulted, pair spans, bad samples. */
+ * actions, frozen times capped and defaulted, pair spans, bad samples and
+ * bad sets. */
 #include <math.h>
 
 #include "test_util.h"
@@ -23,6 +24,20 @@ static void add_all(tf_sample *x, size_t *n, const tf_schedule *s, const char *c
 {
     for (int k = 0; k < count; k++)
         add(x, n, s, cell, frozen, ms[k]);
+}
+
+/* The set of x[0..n-1], samples of s, capped at cap. */
+static tf_sample_set set_of(const tf_schedule *s, const tf_sample *x, size_t n, double cap,
+                            int pair_spans)
+{
+    tf_sample_set in;
+    tf_sample_set_init(&in);
+    in.schedule = s;
+    in.samples = x;
+    in.n = n;
+    in.max_freeze_ratio = cap;
+    in.pair_spans = pair_spans;
+    return in;
 }
 
 /* The override of cell in p; fails the test when there is none. */
@@ -71,11 +86,11 @@ static void medians_per_action_and_stage(void **state)
     add_all(x, &n, &s, "1B0", 0, (double[]){20, 20, 20}, 3);
     add_all(x, &n, &s, "1B1", 0, (double[]){22, 22, 22}, 3);
     add_all(x, &n, &s, "1B1", 1, (double[]){8, 10}, 2);
-    tf_sample_options o = {.max_freeze_ratio = 0.7, .pair_spans = 0};
+    const tf_sample_set in = set_of(&s, x, n, 0.7, 0);
     tf_profile p;
     tf_sample_report report;
     tf_error err = {0};
-    if (tf_profile_from_samples(&s, x, n, &o, &p, &report, &err))
+    if (tf_profile_from_samples(&in, &p, &report, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(p.n_overrides, 8);
     assert_int_equal(p.n_pairs, 0);
@@ -128,13 +143,13 @@ static void stalls_leave_the_profile(void **state)
                     v /= 2; /* freezing halves a B, leaves an F */
                 x[n++] = (tf_sample){i, frozen, v + jitter[k]};
             }
-    tf_sample_options o = {.max_freeze_ratio = 0.9, .pair_spans = 0};
+    const tf_sample_set in = set_of(&s, x, n, 0.9, 0);
     tf_profile clean, stalled;
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &clean, NULL, NULL), 0);
+    assert_int_equal(tf_profile_from_samples(&in, &clean, NULL, NULL), 0);
     x[0].ms += 300;  /* [action x 10 + step x 2 + frozen]: 0F0, step 0, unfrozen */
     x[14].ms += 300; /* 0F1, step 2, unfrozen */
     x[37].ms += 300; /* 0B1, step 3, frozen */
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &stalled, NULL, NULL), 0);
+    assert_int_equal(tf_profile_from_samples(&in, &stalled, NULL, NULL), 0);
     for (int k = 0; k < s.n_actions; k++) {
         assert_true(stalled.overrides[k].ms == clean.overrides[k].ms);
         assert_true(stalled.overrides[k].frozen_ms == clean.overrides[k].frozen_ms);
@@ -173,11 +188,11 @@ static void pair_spans(void **state)
     add(x, &n, &s, "0I1", 0, 4);
     add(x, &n, &s, "0W1", 0, 5);
     add(x, &n, &s, "0W1", 1, 0.1);
-    tf_sample_options o = {.max_freeze_ratio = 0.9, .pair_spans = 1};
+    tf_sample_set in = set_of(&s, x, n, 0.9, 1);
     tf_profile p;
     tf_sample_report report;
     tf_error err = {0};
-    if (tf_profile_from_samples(&s, x, n, &o, &p, &report, &err))
+    if (tf_profile_from_samples(&in, &p, &report, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(p.n_pairs, 1);
     assert_int_equal(p.n_overrides, 7);
@@ -200,14 +215,16 @@ static void pair_spans(void **state)
     /* Without its frozen sample the pair's frozen time is left to the
      * planner (-1), and counted as defaulted. */
     x[5] = x[--n]; /* the pair's frozen sample */
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &p, &report, &err), 0);
+    in.n = n;
+    assert_int_equal(tf_profile_from_samples(&in, &p, &report, &err), 0);
     assert_true(p.pairs[0].frozen_ms < 0);
     assert_int_equal(report.defaulted, 1);
     tf_profile_free(&p);
 
     /* A sample on the pair's second half is refused with pair spans. */
     add(x, &n, &s, "0B0", 0, 1);
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &p, NULL, &err), TF_EINVAL);
+    in.n = n;
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
     assert_contains(err.msg, "0B0");
     assert_contains(err.msg, "second action");
     assert_null(p.stages);
@@ -224,11 +241,16 @@ static void pairs_timed_by_action(void **state)
     tf_sample x[16];
     for (int i = 0; i < s.n_actions; i++)
         x[i] = (tf_sample){i, 0, 1.0 + i};
-    tf_sample_options o = {.max_freeze_ratio = 0.9, .pair_spans = 0};
+    /* From the init function: pairs timed action by action, the default cap. */
+    tf_sample_set in;
+    tf_sample_set_init(&in);
+    in.schedule = &s;
+    in.samples = x;
+    in.n = (size_t)s.n_actions;
     tf_profile p;
     tf_sample_report report;
-    assert_int_equal(tf_profile_from_samples(&s, x, (size_t)s.n_actions, &o, &p, &report, NULL),
-                     0);
+    assert_int_equal(tf_profile_from_samples(&in, &p, &report, NULL), 0);
+    assert_true(p.max_freeze_ratio[0] == TF_DEFAULT_CAP);
     assert_int_equal(p.n_pairs, 0);
     assert_int_equal(p.n_overrides, s.n_actions);
     int b = tf_schedule_find(&s, TF_ACT_B, 0, 0);
@@ -243,43 +265,86 @@ static void pairs_timed_by_action(void **state)
     tf_schedule_free(&s);
 }
 
+/* 1F1B on 2 ranks with 2 microbatches into *s, and one unfrozen sample of
+ * 1 ms per action into x[0..7]; returns their count, 8. */
+static size_t one_step_of_1f1b(tf_schedule *s, tf_sample x[16])
+{
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, 2, s, NULL), 0);
+    assert_int_equal(s->n_actions, 8);
+    for (int i = 0; i < s->n_actions; i++)
+        x[i] = (tf_sample){i, 0, 1.0};
+    return (size_t)s->n_actions;
+}
+
 /* Bad samples name the sample and the action; nothing is built. */
 static void bad_samples(void **state)
 {
     (void)state;
     tf_schedule s;
-    assert_int_equal(tf_schedule_build("1F1B", 2, 1, 2, &s, NULL), 0);
     tf_sample x[16];
-    for (int i = 0; i < s.n_actions; i++)
-        x[i] = (tf_sample){i, 0, 1.0};
-    const size_t n = (size_t)s.n_actions;
-    tf_sample_options o = {.max_freeze_ratio = 0.9, .pair_spans = 0};
+    const size_t n = one_step_of_1f1b(&s, x);
+    const tf_sample_set in = set_of(&s, x, n, 0.9, 0);
     tf_profile p;
     tf_error err = {0};
 
     x[3].action = 8;
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &p, NULL, &err), TF_EINVAL);
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
     assert_contains(err.msg, "sample 3: action 8 is not one of");
     x[3].action = 3;
 
     x[2].ms = NAN;
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &p, NULL, &err), TF_EINVAL);
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
     assert_contains(err.msg, "sample 2 (0B0): ms nan");
     x[2].ms = -1;
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &p, NULL, &err), TF_EINVAL);
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
     assert_contains(err.msg, "ms -1");
     x[2].ms = 1.0;
 
     /* 0B1 measured only frozen: no unfrozen figure to plan with. */
     x[3].frozen = 1;
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &p, NULL, &err), TF_EINVAL);
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
     assert_contains(err.msg, "0B1 has no unfrozen sample");
     x[3].frozen = 0;
 
     x[5].ms = 2 * TF_MAX_DURATION_MS;
-    assert_int_equal(tf_profile_from_samples(&s, x, n, &o, &p, NULL, &err), TF_EINVAL);
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
     assert_contains(err.msg, "more than the planner accepts");
     assert_null(p.overrides);
+    tf_schedule_free(&s);
+}
+
+/* A set without a schedule, samples NULL with n > 0, or a cap outside
+ * [0, 1] is refused by field and value; nothing is built. */
+static void bad_sets(void **state)
+{
+    (void)state;
+    tf_schedule s;
+    tf_sample x[16];
+    const size_t n = one_step_of_1f1b(&s, x);
+    tf_sample_set in = set_of(NULL, x, n, 0.9, 0);
+    tf_profile p;
+    tf_error err = {0};
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "schedule is NULL");
+    assert_null(p.stages);
+
+    in = set_of(&s, NULL, 3, 0.9, 0);
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "samples is NULL and n is 3");
+
+    in = set_of(&s, x, n, 1.5, 0);
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "max_freeze_ratio = 1.5");
+    in.max_freeze_ratio = NAN;
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), TF_EINVAL);
+    assert_contains(err.msg, "max_freeze_ratio = nan");
+    assert_null(p.stages);
+
+    /* The same samples with a cap in range build. */
+    in.max_freeze_ratio = 1;
+    assert_int_equal(tf_profile_from_samples(&in, &p, NULL, &err), 0);
+    assert_true(p.max_freeze_ratio[1] == 1);
+    tf_profile_free(&p);
     tf_schedule_free(&s);
 }
 
@@ -291,6 +356,7 @@ int main(void)
         cmocka_unit_test(pair_spans),
         cmocka_unit_test(pairs_timed_by_action),
         cmocka_unit_test(bad_samples),
+        cmocka_unit_test(bad_sets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,26 @@ static const char *profile_dualpipev =
     "{\"forward_ms\":7,\"backward_ms\":13,\"backward_input_ms\":6,\"backward_weight_ms\":7},"
     "{\"forward_ms\":8,\"backward_ms\":16,\"backward_input_ms\":7,\"backward_weight_ms\":9}]}";
 
+/* 1F1B with memory: 4 ranks, 8 microbatches, 1 GB of activations per
+ * forward (0.6 GB frozen, 0.1 GB checkpointed), and a limit of static +
+ * 3.2 GB that rank 0's four forwards in flight (static + 4 GB unfrozen)
+ * must be brought under by freezing and recomputation (R actions). */
+static const char *profile_memory =
+    "{\"format\":\"tf-profile\",\"version\":1,\"schedule\":\"1F1B\",\"ranks\":4,"
+    "\"microbatches\":8,\"max_freeze_ratio\":0.8,\"memory_limit_bytes\":5.2e9,\"stages\":["
+    "{\"forward_ms\":15,\"backward_ms\":45,\"backward_frozen_ms\":24,\"static_bytes\":2e9,"
+    "\"activation_bytes\":1e9,\"activation_frozen_bytes\":6e8,\"checkpoint_bytes\":1e8,"
+    "\"recompute_ms\":15},"
+    "{\"forward_ms\":14,\"backward_ms\":41,\"backward_frozen_ms\":20,\"static_bytes\":2e9,"
+    "\"activation_bytes\":1e9,\"activation_frozen_bytes\":6e8,\"checkpoint_bytes\":1e8,"
+    "\"recompute_ms\":14},"
+    "{\"forward_ms\":15,\"backward_ms\":45,\"backward_frozen_ms\":24,\"static_bytes\":2e9,"
+    "\"activation_bytes\":1e9,\"activation_frozen_bytes\":6e8,\"checkpoint_bytes\":1e8,"
+    "\"recompute_ms\":15},"
+    "{\"forward_ms\":20,\"backward_ms\":55,\"backward_frozen_ms\":30,\"static_bytes\":2e9,"
+    "\"activation_bytes\":1e9,\"activation_frozen_bytes\":6e8,\"checkpoint_bytes\":1e8,"
+    "\"recompute_ms\":20}]}";
+
 static void make_plan(const char *profile_json, int solve, tf_plan *plan)
 {
     tf_error err = {0};
@@ -1093,6 +1113,203 @@ static void test_load(void **state)
     rmdir(dir);
 }
 
+/* ---- memory lanes, idle windows, recomputation ---------------------------- */
+
+/* The text of the text node id into out[size]; 0 when there is none. */
+static int text_of(const char *svg, const char *id, char *out, size_t size)
+{
+    const char *end, *g = node_group(svg, id, &end);
+    const char *text = g ? strstr(g, "<text") : NULL;
+    if (!text || text >= end)
+        return 0;
+    const char *open = strchr(text, '>'), *close = strstr(text, "</text>");
+    if (!open || !close || close < open || (size_t)(close - open - 1) >= size)
+        return 0;
+    memcpy(out, open + 1, (size_t)(close - open - 1));
+    out[close - open - 1] = '\0';
+    return 1;
+}
+
+/* The y of the line (an edge: path d="Mx,y C...") with id; NAN if none. */
+static double line_y(const char *svg, const char *id)
+{
+    char key[96];
+    snprintf(key, sizeof key, "<g id=\"%s\" class=\"edge", id);
+    const char *g = strstr(svg, key), *d = g ? strstr(g, " d=\"M") : NULL;
+    const char *comma = d ? strchr(d, ',') : NULL;
+    return comma ? strtod(comma + 1, NULL) : NAN;
+}
+
+/* A memory lane's scale, read from the picture: y of 0 bytes and points
+ * per byte. */
+typedef struct lane_scale {
+    double y_zero, per_byte;
+} lane_scale;
+
+static lane_scale read_lane_scale(const char *svg, const char *prefix, int r)
+{
+    char id[64], text[64];
+    snprintf(id, sizeof id, "%s_mem_axis_%d", prefix, r);
+    box zero = find_box(svg, id);
+    snprintf(id, sizeof id, "%s_mem_top_%d", prefix, r);
+    box top = find_box(svg, id);
+    snprintf(id, sizeof id, "%s_mem_scale_%d", prefix, r);
+    assert_true(zero.found && top.found);
+    assert_true(text_of(svg, id, text, sizeof text));
+    assert_non_null(strstr(text, " GiB"));
+    double top_bytes = strtod(text, NULL) * 1073741824.0;
+    assert_true(top_bytes > 0);
+    lane_scale ls = {(zero.y0 + zero.y1) / 2, 0};
+    ls.per_byte = (ls.y_zero - (top.y0 + top.y1) / 2) / top_bytes;
+    assert_true(ls.per_byte > 0);
+    return ls;
+}
+
+/* Rank r's memory lane in panel prefix: its highest piece and the peak
+ * mark sit at the peak's bytes, every piece stands on the zero line, the
+ * limit line at the limit's bytes.  Returns the highest piece's top. */
+static double check_memory_lane(const char *svg, const tf_plan *plan, const char *prefix, int r,
+                                double peak)
+{
+    lane_scale ls = read_lane_scale(svg, prefix, r);
+    double highest = HUGE_VAL;
+    int pieces = 0;
+    for (;; pieces++) {
+        char id[64];
+        snprintf(id, sizeof id, "%s_mem_%d_%d", prefix, r, pieces);
+        box b = find_box(svg, id);
+        if (!b.found)
+            break;
+        assert_string_equal(b.cls, "node memory");
+        assert_true(fabs(b.y1 - ls.y_zero) <= 1.0);
+        highest = fmin(highest, b.y0);
+    }
+    assert_true(pieces >= 2);
+    double want = ls.y_zero - peak * ls.per_byte;
+    assert_true(fabs(highest - want) <= 1.0);
+    char id[64];
+    snprintf(id, sizeof id, "%s_peak_%d", prefix, r);
+    box mark = find_box(svg, id);
+    assert_true(mark.found);
+    assert_true(fabs((mark.y0 + mark.y1) / 2 - want) <= 1.0);
+    snprintf(id, sizeof id, "%s_limit_%d", prefix, r);
+    double limit_y = line_y(svg, id);
+    assert_true(fabs(limit_y - (ls.y_zero - plan->memory_limit[r] * ls.per_byte)) <= 0.6);
+    return highest;
+}
+
+static void test_memory_lanes(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    make_plan(profile_memory, 1, &plan);
+    assert_non_null(plan.memory);
+    assert_non_null(plan.memory_limit);
+    tf_timeline_options opt;
+    tf_timeline_options_init(&opt);
+    opt.compare_unfrozen = 1;
+    char *svg = render(&plan, &opt, "svg", NULL);
+    for (int r = 0; r < plan.schedule.ranks; r++) {
+        const tf_plan_rank *pr = &plan.per_rank[r];
+        check_memory_lane(svg, &plan, "p", r, pr->peak_planned.bytes);
+        double unfrozen_top = check_memory_lane(svg, &plan, "u", r, pr->peak_unfrozen.bytes);
+        char id[64];
+        snprintf(id, sizeof id, "u_limit_%d", r);
+        /* Rank 0 holds four forwards unfrozen: over its limit there. */
+        if (r == 0)
+            assert_true(unfrozen_top < line_y(svg, id) - 1);
+    }
+    /* Bytes change at the end of each action: rank 0's second piece starts
+     * where its first forward ends. */
+    double x_zero, scale;
+    read_axis(svg, &x_zero, &scale);
+    box second = find_box(svg, "p_mem_0_1");
+    assert_true(second.found);
+    const tf_plan_action *f0 = &plan.actions[plan.schedule.rank_offset[0]];
+    assert_int_equal(f0->action.type, TF_ACT_F);
+    assert_true(fabs(second.x0 - round(x_zero + (f0->start_ms + f0->ms) * scale)) <= 1.0);
+    free(svg);
+    tf_plan_free(&plan);
+}
+
+/* Without memory fields there is no memory lane. */
+static void test_no_memory_lane(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    make_plan(profile_1f1b, 1, &plan);
+    char *svg = render(&plan, NULL, "svg", NULL);
+    assert_null(strstr(svg, "_mem_"));
+    assert_null(strstr(svg, "live memory"));
+    free(svg);
+    tf_plan_free(&plan);
+}
+
+/* Every idle window of the plan's per_rank bubbles is shaded where it is,
+ * in the planned panel. */
+static void test_idle_windows(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    make_plan(profile_1f1b, 1, &plan);
+    char *svg = render(&plan, NULL, "svg", NULL);
+    double x_zero, scale;
+    read_axis(svg, &x_zero, &scale);
+    int windows = 0;
+    for (int r = 0; r < plan.schedule.ranks; r++) {
+        const tf_plan_rank *pr = &plan.per_rank[r];
+        assert_true(pr->n_bubbles >= 1);
+        for (int k = 0; k < pr->n_bubbles; k++) {
+            char id[64];
+            snprintf(id, sizeof id, "p_bubble_%d_%d", r, k);
+            box b = find_box(svg, id);
+            double x0 = round(x_zero + pr->bubbles[2 * k] * scale);
+            double x1 = round(x_zero + pr->bubbles[2 * k + 1] * scale);
+            assert_int_equal(b.found, x1 > x0);
+            if (!b.found)
+                continue;
+            windows++;
+            assert_string_equal(b.cls, "node bubble");
+            assert_true(fabs(b.x0 - x0) <= 1.0 && fabs(b.x1 - x1) <= 1.0);
+        }
+    }
+    assert_int_equal(count(svg, "class=\"node bubble\""), windows);
+    free(svg);
+    tf_plan_free(&plan);
+}
+
+/* R actions are boxes of their own, in the legend, their tooltip giving
+ * the recompute ratio of the backward they serve. */
+static void test_recompute_boxes(void **state)
+{
+    (void)state;
+    tf_plan plan;
+    make_plan(profile_memory, 1, &plan);
+    char *svg = render(&plan, NULL, "svg", NULL);
+    int r_boxes = 0;
+    for (int i = 0; i < plan.schedule.n_actions; i++) {
+        const tf_action *a = &plan.actions[i].action;
+        if (a->type != TF_ACT_R)
+            continue;
+        int b = tf_schedule_find(&plan.schedule, TF_ACT_B, a->stage, a->microbatch);
+        assert_true(b >= 0);
+        char cell[32], id[48], want[64];
+        snprintf(id, sizeof id, "p_%s", tf_action_format(a, cell));
+        box r = find_box(svg, id);
+        assert_true(r.found);
+        assert_non_null(strstr(r.cls, "action R"));
+        snprintf(want, sizeof want, "recompute ratio %.3f",
+                 plan.actions[b].recompute_ratio);
+        assert_non_null(strstr(r.tooltip, want));
+        assert_true(plan.actions[b].recompute_ratio > 0);
+        r_boxes++;
+    }
+    assert_true(r_boxes >= 1);
+    assert_non_null(strstr(svg, ">R recompute<"));
+    free(svg);
+    tf_plan_free(&plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1116,6 +1333,10 @@ int main(void)
         cmocka_unit_test(test_format_for_path),
         cmocka_unit_test(test_atomic_output),
         cmocka_unit_test(test_load),
+        cmocka_unit_test(test_memory_lanes),
+        cmocka_unit_test(test_no_memory_lane),
+        cmocka_unit_test(test_idle_windows),
+        cmocka_unit_test(test_recompute_boxes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,6 +162,55 @@ if command -v python3 >/dev/null; then
     done
 fi
 
+# Memory: a split-backward (ZBV) profile with memory fields, planned under a
+# limit that needs recomputation.  The Chrome trace's live-bytes counters
+# match the bytes counted afresh from the plan (check_memory_trace.py); R
+# actions are slices with their recompute ratio; the picture draws a memory
+# lane per rank in both panels of --compare.
+cat >"$work/zbv-memory.json" <<'EOF'
+{ "format": "tf-profile", "version": 1, "schedule": "ZBVZeroBubble", "ranks": 2,
+  "stages_per_rank": 2, "microbatches": 4, "max_freeze_ratio": 0.8,
+  "stages": [
+    {"forward_ms": 7, "backward_ms": 21, "backward_frozen_ms": 10, "backward_input_ms": 9,
+     "backward_weight_ms": 12, "static_bytes": 4e9, "activation_bytes": 1e9,
+     "activation_frozen_bytes": 6e8, "weight_grad_bytes": 5e8, "checkpoint_bytes": 1e8,
+     "recompute_ms": 7},
+    {"forward_ms": 8, "backward_ms": 22, "backward_frozen_ms": 11, "backward_input_ms": 10,
+     "backward_weight_ms": 12, "static_bytes": 4e9, "activation_bytes": 1e9,
+     "activation_frozen_bytes": 6e8, "weight_grad_bytes": 5e8, "checkpoint_bytes": 1e8,
+     "recompute_ms": 8},
+    {"forward_ms": 8, "backward_ms": 22, "backward_frozen_ms": 11, "backward_input_ms": 10,
+     "backward_weight_ms": 12, "static_bytes": 4e9, "activation_bytes": 1e9,
+     "activation_frozen_bytes": 6e8, "weight_grad_bytes": 5e8, "checkpoint_bytes": 1e8,
+     "recompute_ms": 8},
+    {"forward_ms": 9, "backward_ms": 25, "backward_frozen_ms": 12, "backward_input_ms": 11,
+     "backward_weight_ms": 14, "static_bytes": 4e9, "activation_bytes": 1e9,
+     "activation_frozen_bytes": 6e8, "weight_grad_bytes": 5e8, "checkpoint_bytes": 1e8,
+     "recompute_ms": 9} ] }
+EOF
+expect_status 0 "tf-plan on the memory profile" "$TF_PLAN" "$work/zbv-memory.json" \
+    --memory-limit 10.5GB -o "$work/zbv-memory-plan.json" -q
+dot 0 "$work/zbv-memory-plan.json" -T chrome -o "$work/zbv-memory-trace.json"
+if command -v python3 >/dev/null; then
+    check "memory counters differ from the plan's bytes" python3 \
+        "$(dirname "$0")/check_memory_trace.py" "$work/zbv-memory-plan.json" \
+        "$work/zbv-memory-trace.json"
+    check "no R slice with its recompute ratio" python3 - "$work/zbv-memory-trace.json" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+r = [e for e in events if e["ph"] == "X" and e["cat"] == "R"]
+assert r and all(0 < e["args"]["recompute_ratio"] <= 1 for e in r), r[:2]
+PY
+fi
+dot 0 "$work/zbv-memory-plan.json" --compare unfrozen -o "$work/zbv-memory.svg"
+check "no memory lanes in both panels" grep -q 'id="u_mem_axis_1"' "$work/zbv-memory.svg"
+if command -v python3 >/dev/null; then
+    check "zbv-memory.svg is not well-formed XML" \
+        python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' \
+        "$work/zbv-memory.svg"
+fi
+check "no planned limit line" grep -q 'id="p_limit_0" class="edge limit"' "$work/zbv-memory.svg"
+
 # Usage errors: exit 2 and say why.
 dot 2
 dot 2 "$plan" -T gif
@@ -209,11 +258,11 @@ sed '0,/"critical"/s//"critcal"/' "$plan" >"$work/typo-plan.json"
 expect_refused_with 1 "misspelled plan field" \
     '$.actions[0].critcal: unknown field (did you mean critical?)' "$work/keep.svg" -- \
     "$TF_DOT" "$work/typo-plan.json" -o "$work/keep.svg"
-sed 's/"version":[[:space:]]*1/"version": 3/' "$plan" >"$work/v3-plan.json"
+sed 's/"version":[[:space:]]*2/"version": 3/' "$plan" >"$work/v3-plan.json"
 expect_refused_with 1 "newer plan" \
-    '$.version: version 3 is newer than the tf-plan version this toolkit reads (1): upgrade the toolkit' \
+    '$.version: version 3 is newer than the tf-plan version this toolkit reads (2): upgrade the toolkit' \
     "$work/keep.svg" -- "$TF_DOT" "$work/v3-plan.json" -o "$work/keep.svg"
-sed 's/"version":[[:space:]]*1,/"version": 1, "meta": {"run": [1, {"critcal": null}]},/' "$plan" \
+sed 's/"version":[[:space:]]*2,/"version": 2, "meta": {"run": [1, {"critcal": null}]},/' "$plan" \
     >"$work/meta-plan.json"
 dot 0 "$work/meta-plan.json" -o "$work/meta.svg"
 sed 's/"stages_per_rank": 1,/"stages_per_rank": 1, "stages_per_ranks": 1,/' "$work/profile.json" \
@@ -228,6 +277,6 @@ cp "$plan" "$work/self.json"
 expect_refused_with 2 "input as output" 'the input and -o are the same file' \
     "$work/self.json" -- "$TF_DOT" "$work/self.json" -o "$work/./self.json" -T svg
 expect_refused_with 1 "/dev/zero as input" '/dev/zero: larger than the 64 MiB limit' -- \
-    timeout 60 "$TF_DOT" /dev/zero -o "$work/zero.svg"
+    cpu_bounded 20 "$TF_DOT" /dev/zero -o "$work/zero.svg"
 
 finish "tf-dot CLI"

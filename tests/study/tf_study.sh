@@ -226,7 +226,7 @@ bad_study "the first repeat in list order" \
 # 1e6, before the configuration cap was even looked at.)
 quick_bad_study() { # NAME FILE EXPECTED-TEXT
     rm -f "$work/bad.csv"
-    expect_refused_with 1 "$1" "$3" -- timeout 60 "$TF_STUDY" "$2" -q -o "$work/bad.csv"
+    expect_refused_with 1 "$1" "$3" -- cpu_bounded 20 "$TF_STUDY" "$2" -q -o "$work/bad.csv"
     check "$1: CSV written anyway" [ ! -e "$work/bad.csv" ]
 }
 quick_bad_study "/dev/zero as study" /dev/zero '/dev/zero: larger than the 16 MiB limit'

@@ -14,8 +14,13 @@
  *  - these and the stage times are built from the samples by
  *    tf_profile_from_samples (tf/profile_samples.h), as tf-exec builds its;
  *  - p2p_ms: the median gap between a sender's end and the start of the
- *    action on another rank that waited for it, when the traces share a
- *    clock; else 0.
+ *    action on another rank that waited for it, once the traces' clocks
+ *    are on one time line (clock.c: baseTimeNanoseconds, else the messages
+ *    between ranks); or the lag the caller gives.
+ * Nothing is accepted that tf-plan could not plan truthfully: the order
+ * must not deadlock (tf_dag_build), the clocks must agree with the data
+ * the ranks exchange, a lag must be a small share of the step, and a rank's
+ * actions must not overlap (docs/tf-import.md lists every check).
  * Every finding worth a user's attention (defaults used, values clamped, a
  * lag that could not be measured) goes to the note callback.
  */
@@ -24,6 +29,7 @@
 
 #include "tf/error.h"
 #include "tf/profile.h"
+#include "tf/util.h"
 
 /* Receives one line of news (no trailing newline); `warning` is 1 for
  * something the user should act on, 0 for information. */
@@ -35,11 +41,14 @@ typedef struct tfi_options {
     const char *const *frozen;  /* the same for a fully frozen run; may be NULL */
     int n_frozen;
     long first_step, last_step; /* ProfilerStep#first..#last; first < 0: every step */
+    double p2p_ms;              /* >= 0: the lag to write, the clocks unread; < 0: measure */
+    tf_progress *progress;      /* progress lines while a long import runs; may be NULL */
     tfi_note_fn note;           /* may be NULL */
     void *note_ctx;
 } tfi_options;
 
-/* Sets every field to its default: no traces, every step, no notes. */
+/* Sets every field to its default: no traces, every step, the lag
+ * measured, no progress lines, no notes. */
 void tfi_options_init(tfi_options *o);
 
 /* Parses "FIRST:LAST" (integers, 0 <= FIRST <= LAST) for --steps.  Returns 0
@@ -49,7 +58,9 @@ int tfi_parse_steps(const char *text, long *first, long *last, tf_error *err);
 /* Reads the traces and builds the profile.  Returns 0 with *out owning its
  * memory (tf_profile_free), or a TF_E* code with a message naming the file
  * and the value (TF_EIO: a file could not be read; TF_EINVAL: it is not a
- * usable trace).  On error *out is zeroed. */
+ * usable trace, or the traces do not make one run; TF_ECYCLE: the order
+ * they ran deadlocks; TF_ENOMEM: out of memory, said as such).  On error
+ * *out is zeroed. */
 int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err);
 
 /* tfi_import, then checks that the planner reads the result back and

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "observe.h"
+#include "tf/dag.h"
 
 static void note(const tfi_options *o, int warning, const char *message)
 {
@@ -34,9 +35,9 @@ static int fail_missing(const tfi_run *run, int r, const tfi_step *has, const tf
     return 0;
 }
 
-/* Rank r's steps must hold the same actions as its first; *same_order is
- * cleared when one runs them in another order. */
-static int check_steps_alike(const tfi_run *run, int r, int *same_order, tf_error *err)
+/* Rank r's steps must hold the same actions as its first; reordered[k]
+ * is set where step k runs them in another order. */
+static int check_steps_alike(const tfi_run *run, int r, char *reordered, tf_error *err)
 {
     const tfi_step *first = tfi_run_step(run, r, 0);
     for (int k = 1; k < run->n_steps; k++) {
@@ -46,19 +47,19 @@ static int check_steps_alike(const tfi_run *run, int r, int *same_order, tf_erro
             rc = fail_missing(run, r, s, first, err);
         if (rc)
             return rc;
-        for (int i = 0; i < s->n_acts; i++)
-            *same_order &= same_action(&s->acts[i].a, &first->acts[i].a);
+        for (int i = 0; i < s->n_acts && !reordered[k]; i++)
+            reordered[k] = !same_action(&s->acts[i].a, &first->acts[i].a);
     }
     return 0;
 }
 
-/* Each rank's first-step actions as order cells ("0F3", or a pair's
+/* Each rank's actions in step k as order cells ("0F3", or a pair's
  * "(0F7;7B3)OVERLAP_F_B"), in rows[r][i]. */
-static int make_cells(const tfi_run *run, char ***rows, int *row_len, int *microbatches,
+static int make_cells(const tfi_run *run, int k, char ***rows, int *row_len, int *microbatches,
                       tf_error *err)
 {
     for (int r = 0; r < run->ranks; r++) {
-        const tfi_step *s = tfi_run_step(run, r, 0);
+        const tfi_step *s = tfi_run_step(run, r, k);
         rows[r] = calloc((size_t)s->n_acts + 1, sizeof *rows[r]);
         if (!rows[r])
             return tf_fail(err, TF_ENOMEM, "out of memory");
@@ -92,20 +93,20 @@ static void free_cells(char ***rows, int ranks)
     free(rows);
 }
 
-/* Builds the schedule from the first step's per-rank orders. */
-static int schedule_from_steps(const tfi_run *run, tf_schedule *out, tf_error *err)
+/* Builds the schedule from step k's per-rank orders. */
+static int schedule_of_step(const tfi_run *run, int k, tf_schedule *out, tf_error *err)
 {
     char ***rows = calloc((size_t)run->ranks, sizeof *rows);
     int *row_len = calloc((size_t)run->ranks, sizeof *row_len);
     int microbatches = 0;
     int rc = rows && row_len ? 0 : tf_fail(err, TF_ENOMEM, "out of memory");
     if (rc == 0)
-        rc = make_cells(run, rows, row_len, &microbatches, err);
+        rc = make_cells(run, k, rows, row_len, &microbatches, err);
     if (rc == 0) {
         char where[256];
         char step[32];
         snprintf(where, sizeof where, "%sthe actions in %s of the traces", run->label,
-                 tfi_step_label(run->steps[0], step));
+                 tfi_step_label(run->steps[k], step));
         tf_cell_rows cells = {(const char *const *const *)rows, row_len, run->ranks};
         rc = tf_schedule_from_cells(&cells, microbatches, where, out, err);
     }
@@ -151,26 +152,97 @@ static void name_schedule(tf_schedule *s)
     }
 }
 
+/* The traces of the ranks that a cycle message of tf_dag_build names
+ * ("0F0(rank 0) -> ..."), or all of them when it names none. */
+static void cycle_files(const tfi_run *run, const char *cycle, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    char *listed = calloc((size_t)run->ranks, 1);
+    for (const char *p = cycle; listed && (p = strstr(p, "(rank ")) != NULL; p++) {
+        int r = atoi(p + 6);
+        if (r < 0 || r >= run->ranks || listed[r] || used + 8 >= size)
+            continue;
+        listed[r] = 1;
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
+                                 run->traces[r].path);
+    }
+    for (int r = 0; used == 0 && r < run->ranks && used + 8 < size; r++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", r ? ", " : "",
+                                 run->traces[r].path);
+    free(listed);
+}
+
+/* The order of step k must be one tf-plan can plan: no cycle. */
+static int check_plannable(const tfi_run *run, int k, const tf_schedule *s, tf_error *err)
+{
+    tf_dag g;
+    tf_error why = {0};
+    int rc = tf_dag_build(s, 0.0, &g, &why);
+    if (rc == 0) {
+        tf_dag_free(&g);
+        return 0;
+    }
+    if (rc != TF_ECYCLE)
+        return tf_fail(err, rc, "%s", why.msg);
+    char step[32], files[400];
+    cycle_files(run, why.msg, files, sizeof files);
+    const char *cycle = strstr(why.msg, "cycle: ");
+    return tf_fail(err, TF_ECYCLE, "%sthe order the traces ran in %s deadlocks, so tf-plan "
+                   "cannot plan it (%s): these actions wait on each other in a cycle: %s; "
+                   "every action must follow the ones it needs (its stage's previous "
+                   "microbatch, its own F before its B), so the traces are of different runs "
+                   "or were edited", run->label, tfi_step_label(run->steps[k], step), files,
+                   cycle ? cycle + 7 : why.msg);
+}
+
+/* Step k's order, when it differs from the first's, must be plannable too. */
+static int check_other_order(const tfi_run *run, int k, tf_error *err)
+{
+    tf_schedule s;
+    int rc = schedule_of_step(run, k, &s, err);
+    if (rc == 0)
+        rc = check_plannable(run, k, &s, err);
+    tf_schedule_free(&s);
+    return rc;
+}
+
+/* Every step holds the same actions; those run in another order than the
+ * first's are checked and noted. */
+static int check_steps(const tfi_run *run, const tfi_options *o, tf_error *err)
+{
+    char *reordered = calloc((size_t)run->n_steps + 1, 1);
+    int rc = reordered ? 0 : tf_fail(err, TF_ENOMEM, "out of memory"), differ = 0;
+    for (int r = 0; rc == 0 && r < run->ranks; r++)
+        rc = check_steps_alike(run, r, reordered, err);
+    for (int k = 1; rc == 0 && k < run->n_steps; k++)
+        if (reordered[k] && (rc = check_other_order(run, k, err)) == 0)
+            differ++;
+    free(reordered);
+    if (rc == 0 && differ) {
+        char message[200], step[32];
+        snprintf(message, sizeof message, "%d of the %d steps run their actions in another "
+                 "order than %s, whose order is used", differ, run->n_steps,
+                 tfi_step_label(run->steps[0], step));
+        note(o, 1, message);
+    }
+    return rc;
+}
+
 int tfi_observed_schedule(const tfi_run *run, const tfi_options *o, tf_schedule *out,
                           tf_error *err)
 {
     memset(out, 0, sizeof *out);
-    int same_order = 1, rc = 0;
-    for (int r = 0; rc == 0 && r < run->ranks; r++)
-        rc = check_steps_alike(run, r, &same_order, err);
+    int rc = check_steps(run, o, err);
     if (rc == 0)
-        rc = schedule_from_steps(run, out, err);
+        rc = schedule_of_step(run, 0, out, err);
     if (rc == 0)
         rc = check_stages_covered(run, out, err);
+    if (rc == 0)
+        rc = check_plannable(run, 0, out, err);
     if (rc) {
         tf_schedule_free(out);
         return rc;
-    }
-    if (!same_order) {
-        char message[160], step[32];
-        snprintf(message, sizeof message, "the steps run their actions in different orders; "
-                 "the order of %s is used", tfi_step_label(run->steps[0], step));
-        note(o, 1, message);
     }
     name_schedule(out);
     return 0;

@@ -2,281 +2,291 @@
 #include "steps.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum {
-    PP_COMPUTE,   /* F, B, I, W */
-    PP_SEND_F,
-    PP_RECV_F,
-    PP_SEND_B,
-    PP_RECV_B,
-    PP_STAGE_ONLY, /* UNSHARD, RESHARD, REDUCE_GRAD: no microbatch */
-    PP_OVERLAP     /* (aFm;bBn)OVERLAP_F_B */
-} pp_kind;
+#include "waits.h"
 
-typedef struct pp_name {
-    pp_kind kind;
-    tf_action a;
-    tf_action b;           /* PP_OVERLAP: the pair's backward (a its forward) */
-} pp_name;
-
-/* Reads 1-6 digits at *p into *value (<= TFI_MAX_INDEX); advances *p. */
-static int read_index(const char **p, int *value)
+static int is_compute(const tfi_span *s)
 {
-    const char *c = *p;
-    long v = 0;
-    while (*c >= '0' && *c <= '9' && c - *p < 6)
-        v = v * 10 + (*c++ - '0');
-    if (c == *p || (*c >= '0' && *c <= '9') || v > TFI_MAX_INDEX)
-        return -1;
-    *value = (int)v;
-    *p = c;
-    return 0;
-}
-
-/* Parses what follows "PP:" as _Action.__repr__ writes it.  Returns 0, or
- * -1 when the name is not one of the runtime's. */
-static int parse_pp(const char *name, pp_name *out)
-{
-    static const struct { const char *word; pp_kind kind; } words[] = {
-        {"SEND_F", PP_SEND_F}, {"RECV_F", PP_RECV_F}, {"SEND_B", PP_SEND_B},
-        {"RECV_B", PP_RECV_B}, {"UNSHARD", PP_STAGE_ONLY}, {"RESHARD", PP_STAGE_ONLY},
-        {"REDUCE_GRAD", PP_STAGE_ONLY}, {"F", PP_COMPUTE}, {"B", PP_COMPUTE},
-        {"I", PP_COMPUTE}, {"W", PP_COMPUTE}};
-    const char *p = name + 3;
-    size_t n = strlen(p);
-    memset(out, 0, sizeof *out);
-    out->a.rank = out->b.rank = -1;
-    if (p[0] == '(') {
-        tf_action pair[2];
-        int count;
-        if (tf_cell_parse(p, pair, &count, NULL) || count != 2 ||
-            pair[0].stage > TFI_MAX_INDEX || pair[0].microbatch > TFI_MAX_INDEX ||
-            pair[1].stage > TFI_MAX_INDEX || pair[1].microbatch > TFI_MAX_INDEX)
-            return -1;
-        out->kind = PP_OVERLAP;
-        out->a = pair[0];
-        out->b = pair[1];
-        return 0;
-    }
-    (void)n;
-    if (read_index(&p, &out->a.stage))
-        return -1;
-    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
-        size_t len = strlen(words[w].word);
-        if (strncmp(p, words[w].word, len) != 0)
-            continue;
-        p += len;
-        out->kind = words[w].kind;
-        if (out->kind == PP_COMPUTE)
-            tf_action_type_parse(words[w].word[0], &out->a.type);
-        if (out->kind == PP_STAGE_ONLY)
-            return *p ? -1 : 0;
-        return read_index(&p, &out->a.microbatch) || *p ? -1 : 0;
-    }
-    return -1;
+    return s->kind == TFI_SPAN_PP && (s->pp == TFI_PP_COMPUTE || s->pp == TFI_PP_OVERLAP);
 }
 
 /* The highest stage an event proves to exist: its own, or the next one it
  * sends forward to or receives gradients from. */
-static int stage_named(const pp_name *pp)
+static int stage_named(const tfi_span *s)
 {
-    int next = pp->kind == PP_SEND_F || pp->kind == PP_RECV_B;
-    if (pp->kind == PP_OVERLAP && pp->b.stage > pp->a.stage)
-        return pp->b.stage;
-    return pp->a.stage + next;
+    int next = s->pp == TFI_PP_SEND_F || s->pp == TFI_PP_RECV_B;
+    if (s->pp == TFI_PP_OVERLAP && s->u.pp.stage[1] > s->u.pp.stage[0])
+        return s->u.pp.stage[1];
+    return s->u.pp.stage[0] + next;
 }
 
-/* Index of the step whose span holds time x, or -1. */
-static int step_at(const tfi_rank_run *r, double x)
+/* A sort key and what it sorts: steps by id, actions by key. */
+typedef struct keyed {
+    int64_t key;
+    int pos;
+} keyed;
+
+static int by_key_then_pos(const void *pa, const void *pb)
 {
-    int lo = 0, hi = r->n_steps - 1, found = -1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (r->steps[mid].start <= x) {
-            found = mid;
-            lo = mid + 1;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    if (found >= 0 && x > r->steps[found].end)
-        return -1;
-    return found;
+    const keyed *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
-static int pp_on_side(const tfi_span *s, int gpu)
+/* Step spans of one side: counted (r NULL) or appended to r->steps in time
+ * order.  Returns how many. */
+static int collect_steps(const tfi_trace *t, int gpu, tfi_rank_run *r)
 {
-    return s->kind == TFI_SPAN_PP && s->gpu == gpu;
-}
-
-/* The step spans of one side into r->steps; 0 found is not an error. */
-static int collect_steps(const tfi_trace *t, int gpu, tfi_rank_run *r, tf_error *err)
-{
+    int n = 0;
     for (int i = 0; i < t->n_spans; i++) {
         const tfi_span *s = &t->spans[i];
         if (s->kind != TFI_SPAN_STEP || s->gpu != gpu)
             continue;
-        for (int k = 0; k < r->n_steps; k++)
-            if (r->steps[k].id == s->step)
-                return tf_fail(err, TF_EINVAL, "%s: event %d: ProfilerStep#%ld appears twice",
-                               t->path, s->index, s->step);
-        tfi_step *st = &r->steps[r->n_steps++];
-        st->id = s->step;
-        st->start = s->start;
-        st->end = s->end;
+        if (r)
+            r->steps[r->n_steps++] = (tfi_step){.id = s->u.step, .start = s->start,
+                                                .end = s->end, .acts = NULL, .by_key = NULL};
+        n++;
     }
-    return 0;
+    return n;
+}
+
+/* The event of step k's span, for messages (the k-th step span of the side). */
+static int step_event(const tfi_trace *t, int gpu, int k)
+{
+    for (int i = 0, seen = 0; i < t->n_spans; i++)
+        if (t->spans[i].kind == TFI_SPAN_STEP && t->spans[i].gpu == gpu && seen++ == k)
+            return t->spans[i].index;
+    return -1;
+}
+
+/* Sorts the steps by id into r->by_id; a number twice is an error. */
+static int index_steps(const tfi_trace *t, int gpu, tfi_rank_run *r, tf_error *err)
+{
+    keyed *order = malloc(((size_t)r->n_steps + 1) * sizeof *order);
+    r->by_id = malloc(((size_t)r->n_steps + 1) * sizeof *r->by_id);
+    int rc = order && r->by_id ? 0 : tf_fail(err, TF_ENOMEM, "%s: out of memory indexing its %d "
+                                                  "steps", t->path, r->n_steps);
+    for (int k = 0; rc == 0 && k < r->n_steps; k++)
+        order[k] = (keyed){r->steps[k].id, k};
+    if (rc == 0)
+        qsort(order, (size_t)r->n_steps, sizeof *order, by_key_then_pos);
+    for (int k = 0; rc == 0 && k < r->n_steps; k++) {
+        r->by_id[k] = order[k].pos;
+        if (k > 0 && order[k].key == order[k - 1].key)
+            rc = tf_fail(err, TF_EINVAL, "%s: event %d: ProfilerStep#%ld appears twice",
+                         t->path, step_event(t, gpu, order[k].pos), (long)order[k].key);
+    }
+    free(order);
+    return rc;
 }
 
 /* r->steps from the trace's ProfilerStep spans, or one step for all. */
 static int make_steps(const tfi_trace *t, tfi_rank_run *r, tf_error *err)
 {
-    r->steps = calloc((size_t)t->n_spans + 1, sizeof *r->steps);
+    int side = r->gpu;
+    if (collect_steps(t, side, NULL) == 0)
+        side = 0;
+    r->steps = calloc((size_t)collect_steps(t, side, NULL) + 1, sizeof *r->steps);
     if (!r->steps)
-        return tf_fail(err, TF_ENOMEM, "%s: out of memory", t->path);
-    int rc = collect_steps(t, r->gpu, r, err);
-    if (rc == 0 && r->n_steps == 0 && r->gpu)
-        rc = collect_steps(t, 0, r, err);
-    if (rc)
-        return rc;
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory for its steps", t->path);
+    collect_steps(t, side, r);
     if (r->n_steps == 0) {
         r->steps[0] = (tfi_step){.id = -1, .start = -INFINITY, .end = INFINITY};
         r->n_steps = 1;
     }
-    return 0;
+    return index_steps(t, side, r, err);
 }
 
-static tfi_act *find_act(const tfi_step *s, tf_action_type type, int stage, int microbatch)
+/* Notes the stages each PP: event of the side names and counts each
+ * step's compute actions (into n_acts), refusing a step of more than
+ * TF_MAX_ACTIONS as soon as it has one too many. */
+static int count_actions(const tfi_trace *t, tfi_rank_run *r, tf_error *err)
 {
-    for (int i = 0; i < s->n_acts; i++) {
-        tfi_act *a = &s->acts[i];
-        if (a->a.type == type && a->a.stage == stage && a->a.microbatch == microbatch)
-            return a;
-    }
-    return NULL;
-}
-
-static int fail_name(const tfi_trace *t, const tfi_span *s, const char *why, tf_error *err)
-{
-    return tf_fail(err, TF_EINVAL, "%s: event %d \"%s\": %s", t->path, s->index, s->name, why);
-}
-
-/* Checks every PP: name of the side, notes the highest stage named, and
- * counts the compute actions of each step (into n_acts). */
-static int scan_names(const tfi_trace *t, tfi_rank_run *r, int *computes, tf_error *err)
-{
-    *computes = 0;
     for (int i = 0; i < t->n_spans; i++) {
         const tfi_span *s = &t->spans[i];
-        pp_name pp;
-        if (!pp_on_side(s, r->gpu))
+        if (s->kind != TFI_SPAN_PP || s->gpu != r->gpu)
             continue;
-        if (parse_pp(s->name, &pp))
-            return fail_name(t, s, "not an action name of PyTorch's pipelining runtime "
-                             "(expected PP:<stage><F|B|I|W><microbatch>, e.g. PP:0F3, or a pair "
-                             "PP:(0F7;7B3)OVERLAP_F_B)", err);
-        if (stage_named(&pp) > r->max_stage_named)
-            r->max_stage_named = stage_named(&pp);
-        if (pp.kind != PP_COMPUTE && pp.kind != PP_OVERLAP)
+        if (stage_named(s) > r->max_stage_named)
+            r->max_stage_named = stage_named(s);
+        if (!is_compute(s))
             continue;
-        int k = step_at(r, s->start);
-        if (k < 0)
+        int k = tfi_step_at(r, s->start);
+        if (k < 0) {
             r->outside++;
-        else
-            r->steps[k].n_acts += pp.kind == PP_OVERLAP ? 2 : 1, (*computes)++;
+            continue;
+        }
+        tfi_step *st = &r->steps[k];
+        st->n_acts += s->pp == TFI_PP_OVERLAP ? 2 : 1;
+        r->n_acts += s->pp == TFI_PP_OVERLAP ? 2 : 1;
+        if (st->n_acts > TF_MAX_ACTIONS) {
+            char step[32];
+            return tf_fail(err, TF_EINVAL, "%s: %s holds more than %d actions, the most the "
+                           "planner accepts in one step (event %d)", t->path,
+                           tfi_step_label(st->id, step), TF_MAX_ACTIONS, s->index);
+        }
     }
     return 0;
 }
 
-/* Appends action a of span s (one of a pair's two, or alone) to step st;
- * rejects a repeat. */
-static int add_act(const tfi_trace *t, const tfi_span *s, tfi_step *st, const tf_action *a,
-                   tf_error *err)
+/* Places each step's actions in one array, step after step. */
+static int allocate_actions(const tfi_trace *t, tfi_rank_run *r, tf_error *err)
 {
-    const tfi_act *seen = tfi_step_find(st, a->type, a->stage, a->microbatch);
-    if (seen && st->id < 0)
-        return fail_name(t, s, "the action appears twice, and the trace has no "
-                         "ProfilerStep#N spans to tell steps apart (profile with a "
-                         "torch.profiler schedule, or pass one step's trace)", err);
-    if (seen) {
-        char why[128], cell[32];
-        snprintf(why, sizeof why, "the action %s appears twice in ProfilerStep#%ld",
-                 tf_action_format(a, cell), st->id);
-        return fail_name(t, s, why, err);
-    }
-    st->acts[st->n_acts++] = (tfi_act){*a, s->start, s->end, s->start, s->name};
-    return 0;
-}
-
-/* Fills each step's actions in start order; rejects repeats. */
-static int fill_actions(const tfi_trace *t, tfi_rank_run *r, tf_error *err)
-{
+    r->acts = malloc(((size_t)r->n_acts + 1) * sizeof *r->acts);
+    r->keys = malloc(((size_t)r->n_acts + 1) * sizeof *r->keys);
+    if (!r->acts || !r->keys)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory for %ld actions", t->path, r->n_acts);
+    long used = 0;
     for (int k = 0; k < r->n_steps; k++) {
-        r->steps[k].acts = calloc((size_t)r->steps[k].n_acts + 1, sizeof(tfi_act));
-        if (!r->steps[k].acts)
-            return tf_fail(err, TF_ENOMEM, "%s: out of memory", t->path);
+        r->steps[k].acts = r->acts + used;
+        r->steps[k].by_key = r->keys + used;
+        used += r->steps[k].n_acts;
         r->steps[k].n_acts = 0;
     }
+    return 0;
+}
+
+/* Appends the compute span s (one action, or a pair's two) to its step. */
+static void add_span(tfi_rank_run *r, const tfi_span *s, tfi_step *st)
+{
+    for (int which = 0; which < (s->pp == TFI_PP_OVERLAP ? 2 : 1); which++) {
+        tfi_act *a = &st->acts[st->n_acts++];
+        tfi_span_action(s, which, &a->a);
+        a->event = s->index;
+        a->start = a->compute_start = s->start;
+        a->end = s->end;
+        a->input_timed = r->gpu;
+        if (a->a.stage < r->min_stage)
+            r->min_stage = a->a.stage;
+    }
+}
+
+static void fill_actions(const tfi_trace *t, tfi_rank_run *r)
+{
     for (int i = 0; i < t->n_spans; i++) {
         const tfi_span *s = &t->spans[i];
-        pp_name pp;
-        int k = pp_on_side(s, r->gpu) ? step_at(r, s->start) : -1;
-        if (k < 0 || parse_pp(s->name, &pp) || (pp.kind != PP_COMPUTE && pp.kind != PP_OVERLAP))
+        int k = s->gpu == r->gpu && is_compute(s) ? tfi_step_at(r, s->start) : -1;
+        if (k >= 0)
+            add_span(r, s, &r->steps[k]);
+    }
+}
+
+/* The order actions are indexed in: stage, microbatch, type. */
+static int64_t action_key(const tf_action *a)
+{
+    return ((int64_t)a->stage << 20 | (int64_t)a->microbatch << 2) | a->type;
+}
+
+/* "PP:0F3", or the pair's name for either half of a pair, of act i. */
+static const char *act_name(const tfi_step *st, int i, char *buf)
+{
+    const tfi_act *a = &st->acts[i];
+    char cell[TF_CELL_MAX];
+    if (a->a.pair == TF_PAIR_NONE)
+        tf_action_format(&a->a, cell);
+    else if (a->a.pair == TF_PAIR_FIRST)
+        tf_pair_format(&a->a, &st->acts[i + 1].a, cell);
+    else
+        tf_pair_format(&st->acts[i - 1].a, &a->a, cell);
+    snprintf(buf, TF_CELL_MAX + 3, "PP:%s", cell);
+    return buf;
+}
+
+/* Sorts step st's actions by key (order: room for them); an action twice
+ * is an error. */
+static int index_actions(const tfi_trace *t, tfi_step *st, keyed *order, tf_error *err)
+{
+    for (int i = 0; i < st->n_acts; i++)
+        order[i] = (keyed){action_key(&st->acts[i].a), i};
+    qsort(order, (size_t)st->n_acts, sizeof *order, by_key_then_pos);
+    for (int i = 0; i < st->n_acts; i++)
+        st->by_key[i] = order[i].pos;
+    for (int i = 1; i < st->n_acts; i++) {
+        if (order[i].key != order[i - 1].key)
             continue;
-        tfi_step *st = &r->steps[k];
-        int rc = add_act(t, s, st, &pp.a, err);
-        if (rc == 0 && pp.kind == PP_OVERLAP)
-            rc = add_act(t, s, st, &pp.b, err);
-        if (rc)
-            return rc;
+        int later = order[i].pos;
+        char cell[32], name[TF_CELL_MAX + 3], step[32];
+        if (st->id < 0)
+            return tf_fail(err, TF_EINVAL, "%s: event %d \"%s\": the action appears twice, and "
+                           "the trace has no ProfilerStep#N spans to tell steps apart (profile "
+                           "with a torch.profiler schedule, or pass one step's trace)", t->path,
+                           st->acts[later].event, act_name(st, later, name));
+        return tf_fail(err, TF_EINVAL, "%s: event %d \"%s\": the action %s appears twice in %s",
+                       t->path, st->acts[later].event, act_name(st, later, name),
+                       tf_action_format(&st->acts[later].a, cell), tfi_step_label(st->id, step));
     }
     return 0;
 }
 
-/* When the receive posted in RECV span `recv` ended: the latest end of the
- * receive events that started inside it, or -INFINITY. */
-static double arrival(const tfi_trace *t, const tfi_span *recv)
+/* Two actions of one rank cannot run at once: each span must start after
+ * the ones before it ended (a pair's halves share one span). */
+static int check_overlap(const tfi_trace *t, const tfi_step *st, tf_error *err)
 {
-    double latest = -INFINITY;
-    for (const tfi_span *s = recv + 1; s < t->spans + t->n_spans && s->start <= recv->end; s++)
-        if (s->kind == TFI_SPAN_RECV && s->end > latest)
-            latest = s->end;
-    return latest;
+    int last = -1; /* the action whose span ends latest so far */
+    for (int i = 0; i < st->n_acts; i++) {
+        if (st->acts[i].a.pair == TF_PAIR_SECOND)
+            continue;
+        if (last >= 0 && st->acts[i].start < st->acts[last].end - TFI_OVERLAP_SLACK_US) {
+            char a[TF_CELL_MAX + 3], b[TF_CELL_MAX + 3], step[32];
+            return tf_fail(err, TF_EINVAL, "%s: event %d \"%s\" (%.3f to %.3f us) overlaps event "
+                           "%d \"%s\" (%.3f to %.3f us) in %s: a rank runs one action at a "
+                           "time, so its action spans cannot overlap", t->path,
+                           st->acts[i].event, act_name(st, i, a), st->acts[i].start,
+                           st->acts[i].end, st->acts[last].event, act_name(st, last, b),
+                           st->acts[last].start, st->acts[last].end,
+                           tfi_step_label(st->id, step));
+        }
+        if (last < 0 || st->acts[i].end > st->acts[last].end)
+            last = i;
+    }
+    return 0;
 }
 
-/* CPU side: starts each compute action that waited for a receive when the
- * data arrived (see steps.h). */
-static void trim_waits(const tfi_trace *t, tfi_rank_run *r)
+/* The side's PP: events must all be the runtime's, and some must exist. */
+static int check_names(const tfi_trace *t, int gpu, tf_error *err)
 {
-    for (int i = 0; i < t->n_spans; i++) {
-        const tfi_span *s = &t->spans[i];
-        pp_name pp;
-        int k = pp_on_side(s, 0) ? step_at(r, s->start) : -1;
-        if (k < 0 || parse_pp(s->name, &pp) || (pp.kind != PP_RECV_F && pp.kind != PP_RECV_B))
-            continue;
-        const tfi_step *st = &r->steps[k];
-        tf_action_type want = pp.kind == PP_RECV_F ? TF_ACT_F : TF_ACT_B;
-        tfi_act *a = find_act(st, want, pp.a.stage, pp.a.microbatch);
-        if (!a && want == TF_ACT_B)
-            a = find_act(st, TF_ACT_I, pp.a.stage, pp.a.microbatch);
-        double when = arrival(t, s);
-        if (!a || !(when > a->start))
-            continue;
-        a->compute_start = when < a->end ? when : a->end;
-        r->wait_trimmed++;
-    }
-    /* A pair computes once the inputs of both halves are in. */
+    const tfi_bad_name *bad = &t->bad[gpu];
+    if (bad->index >= 0)
+        return tf_fail(err, TF_EINVAL, "%s: event %d \"%s\": not an action name of PyTorch's "
+                       "pipelining runtime (expected PP:<stage><F|B|I|W><microbatch>, e.g. "
+                       "PP:0F3, or a pair PP:(0F7;7B3)OVERLAP_F_B)", t->path, bad->index,
+                       bad->name);
+    if (t->pp_events[gpu] == 0)
+        return tf_fail(err, TF_EINVAL,
+                       "%s: no PP: events: not a trace of PyTorch's pipelining runtime, which "
+                       "annotates every action as PP:<stage><type><microbatch> (e.g. PP:0F3)",
+                       t->path);
+    return 0;
+}
+
+/* Counts, stores, indexes and checks the actions of every step. */
+static int cut_actions(const tfi_trace *t, tfi_rank_run *r, tf_error *err)
+{
+    int rc = count_actions(t, r, err);
+    if (rc == 0 && r->n_acts == 0)
+        rc = tf_fail(err, TF_EINVAL, "%s: no PP: compute action (F, B, I or W) inside a "
+                     "ProfilerStep#N span", t->path);
+    if (rc == 0)
+        rc = allocate_actions(t, r, err);
+    if (rc)
+        return rc;
+    fill_actions(t, r);
+    int most = 0;
     for (int k = 0; k < r->n_steps; k++)
-        for (int i = 0; i + 1 < r->steps[k].n_acts; i++) {
-            tfi_act *first = &r->steps[k].acts[i], *second = first + 1;
-            if (first->a.pair != TF_PAIR_FIRST)
-                continue;
-            double start = fmax(first->compute_start, second->compute_start);
-            first->compute_start = second->compute_start = start;
-        }
+        most = r->steps[k].n_acts > most ? r->steps[k].n_acts : most;
+    keyed *order = malloc(((size_t)most + 1) * sizeof *order);
+    if (!order)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory indexing a step of %d actions",
+                       t->path, most);
+    for (int k = 0; rc == 0 && k < r->n_steps; k++)
+        if ((rc = index_actions(t, &r->steps[k], order, err)) == 0)
+            rc = check_overlap(t, &r->steps[k], err);
+    free(order);
+    return rc;
 }
 
 int tfi_rank_run_build(const tfi_trace *t, tfi_rank_run *out, tf_error *err)
@@ -284,35 +294,26 @@ int tfi_rank_run_build(const tfi_trace *t, tfi_rank_run *out, tf_error *err)
     memset(out, 0, sizeof *out);
     out->trace = t;
     out->max_stage_named = -1;
-    for (int i = 0; i < t->n_spans && !out->gpu; i++)
-        out->gpu = pp_on_side(&t->spans[i], 1);
-    int computes = 0, rc = make_steps(t, out, err);
+    out->min_stage = TFI_MAX_INDEX + 1;
+    out->gpu = t->pp_events[1] > 0;
+    int rc = check_names(t, out->gpu, err);
     if (rc == 0)
-        rc = scan_names(t, out, &computes, err);
-    if (rc == 0 && out->max_stage_named < 0)
-        rc = tf_fail(err, TF_EINVAL,
-                     "%s: no PP: events: not a trace of PyTorch's pipelining runtime, which "
-                     "annotates every action as PP:<stage><type><microbatch> (e.g. PP:0F3)",
-                     t->path);
-    if (rc == 0 && computes == 0)
-        rc = tf_fail(err, TF_EINVAL, "%s: no PP: compute action (F, B, I or W) inside a "
-                     "ProfilerStep#N span", t->path);
+        rc = make_steps(t, out, err);
     if (rc == 0)
-        rc = fill_actions(t, out, err);
-    if (rc) {
+        rc = cut_actions(t, out, err);
+    if (rc == 0 && !out->gpu)
+        rc = tfi_trim_waits(t, out, err);
+    if (rc)
         tfi_rank_run_free(out);
-        return rc;
-    }
-    if (!out->gpu)
-        trim_waits(t, out);
-    return 0;
+    return rc;
 }
 
 void tfi_rank_run_free(tfi_rank_run *r)
 {
-    for (int k = 0; k < r->n_steps; k++)
-        free(r->steps[k].acts);
     free(r->steps);
+    free(r->by_id);
+    free(r->acts);
+    free(r->keys);
     memset(r, 0, sizeof *r);
 }
 
@@ -325,15 +326,54 @@ const char *tfi_step_label(long id, char *buf)
     return buf;
 }
 
+int tfi_step_at(const tfi_rank_run *r, double x)
+{
+    int lo = 0, hi = r->n_steps - 1, found = -1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r->steps[mid].start <= x) {
+            found = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return found >= 0 && x <= r->steps[found].end ? found : -1;
+}
+
 const tfi_step *tfi_rank_run_step(const tfi_rank_run *r, long id)
 {
-    for (int k = 0; k < r->n_steps; k++)
-        if (r->steps[k].id == id)
-            return &r->steps[k];
+    int lo = 0, hi = r->n_steps - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        const tfi_step *s = &r->steps[r->by_id[mid]];
+        if (s->id == id)
+            return s;
+        if (s->id < id)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
     return NULL;
 }
 
 const tfi_act *tfi_step_find(const tfi_step *s, tf_action_type type, int stage, int microbatch)
 {
-    return find_act(s, type, stage, microbatch);
+    if (stage < 0 || stage > TFI_MAX_INDEX || microbatch < 0 || microbatch > TFI_MAX_INDEX)
+        return NULL;
+    const tf_action want = {.type = type, .stage = stage, .microbatch = microbatch};
+    int64_t key = action_key(&want);
+    int lo = 0, hi = s->n_acts - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        const tfi_act *a = &s->acts[s->by_key[mid]];
+        int64_t here = action_key(&a->a);
+        if (here == key)
+            return a;
+        if (here < key)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
 }

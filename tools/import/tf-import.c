@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "import.h"
+#include "tf/profile.h"
 
 static const char *const prog = "tf-import";
 
@@ -18,7 +19,7 @@ typedef struct import_args {
 
 static const char synopsis[] =
     "usage: tf-import TRACE.json... [--frozen TRACE.json...] [--steps FIRST:LAST]\n"
-    "                 -o PROFILE.json\n"
+    "                 [--p2p-ms MS] -o PROFILE.json\n"
     "\n"
     "Reads torch.profiler traces (Chrome JSON, or .json.gz) of a PyTorch pipeline\n"
     "run, one per rank, and writes the profile tf-plan reads: the per-rank order\n"
@@ -27,8 +28,13 @@ static const char synopsis[] =
 
 static void notes(FILE *f)
 {
-    fputs("A trace's rank is its distributedInfo.rank when every trace has one, else its\n"
-          "place among the arguments.\n",
+    fputs("A trace's rank is its distributedInfo.rank when every trace has one, else the\n"
+          "lowest stage it runs (rank r runs stage r in PyTorch's schedules), else its\n"
+          "place among the arguments.  The traces must make one run that tf-plan can\n"
+          "plan: an order that deadlocks, clocks that disagree with the data the ranks\n"
+          "exchange, a lag over a tenth of the step, overlapping actions of one rank, a\n"
+          "trace given twice, or frozen traces that are the run's own are refused\n"
+          "(docs/tf-import.md).\n",
           f);
 }
 
@@ -52,6 +58,10 @@ static const tf_cli_option options[] = {
              "after --frozen up to the next option are frozen traces"},
     {"steps", 0, TF_CLI_CUSTOM, AT(options), .parse = parse_steps, .arg = "FIRST:LAST",
      .help = "use ProfilerStep#FIRST..#LAST only (default: every step that holds actions)"},
+    {"p2p-ms", 0, TF_CLI_NUMBER, AT(options.p2p_ms), .min = 0, .max = TF_MAX_DURATION_MS,
+     .arg = "MS", .help = "the lag between ranks to write, in ms, instead of measuring it; the "
+                          "traces' clocks are then not read (for traces of unsynchronised "
+                          "clocks)"},
     {"quiet", 'q', TF_CLI_FLAG, AT(quiet), .help = "print warnings only"},
 };
 
@@ -65,6 +75,18 @@ static void print_note(void *ctx, int warning, const char *message)
         fprintf(stderr, "%s: %s: %s\n", prog, warning ? "warning" : "note", message);
 }
 
+/* -o may name no trace (under any spelling): the profile would replace it.
+ * Says so and returns 1 when it does. */
+static int output_is_a_trace(const import_args *a)
+{
+    for (int i = 0; i < a->traces.n + a->frozen.n; i++) {
+        const char *trace = i < a->traces.n ? a->traces.items[i] : a->frozen.items[i - a->traces.n];
+        if (tf_cli_distinct(prog, "--output", a->output, "a trace", trace))
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     import_args a;
@@ -73,7 +95,14 @@ int main(int argc, char **argv)
     int status = tf_cli_parse(&program, argc, argv, &a);
     if (status != TF_CLI_CONTINUE)
         return status;
+    if (output_is_a_trace(&a)) {
+        tf_cli_free(&program, &a);
+        return TF_EXIT_USAGE;
+    }
     tf_error err = {0};
+    tf_progress progress;
+    tf_progress_start(&progress, prog);
+    a.options.progress = a.quiet ? NULL : &progress;
     a.options.traces = a.traces.items;
     a.options.n_traces = a.traces.n;
     a.options.frozen = a.frozen.items;

@@ -1,173 +1,102 @@
-/* trace.c - reading a torch.profiler Chrome trace (plain or gzip JSON). */
+/* trace.c - reading a torch.profiler Chrome trace (plain or gzip JSON) as
+ * it streams, keeping the events tf-import uses. */
 #include "trace.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
-#include "tf/util.h"
+#include "jscan.h"
 
-/* A decompressed trace larger than this is refused rather than risking the
- * machine's memory on a corrupt or hostile file; real traces of one rank
- * are far smaller. */
-#define TFI_MAX_TRACE_BYTES ((size_t)4 << 30)
+/* Event names longer than this are kept cut short: no name tf-import
+ * reads comes near it. */
+enum { NAME_CAP = 4096, SMALL_CAP = 64 };
 
-static int is_gzip(const char *path, int *yes, tf_error *err)
+/* A value read where a time is wanted: the number, or what was there. */
+typedef struct time_field {
+    int seen;                /* the key appeared (the first occurrence counts) */
+    int number;              /* it was a number */
+    double value;
+    char text[SMALL_CAP + 8];/* the value as written, for messages */
+} time_field;
+
+/* The fields of one event that tf-import reads. */
+typedef struct event {
+    tfi_js_text name, cat, ph, key;
+    int seen_name, seen_cat, seen_ph;  /* the first occurrence counts */
+    int has_name, has_cat, has_ph;     /* ... and it was a string */
+    time_field ts, dur;
+} event;
+
+/* Reads 1-6 digits at *p into *value (<= TFI_MAX_INDEX); advances *p. */
+static int read_index(const char **p, int *value)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tf_fail(err, TF_EIO, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char magic[2] = {0, 0};
-    size_t got = fread(magic, 1, 2, f);
-    fclose(f);
-    *yes = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    const char *c = *p;
+    long v = 0;
+    while (*c >= '0' && *c <= '9' && c - *p < 6)
+        v = v * 10 + (*c++ - '0');
+    if (c == *p || (*c >= '0' && *c <= '9') || v > 65535)
+        return -1;
+    *value = (int)v;
+    *p = c;
     return 0;
 }
 
-/* Inflates the whole gzip file (all members) into a NUL-terminated buffer. */
-static int read_gzip(const char *path, char **data, size_t *len, tf_error *err)
+static void set_action(tfi_span *s, int which, const tf_action *a)
 {
-    gzFile gz = gzopen(path, "rb");
-    if (!gz)
-        return tf_fail(err, TF_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, used = 0;
-    char *buf = malloc(cap);
-    int rc = buf ? 0 : tf_fail(err, TF_ENOMEM, "%s: out of memory", path);
-    while (rc == 0) {
-        if (cap - used < 2) {
-            char *bigger = cap < TFI_MAX_TRACE_BYTES ? realloc(buf, cap * 2) : NULL;
-            if (!bigger) {
-                rc = tf_fail(err, TF_ENOMEM, "%s: the decompressed trace exceeds %zu bytes",
-                             path, cap);
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        unsigned want = cap - used - 1 > (1u << 30) ? (1u << 30) : (unsigned)(cap - used - 1);
-        int got = gzread(gz, buf + used, want);
-        if (got < 0) {
-            int zerr;
-            const char *why = gzerror(gz, &zerr);
-            rc = tf_fail(err, TF_EIO, "%s: broken gzip data: %s", path, why ? why : "?");
-        } else if (got == 0) {
-            break;
-        } else {
-            used += (size_t)got;
-        }
+    s->u.pp.stage[which] = (uint16_t)a->stage;
+    s->u.pp.microbatch[which] = (uint16_t)a->microbatch;
+    s->types = (unsigned char)(s->types | (unsigned)a->type << (2 * which));
+}
+
+/* An overlapped pair "(0F7;7B3)OVERLAP_F_B" (after "PP:"). */
+static int parse_pair(const char *p, tfi_span *s)
+{
+    tf_action pair[2];
+    int count;
+    if (tf_cell_parse(p, pair, &count, NULL) || count != 2)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        if (pair[k].stage > 65535 || pair[k].microbatch > 65535)
+            return -1;
+        set_action(s, k, &pair[k]);
     }
-    /* A truncated file reads as a short stream; gzclose_r reports it. */
-    int close_rc = gzclose_r(gz);
-    if (rc == 0 && close_rc != Z_OK)
-        rc = tf_fail(err, TF_EIO, "%s: broken gzip data: %s", path,
-                     close_rc == Z_BUF_ERROR ? "the file ends in the middle of the stream"
-                                             : "read error");
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    buf[used] = '\0';
-    *data = buf;
-    *len = used;
+    s->pp = TFI_PP_OVERLAP;
     return 0;
 }
 
-static int read_bytes(const char *path, char **data, size_t *len, tf_error *err)
+/* Parses what follows "PP:" as _Action.__repr__ writes it into s.
+ * Returns 0, or -1 when the name is not one of the runtime's. */
+static int parse_pp(const char *name, tfi_span *s)
 {
-    int gz = 0, rc = is_gzip(path, &gz, err);
-    if (rc)
-        return rc;
-    return gz ? read_gzip(path, data, len, err) : tf_read_file(path, data, len, err);
-}
-
-/* Parses text; a syntax error names the line and column. */
-static int parse_json(const char *path, const char *text, size_t len, cJSON **root,
-                      tf_error *err)
-{
-    if (strlen(text) != len)
-        return tf_fail(err, TF_EINVAL, "%s: not a trace: the file holds NUL bytes (binary data, "
-                       "not JSON)", path);
-    const char *end = NULL;
-    *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (*root)
-        return 0;
-    if (!end)
-        return tf_fail(err, TF_ENOMEM, "%s: out of memory parsing the JSON", path);
-    int line = 1, column = 1;
-    for (const char *c = text; c < end; c++) {
-        line += *c == '\n';
-        column = *c == '\n' ? 1 : column + 1;
+    static const struct { const char *word; tfi_pp_kind kind; } words[] = {
+        {"SEND_F", TFI_PP_SEND_F}, {"RECV_F", TFI_PP_RECV_F}, {"SEND_B", TFI_PP_SEND_B},
+        {"RECV_B", TFI_PP_RECV_B}, {"UNSHARD", TFI_PP_STAGE_ONLY},
+        {"RESHARD", TFI_PP_STAGE_ONLY}, {"REDUCE_GRAD", TFI_PP_STAGE_ONLY},
+        {"F", TFI_PP_COMPUTE}, {"B", TFI_PP_COMPUTE}, {"I", TFI_PP_COMPUTE},
+        {"W", TFI_PP_COMPUTE}};
+    const char *p = name + 3;
+    if (p[0] == '(')
+        return parse_pair(p, s);
+    tf_action a = {.type = TF_ACT_F, .rank = -1};
+    if (read_index(&p, &a.stage))
+        return -1;
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+        size_t len = strlen(words[w].word);
+        if (strncmp(p, words[w].word, len) != 0)
+            continue;
+        p += len;
+        s->pp = (unsigned char)words[w].kind;
+        if (words[w].kind == TFI_PP_COMPUTE)
+            tf_action_type_parse(words[w].word[0], &a.type);
+        if (words[w].kind != TFI_PP_STAGE_ONLY && (read_index(&p, &a.microbatch)))
+            return -1;
+        set_action(s, 0, &a);
+        return *p ? -1 : 0;
     }
-    return tf_fail(err, TF_EINVAL, "%s: not a trace: invalid JSON at line %d, column %d", path,
-                   line, column);
-}
-
-/* The event list: Kineto's traceEvents, or the legacy bare array. */
-static int event_list(const char *path, const cJSON *root, const cJSON **events, tf_error *err)
-{
-    if (cJSON_IsArray(root)) {
-        *events = root;
-        return 0;
-    }
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
-    if (cJSON_IsObject(root) && cJSON_IsArray(list)) {
-        *events = list;
-        return 0;
-    }
-    return tf_fail(err, TF_EINVAL,
-                   "%s: not a trace: expected a Chrome trace (an object with a \"traceEvents\" "
-                   "array, or an array of events), got %s",
-                   path,
-                   cJSON_IsObject(root) ? (list ? "an object whose traceEvents is not an array"
-                                                : "an object without \"traceEvents\"")
-                                        : "a JSON value that is neither");
-}
-
-/* Reads an optional integer field of distributedInfo into *out (-1 absent). */
-static int info_int(const char *path, const cJSON *info, const char *key, int *out,
-                    tf_error *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(info, key);
-    *out = -1;
-    if (!v)
-        return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1e6 ||
-        v->valuedouble != floor(v->valuedouble)) {
-        char *text = cJSON_PrintUnformatted(v);
-        int rc = tf_fail(err, TF_EINVAL,
-                         "%s: distributedInfo.%s: expected an integer >= 0, got %s", path, key,
-                         text ? text : "?");
-        cJSON_free(text);
-        return rc;
-    }
-    *out = (int)v->valuedouble;
-    return 0;
-}
-
-/* distributedInfo (rank, world_size) and baseTimeNanoseconds, when present. */
-static int read_metadata(const char *path, const cJSON *root, tfi_trace *t, tf_error *err)
-{
-    t->rank = t->world_size = -1;
-    if (!cJSON_IsObject(root))
-        return 0;
-    const cJSON *info = cJSON_GetObjectItemCaseSensitive(root, "distributedInfo");
-    int rc;
-    if (cJSON_IsObject(info) && ((rc = info_int(path, info, "rank", &t->rank, err)) ||
-                                 (rc = info_int(path, info, "world_size", &t->world_size, err))))
-        return rc;
-    if (t->rank >= 0 && t->world_size >= 0 && t->rank >= t->world_size)
-        return tf_fail(err, TF_EINVAL, "%s: distributedInfo.rank %d is not below world_size %d",
-                       path, t->rank, t->world_size);
-    const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "baseTimeNanoseconds");
-    if (cJSON_IsNumber(base) && isfinite(base->valuedouble)) {
-        t->has_clock = 1;
-        t->base_ns = base->valuedouble;
-    }
-    return 0;
+    return -1;
 }
 
 /* Is name a c10d receive ("gloo:recv", "nccl:recv 1<-0", ...)? */
@@ -182,82 +111,323 @@ static int is_receive(const char *name)
     return strncmp(colon + 1, "recv", 4) == 0;
 }
 
-/* Which kind of span an event is, or -1 to skip it. */
-static int classify(const char *name, const char *cat, int *gpu, long *step)
+/* N of "ProfilerStep#N", or -1 when name is not one. */
+static long step_number(const char *name)
 {
-    *gpu = cat && strcmp(cat, "gpu_user_annotation") == 0;
+    if (strncmp(name, "ProfilerStep#", 13) != 0)
+        return -1;
+    char *end;
+    errno = 0;
+    long n = strtol(name + 13, &end, 10);
+    return end == name + 13 || *end || errno || n < 0 || name[13] == '-' ? -1 : n;
+}
+
+/* Which kind of span an event is, or -1 to skip it. */
+static int classify(const char *name, const char *cat, tfi_span *s)
+{
+    s->gpu = cat && strcmp(cat, "gpu_user_annotation") == 0;
     /* Annotations: Kineto's two categories, or none at all (legacy). */
-    int annotation = !cat || *gpu || strcmp(cat, "user_annotation") == 0;
+    int annotation = !cat || s->gpu || strcmp(cat, "user_annotation") == 0;
     if (annotation && strncmp(name, "PP:", 3) == 0)
         return TFI_SPAN_PP;
-    if (annotation && strncmp(name, "ProfilerStep#", 13) == 0) {
-        char *end;
-        errno = 0;
-        long n = strtol(name + 13, &end, 10);
-        if (end == name + 13 || *end || errno || n < 0)
-            return -1;
-        *step = n;
+    if (annotation && (s->u.step = step_number(name)) >= 0)
         return TFI_SPAN_STEP;
-    }
     int device_side = cat && (strncmp(cat, "gpu_", 4) == 0 || strcmp(cat, "kernel") == 0);
     if (!device_side && is_receive(name))
         return TFI_SPAN_RECV;
     return -1;
 }
 
-/* Reads ts or dur of event i; a bad value is an error naming it. */
-static int event_time(const char *path, int i, const char *name, const cJSON *e,
-                      const char *key, double *out, tf_error *err)
+/* Reads a time field's value: a number, or what stood there. */
+static int read_time(tfi_jscan *j, event *e, time_field *t)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, key);
-    if (cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
-        (v->valuedouble >= 0 || strcmp(key, "ts") == 0) && fabs(v->valuedouble) < 1e18) {
-        *out = v->valuedouble;
-        return 0;
+    int c = tfi_js_peek(j);
+    t->seen = 1;
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        t->number = 1;
+        return tfi_js_number(j, &t->value, t->text, sizeof t->text);
     }
-    char *text = v ? cJSON_PrintUnformatted(v) : NULL;
-    int rc = tf_fail(err, TF_EINVAL, "%s: event %d (\"%s\"): %s: expected a %s, got %s", path,
-                     i, name, key, strcmp(key, "ts") == 0 ? "finite number" : "number >= 0",
-                     v ? (text ? text : "?") : "nothing");
-    cJSON_free(text);
-    return rc;
+    if (c == '"') {
+        int rc = tfi_js_string(j, &e->key);
+        snprintf(t->text, sizeof t->text, "\"%.*s%s\"", SMALL_CAP, e->key.s,
+                 e->key.truncated || e->key.len > SMALL_CAP ? "..." : "");
+        return rc;
+    }
+    snprintf(t->text, sizeof t->text, "%s", c == '{' ? "an object" : c == '[' ? "an array" :
+             c == 't' ? "true" : c == 'f' ? "false" : "null");
+    return tfi_js_skip(j);
 }
 
-/* Appends the spans of interest among the events to t. */
-static int collect_spans(const char *path, const cJSON *events, tfi_trace *t, tf_error *err)
+/* Reads a string field the first time its key appears (cJSON's lookup
+ * took the first of two); a value of another kind counts as absent. */
+static int read_text(tfi_jscan *j, tfi_js_text *into, int *seen, int *has)
 {
-    int n = cJSON_GetArraySize(events), i = -1;
-    t->spans = calloc((size_t)(n > 0 ? n : 1), sizeof *t->spans);
-    if (!t->spans)
-        return tf_fail(err, TF_ENOMEM, "%s: out of memory for %d events", path, n);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, events)
-    {
-        i++;
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
-        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
-        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(e, "cat");
-        if (!cJSON_IsObject(e) || !cJSON_IsString(name) || !cJSON_IsString(ph) ||
-            strcmp(ph->valuestring, "X") != 0)
-            continue;
-        tfi_span s = {.index = i};
-        int kind = classify(name->valuestring, cJSON_IsString(cat) ? cat->valuestring : NULL,
-                            &s.gpu, &s.step);
-        if (kind < 0)
-            continue;
-        double ts, dur;
-        int rc;
-        if ((rc = event_time(path, i, name->valuestring, e, "ts", &ts, err)) ||
-            (rc = event_time(path, i, name->valuestring, e, "dur", &dur, err)))
-            return rc;
-        s.kind = (tfi_span_kind)kind;
-        s.start = ts;
-        s.end = ts + dur;
-        if (!(s.name = strdup(name->valuestring)))
-            return tf_fail(err, TF_ENOMEM, "%s: out of memory", path);
-        t->spans[t->n_spans++] = s;
+    int first = !*seen;
+    *seen = 1;
+    if (!first || tfi_js_peek(j) != '"')
+        return tfi_js_skip(j);
+    *has = 1;
+    return tfi_js_string(j, into);
+}
+
+/* Reads the members of one event object into e. */
+static int read_event(tfi_jscan *j, event *e)
+{
+    e->seen_name = e->seen_cat = e->seen_ph = e->has_name = e->has_cat = e->has_ph = 0;
+    e->ts.seen = e->ts.number = e->dur.seen = e->dur.number = 0;
+    long members = 0;
+    int rc = tfi_js_enter(j, '{'), more = 0;
+    while (rc == 0 && (more = tfi_js_more(j, '}', &members)) == 1) {
+        if ((rc = tfi_js_key(j, &e->key)))
+            break;
+        const char *k = e->key.truncated ? "" : e->key.s;
+        if (strcmp(k, "name") == 0)
+            rc = read_text(j, &e->name, &e->seen_name, &e->has_name);
+        else if (strcmp(k, "ph") == 0)
+            rc = read_text(j, &e->ph, &e->seen_ph, &e->has_ph);
+        else if (strcmp(k, "cat") == 0)
+            rc = read_text(j, &e->cat, &e->seen_cat, &e->has_cat);
+        else if ((strcmp(k, "ts") == 0 && !e->ts.seen) || (strcmp(k, "dur") == 0 && !e->dur.seen))
+            rc = read_time(j, e, k[0] == 't' ? &e->ts : &e->dur);
+        else
+            rc = tfi_js_skip(j);
     }
+    return rc ? rc : (more < 0 ? more : 0);
+}
+
+/* Checks ts or dur of event i; a bad value is an error naming it. */
+static int check_time(const char *path, long i, const event *e, const char *key,
+                      const time_field *t, tf_error *err)
+{
+    int is_ts = key[0] == 't';
+    if (t->number && isfinite(t->value) && (t->value >= 0 || is_ts) && fabs(t->value) < 1e18)
+        return 0;
+    return tf_fail(err, TF_EINVAL, "%s: event %ld (\"%.200s\"): %s: expected a %s, got %s",
+                   path, i, e->name.s, key, is_ts ? "finite number" : "number >= 0",
+                   t->seen ? t->text : "nothing");
+}
+
+/* FNV-1a over len bytes, continuing from h. */
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t k = 0; k < len; k++)
+        h = (h ^ p[k]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Appends span s to t (growing its array), within TFI_MAX_SPANS. */
+static int keep(tfi_trace *t, const tfi_span *s, int *room, tf_error *err)
+{
+    if (t->n_spans == *room) {
+        if (*room >= TFI_MAX_SPANS)
+            return tf_fail(err, TF_EINVAL, "%s: more than %d events tf-import reads (PP: "
+                           "annotations, ProfilerStep#N spans and receives): too many to be one "
+                           "profiled run; profile fewer steps", t->path, TFI_MAX_SPANS);
+        int grown = *room ? 2 * *room : 1024;
+        tfi_span *bigger = realloc(t->spans, (size_t)grown * sizeof *bigger);
+        if (!bigger)
+            return tf_fail(err, TF_ENOMEM, "%s: out of memory after keeping %d events "
+                           "(%zu MiB of them)", t->path, t->n_spans,
+                           ((size_t)t->n_spans * sizeof *bigger) >> 20);
+        t->spans = bigger;
+        *room = grown;
+    }
+    t->spans[t->n_spans++] = *s;
     return 0;
+}
+
+/* Records the first unreadable PP: name of a side. */
+static void note_bad_name(tfi_trace *t, const tfi_span *s, const char *name)
+{
+    tfi_bad_name *bad = &t->bad[s->gpu];
+    if (bad->index >= 0)
+        return;
+    bad->index = s->index;
+    snprintf(bad->name, sizeof bad->name, "%s", name);
+}
+
+/* Turns event i into a span of t when it is one tf-import reads. */
+static int take_event(tfi_trace *t, long i, const event *e, int *room, tf_error *err)
+{
+    if (!e->has_name || !e->has_ph || strcmp(e->ph.s, "X") != 0)
+        return 0;
+    tfi_span s = {.index = (int)i};
+    int kind = classify(e->name.s, e->has_cat ? e->cat.s : NULL, &s);
+    if (kind < 0)
+        return 0;
+    int rc = check_time(t->path, i, e, "ts", &e->ts, err);
+    if (rc == 0)
+        rc = check_time(t->path, i, e, "dur", &e->dur, err);
+    if (rc)
+        return rc;
+    s.kind = (unsigned char)kind;
+    s.start = e->ts.value;
+    s.end = e->ts.value + e->dur.value;
+    if (kind == TFI_SPAN_PP) {
+        t->pp_events[s.gpu]++;
+        if (e->name.truncated || parse_pp(e->name.s, &s)) {
+            note_bad_name(t, &s, e->name.s);
+            return 0;
+        }
+    }
+    t->fingerprint = hash_bytes(hash_bytes(t->fingerprint, e->name.s, e->name.len), &s,
+                                sizeof s);
+    return keep(t, &s, room, err);
+}
+
+/* The elements of the event list, each an event or skipped. */
+static int read_events(tfi_jscan *j, tfi_trace *t, tf_progress *progress, tf_error *err)
+{
+    char name[NAME_CAP], cat[SMALL_CAP], ph[8], key[SMALL_CAP];
+    event e = {.name = {name, sizeof name, 0, 0}, .cat = {cat, sizeof cat, 0, 0},
+               .ph = {ph, sizeof ph, 0, 0}, .key = {key, sizeof key, 0, 0}};
+    long count = 0;
+    int room = 0, more = 0, rc = tfi_js_enter(j, '[');
+    while (rc == 0 && (more = tfi_js_more(j, ']', &count)) == 1) {
+        if (count > 2000000000L)
+            return tf_fail(err, TF_EINVAL, "%s: more than 2e9 events", t->path);
+        if (tfi_js_peek(j) != '{')
+            rc = tfi_js_skip(j);
+        else if ((rc = read_event(j, &e)) == 0)
+            rc = take_event(t, count - 1, &e, &room, err);
+        if ((count & 0xffff) == 0 && tf_progress_due(progress))
+            tf_progress_note(progress, "reading %s: %llu MB, %ld events", t->path,
+                             (unsigned long long)(tfi_js_consumed(j) / 1000000), count);
+    }
+    return rc ? rc : (more < 0 ? more : 0);
+}
+
+/* Reads a number into *v and its token, or passes over a value of any
+ * other kind (the token then empty, *v NAN). */
+static int number_or_skip(tfi_jscan *j, double *v, char *token, size_t size)
+{
+    int c = tfi_js_peek(j);
+    token[0] = '\0';
+    *v = NAN;
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return tfi_js_number(j, v, token, size);
+    return tfi_js_skip(j);
+}
+
+/* Reads distributedInfo's integer field (rank, world_size) into *out. */
+static int info_int(tfi_jscan *j, const char *path, const char *key, int *out, tf_error *err)
+{
+    char token[SMALL_CAP];
+    double v;
+    int rc = number_or_skip(j, &v, token, sizeof token);
+    if (rc)
+        return rc;
+    if (v >= 0 && v <= 1e6 && v == floor(v)) {
+        *out = (int)v;
+        return 0;
+    }
+    return tf_fail(err, TF_EINVAL, "%s: distributedInfo.%s: expected an integer >= 0, got %s",
+                   path, key, token[0] ? token : "something else");
+}
+
+/* distributedInfo: rank and world_size, when present (a non-object is
+ * ignored, as are its other fields). */
+static int read_info(tfi_jscan *j, tfi_trace *t, tfi_js_text *key, tf_error *err)
+{
+    if (tfi_js_peek(j) != '{')
+        return tfi_js_skip(j);
+    long members = 0;
+    int rc = tfi_js_enter(j, '{'), more = 0;
+    while (rc == 0 && (more = tfi_js_more(j, '}', &members)) == 1) {
+        if ((rc = tfi_js_key(j, key)))
+            break;
+        if (strcmp(key->s, "rank") == 0 && !key->truncated)
+            rc = info_int(j, t->path, "rank", &t->rank, err);
+        else if (strcmp(key->s, "world_size") == 0 && !key->truncated)
+            rc = info_int(j, t->path, "world_size", &t->world_size, err);
+        else
+            rc = tfi_js_skip(j);
+    }
+    if (rc || more < 0)
+        return rc ? rc : more;
+    if (t->rank >= 0 && t->world_size >= 0 && t->rank >= t->world_size)
+        return tf_fail(err, TF_EINVAL, "%s: distributedInfo.rank %d is not below world_size %d",
+                       t->path, t->rank, t->world_size);
+    return 0;
+}
+
+/* baseTimeNanoseconds: an integer number of nanoseconds in [0, 2^63),
+ * read exactly (a double would keep only 256 ns of a time since 1970). */
+static int read_base(tfi_jscan *j, tfi_trace *t, tf_error *err)
+{
+    char token[SMALL_CAP];
+    double v;
+    int rc = number_or_skip(j, &v, token, sizeof token);
+    if (rc)
+        return rc;
+    char *end;
+    errno = 0;
+    long long exact = strtoll(token, &end, 10);
+    if (token[0] && *end == '\0' && errno == 0 && exact >= 0) {
+        t->base_ns = exact;
+    } else if (v >= 0 && v < 9.2e18 && v == floor(v)) {
+        t->base_ns = (int64_t)v;
+    } else {
+        return tf_fail(err, TF_EINVAL, "%s: baseTimeNanoseconds: expected a time in "
+                       "nanoseconds, an integer from 0 to 2^63 - 1, got %s", t->path,
+                       token[0] ? token : "something else");
+    }
+    t->has_clock = 1;
+    return 0;
+}
+
+/* Kineto's object: traceEvents, distributedInfo, baseTimeNanoseconds; any
+ * other member is skipped. */
+static int read_object(tfi_jscan *j, tfi_trace *t, tf_progress *progress, tf_error *err)
+{
+    char key_buf[SMALL_CAP];
+    tfi_js_text key = {key_buf, sizeof key_buf, 0, 0};
+    int events = 0, rc = tfi_js_enter(j, '{'), more = 0;
+    long members = 0;
+    const char *why = "an object without \"traceEvents\"";
+    while (rc == 0 && (more = tfi_js_more(j, '}', &members)) == 1) {
+        if ((rc = tfi_js_key(j, &key)))
+            break;
+        const char *k = key.truncated ? "" : key.s;
+        if (strcmp(k, "traceEvents") == 0 && !events) {
+            events = tfi_js_peek(j) == '[';
+            why = "an object whose traceEvents is not an array";
+            rc = events ? read_events(j, t, progress, err) : tfi_js_skip(j);
+        } else if (strcmp(k, "distributedInfo") == 0) {
+            rc = read_info(j, t, &key, err);
+        } else if (strcmp(k, "baseTimeNanoseconds") == 0) {
+            rc = read_base(j, t, err);
+        } else {
+            rc = tfi_js_skip(j);
+        }
+    }
+    if (rc || more < 0)
+        return rc ? rc : more;
+    if ((rc = tfi_js_finish(j)) || events)
+        return rc;
+    return tf_fail(err, TF_EINVAL, "%s: not a trace: expected a Chrome trace (an object with "
+                   "a \"traceEvents\" array, or an array of events), got %s", t->path, why);
+}
+
+/* The whole document: Kineto's object or the legacy bare array. */
+static int read_document(tfi_jscan *j, tfi_trace *t, tf_progress *progress, tf_error *err)
+{
+    int c = tfi_js_peek(j), rc;
+    if (c == '{')
+        return read_object(j, t, progress, err);
+    if (c == '[')
+        return (rc = read_events(j, t, progress, err)) ? rc : tfi_js_finish(j);
+    if (c < -1)
+        return c;
+    if (c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
+        if ((rc = tfi_js_skip(j)) || (rc = tfi_js_finish(j)))
+            return rc;
+        return tf_fail(err, TF_EINVAL, "%s: not a trace: expected a Chrome trace (an object "
+                       "with a \"traceEvents\" array, or an array of events), got a JSON "
+                       "value that is neither", t->path);
+    }
+    return tfi_js_skip(j); /* reports the syntax error, or the empty file */
 }
 
 static int by_start(const void *pa, const void *pb)
@@ -268,39 +438,76 @@ static int by_start(const void *pa, const void *pb)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-int tfi_trace_load(const char *path, tfi_trace *out, tf_error *err)
+/* Sorts the spans by start unless they already are (as writers mostly
+ * leave them). */
+static void sort_spans(tfi_trace *t)
+{
+    for (int i = 1; i < t->n_spans; i++)
+        if (by_start(&t->spans[i - 1], &t->spans[i]) > 0) {
+            qsort(t->spans, (size_t)t->n_spans, sizeof *t->spans, by_start);
+            return;
+        }
+}
+
+int tfi_trace_load(const char *path, tf_progress *progress, tfi_trace *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
-    char *text = NULL;
-    size_t len = 0;
-    cJSON *root = NULL;
-    const cJSON *events = NULL;
-    int rc = read_bytes(path, &text, &len, err);
-    if (rc == 0)
-        rc = parse_json(path, text, len, &root, err);
-    free(text);
-    if (rc == 0)
-        rc = event_list(path, root, &events, err);
-    if (rc == 0 && !(out->path = strdup(path)))
-        rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", path);
-    if (rc == 0)
-        rc = read_metadata(path, root, out, err);
-    if (rc == 0)
-        rc = collect_spans(path, events, out, err);
-    cJSON_Delete(root);
+    out->rank = out->world_size = -1;
+    out->bad[0].index = out->bad[1].index = -1;
+    out->fingerprint = 0xcbf29ce484222325ull;
+    if (!(out->path = strdup(path)))
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", path);
+    tfi_jscan j;
+    int rc = tfi_js_open(&j, path, TFI_MAX_TRACE_BYTES, err);
+    if (rc == 0) {
+        rc = read_document(&j, out, progress, err);
+        tfi_js_close(&j);
+    }
     if (rc) {
         tfi_trace_free(out);
         return rc;
     }
-    qsort(out->spans, (size_t)out->n_spans, sizeof *out->spans, by_start);
+    out->fingerprint = hash_bytes(out->fingerprint, &out->base_ns, sizeof out->base_ns);
+    out->fingerprint = hash_bytes(out->fingerprint, &out->rank, sizeof out->rank);
+    sort_spans(out);
     return 0;
+}
+
+void tfi_trace_drop_spans(tfi_trace *t)
+{
+    free(t->spans);
+    t->spans = NULL;
+    t->n_spans = 0;
 }
 
 void tfi_trace_free(tfi_trace *t)
 {
-    for (int i = 0; i < t->n_spans; i++)
-        free(t->spans[i].name);
     free(t->spans);
     free(t->path);
     memset(t, 0, sizeof *t);
+}
+
+void tfi_span_action(const tfi_span *s, int which, tf_action *out)
+{
+    out->type = (tf_action_type)(s->types >> (2 * which) & 3);
+    out->stage = s->u.pp.stage[which];
+    out->microbatch = s->u.pp.microbatch[which];
+    out->rank = -1;
+    out->pair = s->pp == TFI_PP_OVERLAP ? (which ? TF_PAIR_SECOND : TF_PAIR_FIRST)
+                                        : TF_PAIR_NONE;
+}
+
+const char *tfi_span_name(const tfi_span *s, char *buf)
+{
+    tf_action a, b;
+    char cell[TF_CELL_MAX];
+    tfi_span_action(s, 0, &a);
+    if (s->pp == TFI_PP_OVERLAP) {
+        tfi_span_action(s, 1, &b);
+        tf_pair_format(&a, &b, cell);
+    } else {
+        tf_action_format(&a, cell);
+    }
+    snprintf(buf, TF_CELL_MAX + 3, "PP:%s", cell);
+    return buf;
 }

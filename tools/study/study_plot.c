@@ -34,6 +34,15 @@ enum {
     AXIS_H = 22           /* tick marks and labels under the rows */
 };
 
+/* Text, one style per kind; the title's size and a group name's colour
+ * vary, so those two are made where they are drawn. */
+static const tf_canvas_text_style LEGEND = {10, 'l', "#222222", 0};
+static const tf_canvas_text_style PANEL_TITLE = {10.5, 'c', "#222222", 1};
+static const tf_canvas_text_style TICK_LABEL = {9, 'c', "#444444", 0};
+static const tf_canvas_text_style ROW_LABEL = {9, 'r', "#333333", 0};
+static const tf_canvas_text_style SPEEDUP_VALUE = {8, 'l', "#555555", 0};
+enum { GROUP_NAME_SIZE = 10 };
+
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                       "#b07aa1", "#76b7b2", "#edc948", "#9c755f"};
 static const char *const legend_gain = "gain from the freeze plan (planned = whole bar)";
@@ -112,10 +121,10 @@ static void lay_out(const tf_study_result *r, chart *c)
         const tf_study_row *w = &r->rows[i];
         char label[96];
         config_label(r, &w->config, label, sizeof label);
-        c->label_w = fmax(c->label_w, tf_canvas_text_width(label, 9) + 10);
+        c->label_w = fmax(c->label_w, tf_canvas_text_width(label, ROW_LABEL.size) + 10);
         if (starts_group(r, i)) /* the group's name stays left of the panel too */
             c->label_w = fmax(c->label_w,
-                              1.1 * tf_canvas_text_width(w->config.schedule, 10) + 8);
+                              1.1 * tf_canvas_text_width(w->config.schedule, GROUP_NAME_SIZE) + 8);
         max_tps = fmax(max_tps, w->tokens_per_s_planned / w->config.ranks);
         max_speedup = fmax(max_speedup, w->speedup);
         height += (starts_group(r, i) ? GROUP_H : 0) + ROW_H;
@@ -131,7 +140,7 @@ static void lay_out(const tf_study_result *r, chart *c)
     /* Room for the speedups' value labels, and for the panel's title,
      * centred over the panel and wider than it. */
     c->width = fmax(c->b0 + PANEL_B + 44,
-                    c->b0 + PANEL_B / 2.0 + 0.55 * tf_canvas_text_width(speedup_title, 10.5)) +
+                    c->b0 + PANEL_B / 2.0 + 0.55 * tf_canvas_text_width(speedup_title, PANEL_TITLE.size)) +
                MARGIN;
     char title[512];
     title_text(r, title, sizeof title);
@@ -155,17 +164,17 @@ static void draw_head(tf_canvas *k, const tf_study_result *r, const chart *c)
 {
     char title[512], shade[8];
     title_text(r, title, sizeof title);
-    tf_canvas_set(tf_canvas_text(k, MARGIN, MARGIN + 8, title, c->title_size, 'l', "#1b1b1b", 1),
-                  "id", "title");
+    const tf_canvas_text_style title_style = {c->title_size, 'l', "#1b1b1b", 1};
+    tf_canvas_set(tf_canvas_text(k, MARGIN, MARGIN + 8, title, &title_style), "id", "title");
     double y = MARGIN + 28, x = MARGIN;
     tf_canvas_rect(k, x, y - 6, x + 12, y + 6, "#777777");
-    tf_canvas_text(k, x + 16, y, "unfrozen", 10, 'l', "#222222", 0);
-    x += 16 + tf_canvas_text_width("unfrozen", 10) + 18;
+    tf_canvas_text(k, x + 16, y, "unfrozen", &LEGEND);
+    x += 16 + tf_canvas_text_width("unfrozen", LEGEND.size) + 18;
     tf_canvas_rect(k, x, y - 6, x + 12, y + 6, pale("#777777", shade));
-    tf_canvas_text(k, x + 16, y, legend_gain, 10, 'l', "#222222", 0);
+    tf_canvas_text(k, x + 16, y, legend_gain, &LEGEND);
     y = c->rows_top - 10;
-    tf_canvas_text(k, c->a0 + PANEL_A / 2.0, y, "tokens/s per GPU", 10.5, 'c', "#222222", 1);
-    tf_canvas_text(k, c->b0 + PANEL_B / 2.0, y, speedup_title, 10.5, 'c', "#222222", 1);
+    tf_canvas_text(k, c->a0 + PANEL_A / 2.0, y, "tokens/s per GPU", &PANEL_TITLE);
+    tf_canvas_text(k, c->b0 + PANEL_B / 2.0, y, speedup_title, &PANEL_TITLE);
 }
 
 /* Ticks, gridlines and the baseline of one panel from x0 to x0 + width:
@@ -183,8 +192,7 @@ static void draw_axis(tf_canvas *k, const chart *c, double x0, double width, dou
             snprintf(label, sizeof label, "%g%s", value, suffix);
         tf_canvas_rect(k, x, c->rows_top, x, bottom, t ? "#e3e3e3" : "#444444");
         tf_canvas_rect(k, x, bottom, x, bottom + 4, "#444444");
-        tf_canvas_set(tf_canvas_text(k, x, bottom + 12, label, 9, 'c', "#444444", 0), "class",
-                      "tick");
+        tf_canvas_set(tf_canvas_text(k, x, bottom + 12, label, &TICK_LABEL), "class", "tick");
     }
     tf_canvas_rect(k, x0, bottom, x0 + width, bottom, "#444444");
 }
@@ -214,9 +222,11 @@ static void draw_groups(tf_canvas *k, const tf_study_result *r, const chart *c, 
         double h = group_height(r, i);
         if (!names && group % 2)
             tf_canvas_rect(k, MARGIN, top, c->width - MARGIN, top + h, "#f4f4f4");
-        if (names)
-            tf_canvas_text(k, MARGIN, top + GROUP_H / 2.0 + 1, r->rows[i].config.schedule, 10,
-                           'l', group_colour(group), 1);
+        if (names) {
+            const tf_canvas_text_style name = {GROUP_NAME_SIZE, 'l', group_colour(group), 1};
+            tf_canvas_text(k, MARGIN, top + GROUP_H / 2.0 + 1, r->rows[i].config.schedule,
+                           &name);
+        }
         top += h;
         group++;
     }
@@ -235,7 +245,7 @@ static void draw_row(tf_canvas *k, const tf_study_result *r, const chart *c, int
     const double planned = w->tokens_per_s_planned / g->ranks;
     char label[96], tip[320], shade[8];
     config_label(r, g, label, sizeof label);
-    tf_canvas_text(k, c->a0 - 6, mid, label, 9, 'r', "#333333", 0);
+    tf_canvas_text(k, c->a0 - 6, mid, label, &ROW_LABEL);
     snprintf(tip, sizeof tip,
              "%s, %d %s x %d %s, %d %s, cap %g, p2p %g ms: "
              "%.0f \xe2\x86\x92 %.0f tokens/s per GPU, speedup %.3fx, mean freeze %.2f",
@@ -252,7 +262,7 @@ static void draw_row(tf_canvas *k, const tf_study_result *r, const chart *c, int
         tf_canvas_set(bars[b], "tooltip", tip);
     char value[32];
     snprintf(value, sizeof value, "%.2f\xc3\x97", w->speedup);
-    tf_canvas_text(k, round(x_speedup(c, w->speedup)) + 4, mid, value, 8, 'l', "#555555", 0);
+    tf_canvas_text(k, round(x_speedup(c, w->speedup)) + 4, mid, value, &SPEEDUP_VALUE);
 }
 
 /* Every configuration's row, top down, under its group's name. */

@@ -130,6 +130,7 @@ static int compute(tfx_rank_job *job, int index, double t_enter)
             TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
         break;
     case TF_ACT_W: TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err)); break;
+    case TF_ACT_R: break; /* plans with R are refused when they are loaded */
     }
     TFX_TRY(compute_end(job, &ms, err));
     if (!job->in->forward_only) { /* the times are those of the last training step */

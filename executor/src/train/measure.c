@@ -163,8 +163,13 @@ static int build_profile(const tfx_measure *m, const tfx_exec_run *r, tf_profile
     tf_sample *x = samples_of(m, &n);
     if (!x)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);
-    const tf_sample_options o = {.max_freeze_ratio = r->o->max_freeze_ratio, .pair_spans = 0};
-    int rc = tf_profile_from_samples(m->s, x, n, &o, prof, NULL, err);
+    tf_sample_set in;
+    tf_sample_set_init(&in);
+    in.schedule = m->s;
+    in.samples = x;
+    in.n = n;
+    in.max_freeze_ratio = r->o->max_freeze_ratio;
+    int rc = tf_profile_from_samples(&in, prof, NULL, err);
     free(x);
     const tf_schedule *s = m->s;
     for (int st = 0; rc == 0 && st < s->stages; st++) {

@@ -93,6 +93,11 @@ static int check_plan_fits(const tfx_exec_options *o, const tf_plan *plan, tf_er
                        "%s: %d stages (ranks %d x stages_per_rank %d), but the model has only "
                        "--layers %d blocks (one or more per stage needed)",
                        path, s->stages, s->ranks, s->stages_per_rank, o->model.layers);
+    for (int i = 0; i < s->n_actions; i++)
+        if (s->actions[i].type == TF_ACT_R)
+            return tf_fail(err, TF_EINVAL, "%s: the plan recomputes activations (R actions, "
+                           "planned under a memory limit); tf-exec does not recompute yet: plan "
+                           "without the limit or without checkpoint_bytes", path);
     return 0;
 }
 

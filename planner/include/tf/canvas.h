@@ -18,7 +18,7 @@
 #include "tf/error.h"
 
 typedef struct tf_canvas tf_canvas;
-/* One rectangle or one line of text on a canvas, owned by the canvas. */
+/* One rectangle, line or line of text on a canvas, owned by the canvas. */
 typedef struct tf_canvas_mark tf_canvas_mark;
 
 /* A new empty canvas; name is the picture's title in SVG (and its graph's
@@ -34,11 +34,29 @@ void tf_canvas_free(tf_canvas *c);
 tf_canvas_mark *tf_canvas_rect(tf_canvas *c, double x0, double top, double x1, double bottom,
                                const char *fill);
 
-/* One line of text (newlines become spaces) in colour, size points,
- * bold or not, centred vertically on y: align 'l' starts it at x, 'r'
- * ends it at x, 'c' centres it on x.  NULL when out of memory. */
-tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *text, double size,
-                               char align, const char *colour, int bold);
+/* A straight line from (x0, y0) to (x1, y1), 1 point wide, in colour;
+ * unlike a rectangle it may slope.  Its width, dash ("style" "dashed"),
+ * "id", "class" and "tooltip" are set with tf_canvas_set ("penwidth",
+ * "style", ...) like a rectangle's.  NULL when out of memory (the canvas
+ * stays usable). */
+tf_canvas_mark *tf_canvas_line(tf_canvas *c, double x0, double y0, double x1, double y1,
+                               const char *colour);
+
+/* How a line of text looks and which of its points sits at the (x, y)
+ * it is drawn at.  A picture names one per kind of text it draws (its
+ * title, its axis labels, ...) and draws every such text with it. */
+typedef struct tf_canvas_text_style {
+    double size;        /* points, > 0 */
+    char align;         /* 'l': the text starts at x; 'r': it ends at x; 'c': centred on x */
+    const char *colour; /* "#rrggbb" */
+    int bold;           /* 1: bold; 0: regular */
+} tf_canvas_text_style;
+
+/* One line of text (newlines become spaces) drawn in style (read during
+ * the call only), centred vertically on y and placed on x by
+ * style->align.  NULL when out of memory. */
+tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *text,
+                               const tf_canvas_text_style *style);
 
 /* Sets a Graphviz node attribute of mark m (NULL: no-op): "id" and "class"
  * (SVG), "tooltip" (SVG, a hover text), "color" (the outline's colour),
@@ -63,6 +81,11 @@ double tf_canvas_text_width(const char *text, double size);
  * points: 1, 2 or 5 times a power of ten, the one nearest to a tick every
  * 70 points, never closer than 36 (room for a label like "1250"). */
 double tf_canvas_tick_step(double span, double length);
+
+/* How many decimals label ticks step apart (a tf_canvas_tick_step):
+ * 0 for steps of 1 and more, else enough to tell neighbours apart (0.05:
+ * 2). */
+int tf_canvas_tick_decimals(double step);
 
 /* Mixes colours a and b ("#rrggbb"): t = 0 gives a, 1 gives b.  Writes
  * "#rrggbb" into out and returns it. */

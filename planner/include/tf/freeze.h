@@ -27,6 +27,7 @@
 
 #include "tf/dag.h"
 #include "tf/error.h"
+#include "tf/memory.h"
 #include "tf/objective.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
@@ -41,6 +42,20 @@ typedef struct tf_freeze_problem {
     const double *cap;           /* schedule->stages: mean ratio cap per stage, in [0, 1] */
     tf_objective objective;      /* what to minimise after the batch time */
     tf_solver solver;            /* TF_SOLVER_AUTO: by size (TF_FAST_SOLVER_MIN_ACTIONS) */
+    /* Memory (tf/memory.h; docs/planner.md, "Memory").  With a model of
+     * schedule and a limit per rank that some rank's unfrozen peak exceeds,
+     * every rank's live bytes stay within its limit: the freeze ratios of
+     * actions that hold bytes become free to choose even where they save
+     * no time, and each backward that an R action of the schedule serves
+     * gets a recompute ratio q, the R lasting q x recompute_ms.  The
+     * objectives go on with least recomputation after least freezing.
+     * Otherwise (NULL, or every rank within its limit unfrozen) the limit
+     * cannot bind and the problem is that of time alone. */
+    const tf_memory_model *memory;
+    const double *memory_limit;  /* schedule->ranks: bytes, > 0 */
+    const double *recompute_ms;  /* n_actions: an R's duration at q = 1, 0 for other
+                                  * actions (an R's max_ms and min_ms are 0); NULL
+                                  * when the schedule has no R */
 } tf_freeze_problem;
 
 /* Every pointer NULL, least-freeze, solver auto. */
@@ -67,6 +82,7 @@ typedef struct tf_freeze_result {
     double *ratio;       /* n: freeze ratio per action (0 for fixed ones) */
     double *duration;    /* n: planned duration w_i */
     double *start;       /* n: earliest start under the planned durations */
+    double *recompute;   /* n: recompute ratio of each backward an R serves (0 elsewhere) */
     int variables;       /* columns of the LP; fast: nodes of its network */
     int constraints;     /* rows of the LP; fast: arcs of its network */
     int solves;          /* lp_solve calls made; fast: network-simplex pricings */
@@ -88,13 +104,20 @@ typedef struct tf_freeze_result {
  * TF_ESOLVER before the time limit falls back (out of memory would fail
  * the other solver too).
  *
+ * With a binding memory limit lp_solve solves (auto picks it; the fast
+ * solver declines, and with fallback lp_solve takes over), and ratios are
+ * snapped only where that keeps every rank within its limit.
+ *
  * Returns 0 with *out filled (free with tf_freeze_result_free): out->solver
  * names the solver that produced the plan and out->fallback is "" or the
  * first solver's failure.  Errors, with *out zeroed and nothing to free:
  * TF_EINVAL naming the field of p and its value (a NULL array, a DAG of
  * another size, a duration or cap out of range, an unknown objective or
  * solver); TF_ESOLVER naming the solver and the step that failed (both
- * failures when the fallback failed too); TF_ENOMEM. */
+ * failures when the fallback failed too); TF_ENOMEM.  A memory limit is the
+ * one valid input that can leave no plan: TF_EINVAL naming each rank whose
+ * smallest achievable peak (freezing and recomputing all the caps allow)
+ * is above its limit, that peak and the limit. */
 int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
                     tf_freeze_result *out, tf_error *err);
 

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include "tf/error.h"
+#include "tf/memory.h"
 #include "tf/objective.h"
 #include "tf/schedule.h"
 
@@ -21,8 +22,24 @@ typedef struct tf_plan_action {
     double max_ms;        /* unfrozen duration */
     double min_ms;        /* fully frozen duration */
     double freeze_ratio;  /* 0 for F, I and fixed-duration actions */
+    double recompute_ratio; /* a backward an R serves: the share it recomputes; else 0 */
     int critical;         /* on a critical path of the planned schedule */
 } tf_plan_action;
+
+/* What one rank does with its step: idle time and, with memory, its bytes. */
+typedef struct tf_plan_rank {
+    double idle_ms_unfrozen;   /* batch time - busy time, unfrozen */
+    double idle_ms_planned;    /* the same, planned */
+    double *bubbles;           /* 2 x n_bubbles: the planned step's idle windows
+                                * [start_ms, end_ms], leading and trailing ones
+                                * included, in time order; they sum to idle_ms_planned */
+    int n_bubbles;
+    double static_bytes;       /* with memory: the rank's stages' static bytes */
+    tf_memory_peak peak_unfrozen; /* with memory: the peak with nothing frozen or
+                                   * recomputed (action: an index into the plan's
+                                   * actions, -1 at the start) */
+    tf_memory_peak peak_planned;  /* with memory: the peak under the plan */
+} tf_plan_rank;
 
 typedef struct tf_plan {
     tf_schedule schedule;         /* actions in plan order (rank by rank) */
@@ -48,6 +65,11 @@ typedef struct tf_plan {
     int solver_variables, solver_constraints;
     double solver_seconds;
     tf_plan_action *actions;      /* schedule.n_actions, same order as schedule.actions */
+    tf_plan_rank *per_rank;       /* schedule.ranks */
+    /* Memory (tf/memory.h): NULL when the profile had none. */
+    tf_stage_memory *memory;      /* schedule.stages: the profile's bytes */
+    int freeze_saves_memory;      /* 0: planned with tf-plan --no-freeze-memory */
+    double *memory_limit;         /* schedule.ranks bytes; NULL: no limit */
 } tf_plan;
 
 /* Serialises the plan as JSON (malloc'd, caller frees). */
@@ -55,6 +77,10 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err);
 
 /* Writes plan.json atomically (temporary file + rename). */
 int tf_plan_save(const tf_plan *plan, const char *path, tf_error *err);
+
+/* How long action a lasts with nothing frozen or recomputed: its max_ms,
+ * except an R (recomputation), which then does not run. */
+double tf_plan_action_unfrozen_ms(const tf_plan_action *a);
 
 /* Parses and validates plan JSON: format/version, counts, every action
  * present once and consistent with the schedule shape, times finite and

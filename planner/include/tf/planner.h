@@ -24,25 +24,81 @@ typedef struct tf_plan_options {
     double max_action_ratio;
     tf_solver solver;             /* TF_SOLVER_AUTO: picked by size (tf/freeze.h) */
     tf_freeze_control control;    /* time limit, fallback to the other solver, progress */
+    /* > 0: every rank's memory limit in bytes, over the profile's
+     * memory_limit_bytes (which needs the profile's memory fields); 0: the
+     * profile's, if any. */
+    double memory_limit;
+    /* 1 (the default): a frozen backward's forward keeps only what its
+     * input gradient needs (tf/memory.h); 0: freezing saves no memory, to
+     * see what it buys. */
+    int freeze_saves_memory;
 } tf_plan_options;
 
 /* Defaults: least-freeze, caps from the profile, no per-action cap, solver
- * auto, and tf_freeze_control_init's control (no time limit, fallback,
- * silent). */
+ * auto, tf_freeze_control_init's control (no time limit, fallback,
+ * silent), the profile's memory limit, freezing saving memory. */
 void tf_plan_options_init(tf_plan_options *o);
 
 /* Builds the DAG of p->schedule, computes the unfrozen and all-frozen
  * bounds, solves the freeze LP with o->solver (o may be NULL: the
  * defaults) through tf_freeze_solve and fills *out (tf_plan_free);
- * out->solver_name is the solver that actually ran.  Returns 0, TF_ECYCLE
- * (deadlocking order), TF_EINVAL (max_action_ratio outside (0, 1]),
- * TF_ESOLVER or TF_ENOMEM; *out is zeroed on error. */
+ * out->solver_name is the solver that actually ran.  With the profile's
+ * memory fields the plan carries each rank's peak bytes; with a limit that
+ * some rank exceeds unfrozen, the LP keeps every rank within it, freezing
+ * and, for stages that can recompute, placing R actions before their
+ * backwards (docs/planner.md, "Memory").  Returns 0, TF_ECYCLE
+ * (deadlocking order), TF_EINVAL (max_action_ratio outside (0, 1]; a
+ * memory limit without memory fields, below a rank's static bytes, or
+ * that no plan meets: the message names the rank, its smallest achievable
+ * peak and the limit), TF_ESOLVER or TF_ENOMEM; *out is zeroed on error. */
 int tf_plan_from_profile(const tf_profile *p, const tf_plan_options *o, tf_plan *out,
+                         tf_error *err);
+
+/* The smallest memory limit, the same on every rank, under which o's plan
+ * of p exists: the largest over the ranks of the smallest peak freezing
+ * (within the caps, o's per-action cap and whether freezing saves memory)
+ * and recomputation can reach, and at least every rank's static bytes.
+ * Returns 0 with *bytes, TF_EINVAL (a profile without memory fields),
+ * TF_ESOLVER or TF_ENOMEM. */
+int tf_plan_memory_floor(const tf_profile *p, const tf_plan_options *o, double *bytes,
                          tf_error *err);
 
 /* The unfrozen schedule of a profile as a plan (every ratio 0, no LP), for
  * drawing a profile.  Same returns as tf_plan_from_profile. */
 int tf_plan_unfrozen(const tf_profile *p, tf_plan *out, tf_error *err);
+
+/* The least batch time as a function of one limit (a trade-off curve):
+ * the largest freeze ratio an action may take (o's max_action_ratio, from
+ * 0 to 1), or the memory limit of every rank (from the smallest any plan
+ * meets, tf_plan_memory_floor, to the largest unfrozen peak, above which
+ * it binds nowhere).  Either is a right-hand side of the freeze LP, so the
+ * curve is convex and piecewise linear; points holds its two ends and
+ * every breakpoint between, in increasing x, each the plan at that x. */
+typedef enum { TF_PARETO_ACTION_RATIO = 0, TF_PARETO_MEMORY = 1 } tf_pareto_axis;
+
+typedef struct tf_pareto_point {
+    double x;                 /* the per-action cap, or the memory limit in bytes */
+    double batch_ms;          /* the least batch time there */
+    double freeze_ratio_mean; /* the plan's mean freeze ratio there (least freezing) */
+    double recompute_sum;     /* the plan's total recompute ratio there */
+} tf_pareto_point;
+
+typedef struct tf_pareto {
+    tf_pareto_axis axis;
+    tf_pareto_point *points;
+    int n;
+    int solves;               /* plans solved to find them */
+    double batch_ms_unfrozen; /* nothing frozen or recomputed, for speedups */
+} tf_pareto;
+
+/* Fills *out (tf_pareto_free) for profile p planned with options o (NULL:
+ * the defaults; its value of the swept limit is ignored).  Returns 0,
+ * TF_EINVAL (the memory axis without memory fields), TF_ESOLVER (a solve
+ * failed, or more than 400 were needed) or TF_ENOMEM. */
+int tf_plan_pareto(const tf_profile *p, const tf_plan_options *o, tf_pareto_axis axis,
+                   tf_pareto *out, tf_error *err);
+
+void tf_pareto_free(tf_pareto *pa);
 
 /* Sets up lp_solve's process-wide state: call it once, from one thread,
  * before threads that plan or solve in parallel start (tf-study's workers

@@ -9,6 +9,7 @@
 #define TF_PROFILE_H
 
 #include "tf/error.h"
+#include "tf/memory.h"
 #include "tf/schedule.h"
 
 /* Longest duration (and p2p lag) accepted anywhere, in ms: about 2.8 hours
@@ -65,6 +66,11 @@ typedef struct tf_profile {
     int n_overrides;
     tf_pair_time *pairs;       /* measured pair durations ("pairs") */
     int n_pairs;
+    /* Memory (formats.md): each stage's bytes, NULL when no stage gives
+     * static_bytes or activation_bytes; and memory_limit_bytes, one per
+     * rank, NULL when not given. */
+    tf_stage_memory *memory;   /* schedule.stages entries */
+    double *memory_limit;      /* schedule.ranks entries */
 } tf_profile;
 
 /* Parses and validates profile JSON text.  `where` names the source in

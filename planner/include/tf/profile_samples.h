@@ -27,12 +27,21 @@ typedef struct tf_sample {
     double ms;   /* finite, >= 0 */
 } tf_sample;
 
-typedef struct tf_sample_options {
-    double max_freeze_ratio; /* the cap written for every stage, in [0, 1] */
-    int pair_spans;          /* 1: an overlapped pair is timed as one span, its
-                                samples on its first action (a profiler's view);
-                                0: each action of a pair is timed alone */
-} tf_sample_options;
+/* What the builder reads: the samples of runs of one schedule and how they
+ * were timed.  Every pointer is the caller's, read only during the call. */
+typedef struct tf_sample_set {
+    const tf_schedule *schedule;
+    const tf_sample *samples; /* n of them */
+    size_t n;
+    double max_freeze_ratio;  /* the cap written for every stage, in [0, 1] */
+    int pair_spans;           /* 1: an overlapped pair is timed as one span, its
+                                 samples on its first action (a profiler's view);
+                                 0: each action of a pair is timed alone */
+} tf_sample_set;
+
+/* No schedule and no samples, cap TF_DEFAULT_CAP, pairs timed action by
+ * action (pair_spans 0). */
+void tf_sample_set_init(tf_sample_set *in);
 
 /* What the builder had to decide for itself, for the caller to report. */
 typedef struct tf_sample_report {
@@ -49,8 +58,8 @@ typedef struct tf_sample_report {
  * over steps and over a stage's actions; 0 when n < 1. */
 double tf_sample_statistic(double *x, int n);
 
-/* Builds *out from samples[0..n-1] of schedule s:
- *  - out->schedule: a copy of s;
+/* Builds *out from in->samples[0..in->n - 1] of in->schedule:
+ *  - out->schedule: a copy of in->schedule;
  *  - per action, an override with the median of its unfrozen samples and,
  *    for B and W, of its frozen ones; F and I do not change when frozen,
  *    so their samples of both kinds count together (so do a pair span's
@@ -59,16 +68,16 @@ double tf_sample_statistic(double *x, int n);
  *    it has no frozen sample;
  *  - per stage, the median of the per-action figures of each type over
  *    the actions timed alone (not in a pair span), and every cap
- *    o->max_freeze_ratio; p2p_ms, microbatch_tokens and parameters are 0,
+ *    in->max_freeze_ratio; p2p_ms, microbatch_tokens and parameters are 0,
  *    the caller's to fill.
  * report (may be NULL) receives the counts it describes.  Returns 0 with
- * *out owning its memory (tf_profile_free), or TF_EINVAL naming the sample
- * index or the action (an action out of range, a negative or non-finite
- * ms, a sample on the second action of a pair with pair_spans, an action
- * or pair without an unfrozen sample, a median above TF_MAX_DURATION_MS),
- * or TF_ENOMEM; *out is zeroed on error. */
-int tf_profile_from_samples(const tf_schedule *s, const tf_sample *samples, size_t n,
-                            const tf_sample_options *o, tf_profile *out,
-                            tf_sample_report *report, tf_error *err);
+ * *out owning its memory (tf_profile_free), or TF_EINVAL naming the field,
+ * the sample index or the action (no schedule, samples NULL with n > 0, a
+ * cap outside [0, 1], an action out of range, a negative or non-finite ms,
+ * a sample on the second action of a pair with pair_spans, an action or
+ * pair without an unfrozen sample, a median above TF_MAX_DURATION_MS), or
+ * TF_ENOMEM; *out is zeroed on error. */
+int tf_profile_from_samples(const tf_sample_set *in, tf_profile *out, tf_sample_report *report,
+                            tf_error *err);
 
 #endif

@@ -38,7 +38,16 @@ enum {
  * their idle slots take about 4 MB. */
 #define TF_MAX_CSV_BYTES ((size_t)16 << 20)
 
-typedef enum { TF_ACT_F = 0, TF_ACT_B = 1, TF_ACT_I = 2, TF_ACT_W = 3 } tf_action_type;
+/* R, recomputation of a forward's dropped activations, appears only in
+ * plans: tf-plan places it before the backward it serves (tf/memory.h). */
+typedef enum {
+    TF_ACT_F = 0,
+    TF_ACT_B = 1,
+    TF_ACT_I = 2,
+    TF_ACT_W = 3,
+    TF_ACT_R = 4
+} tf_action_type;
+enum { TF_ACTION_TYPES = 5 };
 
 /* An action's part in an overlapped pair. */
 typedef enum { TF_PAIR_NONE = 0, TF_PAIR_FIRST = 1, TF_PAIR_SECOND = 2 } tf_pair_role;
@@ -69,7 +78,7 @@ typedef struct tf_schedule {
 /* The letter of a type: 'F', 'B', 'I' or 'W'. */
 char tf_action_letter(tf_action_type type);
 
-/* Parses 'F','B','I','W' into *type.  Returns 0 or TF_EINVAL. */
+/* Parses 'F','B','I','W','R' into *type.  Returns 0 or TF_EINVAL. */
 int tf_action_type_parse(char letter, tf_action_type *type);
 
 /* Formats an action as PyTorch does in schedule CSVs: stage, letter,
@@ -209,12 +218,30 @@ int *tf_schedule_index(const tf_schedule *s);
 int tf_schedule_lookup(const tf_schedule *s, const int *index, tf_action_type type, int stage,
                        int microbatch);
 
+/* The backward of (stage, microbatch) that the previous stage waits for:
+ * its B, or its I on a split stage; -1 if there is none.  index as for
+ * tf_schedule_lookup. */
+int tf_schedule_backward_of(const tf_schedule *s, const int *index, int stage, int microbatch);
+
 /* The action on another rank whose output action i takes in (a message
  * between ranks): the previous stage's F for an F, the next stage's
  * backward (its B, else its I) for a B or an I.  -1 for a W, at the
  * pipeline's ends, and when the sender runs on i's own rank.  index as
  * for tf_schedule_lookup (NULL: searched). */
 int tf_schedule_sender(const tf_schedule *s, const int *index, int i);
+
+/* A copy of s with an R (recomputation, tf/memory.h) before every
+ * backward of each stage st with recomputes[st] set: before its B, before
+ * its I on a split stage, before the pair when the backward is half of
+ * one.  Returns 0 with *out owning its arrays, or TF_ENOMEM (also when the
+ * result would exceed TF_MAX_ACTIONS) with *out zeroed. */
+int tf_schedule_insert_recompute(const tf_schedule *s, const unsigned char *recomputes,
+                                 tf_schedule *out);
+
+/* A copy of s holding only the actions i with keep[i] set, in s's order.
+ * The caller keeps whole pairs and every F with its backward.  Returns 0
+ * or TF_ENOMEM with *out zeroed. */
+int tf_schedule_keep(const tf_schedule *s, const unsigned char *keep, tf_schedule *out);
 
 /* Deep copy.  Returns 0 or TF_ENOMEM. */
 int tf_schedule_copy(const tf_schedule *src, tf_schedule *dst);

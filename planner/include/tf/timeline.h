@@ -1,5 +1,7 @@
-/* timeline.h - drawing a plan (tf-dot, docs/tf-dot.md): the timeline, the unfrozen
- * vs planned comparison, the dependency graph, and a Chrome/Perfetto trace.
+/* timeline.h - drawing a plan (tf-dot, docs/tf-dot.md): the timeline (with
+ * memory, each rank's live bytes in a lane under its row), the unfrozen vs
+ * planned comparison, the dependency graph, and a Chrome/Perfetto trace
+ * (with memory, a live-bytes counter per rank).
  *
  * Pictures are built as cgraph graphs with pinned node positions (the "nop"
  * layout, i.e. neato -n) and rendered in-process by gvc into memory; files are
@@ -16,8 +18,12 @@
  *   with several stages per rank, shorter when the box is narrow;
  *   the frame around an overlapped pair's two boxes: id="p_pair_0F7_7B3",
  *   class "pair";
- *   axis tick k (label = time in ms): id="tick_k", class "tick".
- * Fill: the type's colour (F #4e79a7, B #e15759, I #f28e2b, W #59a14f),
+ *   axis tick k (label = time in ms): id="tick_k", class "tick";
+ *   rank r's k-th idle window (the plan's per_rank bubbles): id="p_bubble_r_k";
+ *   with memory, rank r's memory lane under its row: ids "p_mem_r_k" (the
+ *   live bytes' pieces), "p_peak_r", "p_limit_r" and its scale (docs/tf-dot.md).
+ * Fill: the type's colour (F #4e79a7, B #e15759, I #f28e2b, W #59a14f,
+ * R #b07aa1),
  * darkened by 22% x (local stage index) / (stages_per_rank - 1) on ranks
  * hosting several stages, then mixed with white by 0.75 x freeze_ratio.
  */

@@ -21,11 +21,6 @@ static int compare_edges(const void *a, const void *b)
 
 /* The backward action of (stage, microbatch) that other stages wait for:
  * B where the stage runs full backwards, I where it splits them. */
-static int backward_of(const tf_schedule *s, const int *index, int stage, int microbatch)
-{
-    int b = tf_schedule_lookup(s, index, TF_ACT_B, stage, microbatch);
-    return b >= 0 ? b : tf_schedule_lookup(s, index, TF_ACT_I, stage, microbatch);
-}
 
 static void push_edge(edge *edges, int *n, int from, int to, unsigned char rule)
 {
@@ -123,7 +118,7 @@ static int runs_descending(const tf_schedule *s, const int *index, tf_action_typ
  * stage backwards too is left to rule 2 as the reference has it. */
 static void mark_reversed(const tf_schedule *s, const int *index, unsigned char *reversed)
 {
-    memset(reversed, 0, (size_t)4 * (size_t)s->stages);
+    memset(reversed, 0, (size_t)TF_ACTION_TYPES * (size_t)s->stages);
     for (int st = 0; st < s->stages; st++) {
         if (runs_descending(s, index, TF_ACT_F, st))
             continue;
@@ -146,14 +141,18 @@ static int collect_edges(const tf_schedule *s, const int *index, const unsigned 
     for (int i = 0; i < s->n_actions; i++) {
         const tf_action *a = &s->actions[i];
         int m = a->microbatch, st = a->stage;
-        int next = tf_schedule_lookup(s, index, a->type, st, m + 1);
+        /* An R waits for its forward and its rank, nothing else: it may
+         * run in any wait before its backward (tf/memory.h). */
+        int next = a->type == TF_ACT_R ? -1 : tf_schedule_lookup(s, index, a->type, st, m + 1);
         if (reversed[(size_t)a->type * s->stages + st])
             push_edge(edges, &n_edges, next, i, TF_EDGE_MICROBATCH);
         else
             push_edge(edges, &n_edges, i, next, TF_EDGE_MICROBATCH);
         switch (a->type) {
         case TF_ACT_F:
-            push_edge(edges, &n_edges, i, backward_of(s, index, st, m),
+            push_edge(edges, &n_edges, i, tf_schedule_backward_of(s, index, st, m),
+                      TF_EDGE_BACKWARD_AFTER_FORWARD);
+            push_edge(edges, &n_edges, i, tf_schedule_lookup(s, index, TF_ACT_R, st, m),
                       TF_EDGE_BACKWARD_AFTER_FORWARD);
             push_edge(edges, &n_edges, i, tf_schedule_lookup(s, index, TF_ACT_F, st + 1, m),
                       TF_EDGE_FORWARD_NEXT_STAGE);
@@ -162,14 +161,15 @@ static int collect_edges(const tf_schedule *s, const int *index, const unsigned 
             push_edge(edges, &n_edges, i, tf_schedule_lookup(s, index, TF_ACT_W, st, m),
                       TF_EDGE_BACKWARD_AFTER_FORWARD);
             /* I passes the input gradient on, like B. */
-            push_edge(edges, &n_edges, i, backward_of(s, index, st - 1, m),
+            push_edge(edges, &n_edges, i, tf_schedule_backward_of(s, index, st - 1, m),
                       TF_EDGE_BACKWARD_PREV_STAGE);
             break;
         case TF_ACT_B:
-            push_edge(edges, &n_edges, i, backward_of(s, index, st - 1, m),
+            push_edge(edges, &n_edges, i, tf_schedule_backward_of(s, index, st - 1, m),
                       TF_EDGE_BACKWARD_PREV_STAGE);
             break;
-        case TF_ACT_W: break;
+        case TF_ACT_W:
+        case TF_ACT_R: break;
         }
     }
     return n_edges;
@@ -291,7 +291,7 @@ int tf_dag_build(const tf_schedule *s, double p2p_ms, tf_dag *out, tf_error *err
     size_t max_edges = (size_t)n * 5 + 1;
     edge *edges = malloc(max_edges * sizeof *edges);
     int *indegree = calloc((size_t)n + 1, sizeof *indegree);
-    unsigned char *reversed = malloc((size_t)4 * s->stages + 1);
+    unsigned char *reversed = malloc((size_t)TF_ACTION_TYPES * s->stages + 1);
     int rc = check_pairs(s, err);
     if (rc)
         goto done;

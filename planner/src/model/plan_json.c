@@ -7,18 +7,20 @@
 
 #include "json_util.h"
 #include "plan_internal.h"
+#include "plan_json_ranks.h"
+#include "schedule_internal.h"
 #include "tf/profile.h"
 #include "tf/util.h"
 
 /* The newest version of plan.json this reader reads, and the one the
  * writer writes. */
-enum { PLAN_VERSION = 1 };
+enum { PLAN_VERSION = 2 }; /* 2: per_rank, memory, R actions, recompute_ratio */
 
 /* The fields of each object of a plan (formats.md). */
 static const char *const plan_fields[] = {
     "schedule", "ranks", "stages_per_rank", "microbatches", "microbatch_tokens", "p2p_ms",
     "max_freeze_ratio", "max_action_ratio", "objective", "batch_ms", "speedup",
-    "tokens_per_s", "freeze_ratio", "solver", "actions", NULL};
+    "tokens_per_s", "freeze_ratio", "solver", "actions", "per_rank", "memory", NULL};
 static const char *const batch_fields[] = {"unfrozen", "all_frozen", "planned", NULL};
 static const char *const tokens_fields[] = {"unfrozen", "planned", NULL};
 static const char *const ratio_fields[] = {"mean", "per_stage", NULL};
@@ -27,7 +29,7 @@ static const char *const solver_fields[] = {
     NULL};
 static const char *const action_fields[] = {
     "rank", "stage", "microbatch", "type", "start_ms", "ms", "max_ms", "min_ms",
-    "freeze_ratio", "critical", "pair", NULL};
+    "freeze_ratio", "recompute_ratio", "critical", "pair", NULL};
 
 static const tfj_format plan_format = {
     .name = "tf-plan", .required = 1, .version = PLAN_VERSION, .fields = plan_fields};
@@ -115,9 +117,15 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
         tfj_add_number(o, "max_ms", a->max_ms);
         tfj_add_number(o, "min_ms", a->min_ms);
         tfj_add_number(o, "freeze_ratio", a->freeze_ratio);
+        if (a->recompute_ratio > 0)
+            tfj_add_number(o, "recompute_ratio", a->recompute_ratio);
         cJSON_AddBoolToObject(o, "critical", a->critical);
         add_pair_name(o, plan, i);
         cJSON_AddItemToArray(actions, o);
+    }
+    if (tf_plan_json_add_ranks(root, plan)) {
+        cJSON_Delete(root);
+        return tf_fail(err, TF_ENOMEM, "out of memory writing the plan");
     }
     /* One action per line keeps big plans greppable and diffable. */
     *json = tfj_print_document(root);
@@ -136,6 +144,26 @@ int tf_plan_save(const tf_plan *plan, const char *path, tf_error *err)
     rc = tf_write_file_atomic(path, json, strlen(json), err);
     free(json);
     return rc;
+}
+
+/* An R lasts ms = q x max_ms (q, its backward's recompute ratio, is
+ * checked against it once the order is known) and never freezes. */
+static int check_recompute_action(const tfj_ctx *at, const cJSON *o, const tf_plan_action *a,
+                                  tf_error *err)
+{
+    tfj_ctx field;
+    const char *bad = a->min_ms != 0.0 ? "min_ms" : a->freeze_ratio != 0.0 ? "freeze_ratio"
+                      : a->recompute_ratio != 0.0 ? "recompute_ratio" : NULL;
+    if (bad) {
+        tfj_child(at, bad, &field);
+        return tfj_fail(&field, cJSON_GetObjectItemCaseSensitive(o, bad),
+                        "an R action (recomputation) has 0 here: its length is its backward's "
+                        "recompute_ratio x max_ms", err);
+    }
+    if (a->ms > a->max_ms * (1.0 + 1e-9))
+        return tf_fail(err, TF_EINVAL, "%s: %s: an R lasts at most max_ms (%g), got ms %g",
+                       at->where, at->path, a->max_ms, a->ms);
+    return 0;
 }
 
 /* Reads one entry of "actions" into a and its cell text for the order. */
@@ -159,13 +187,21 @@ static int parse_plan_action(const tfj_ctx *at, const cJSON *o, int ranks, int s
         (rc = tfj_number(at, o, "max_ms", 0, a->ms, 0, inf, &a->max_ms, err)) ||
         (rc = tfj_number(at, o, "min_ms", 0, a->ms, 0, inf, &a->min_ms, err)) ||
         (rc = tfj_number(at, o, "freeze_ratio", 0, 0, 0, 1, &a->freeze_ratio, err)) ||
+        (rc = tfj_number(at, o, "recompute_ratio", 0, 0, 0, 1, &a->recompute_ratio, err)) ||
         (rc = tfj_bool(at, o, "critical", 0, 0, &a->critical, err)))
         return rc;
     tfj_ctx field;
     if (strlen(type) != 1 || tf_action_type_parse(type[0], &a->action.type)) {
         tfj_child(at, "type", &field);
         return tfj_fail(&field, cJSON_GetObjectItemCaseSensitive(o, "type"),
-                        "expected \"F\", \"B\", \"I\" or \"W\"", err);
+                        "expected \"F\", \"B\", \"I\", \"W\" or \"R\"", err);
+    }
+    if (a->action.type == TF_ACT_R)
+        return check_recompute_action(at, o, a, err);
+    if (a->recompute_ratio != 0.0 && a->action.type != TF_ACT_B && a->action.type != TF_ACT_I) {
+        tfj_child(at, "recompute_ratio", &field);
+        return tfj_fail(&field, cJSON_GetObjectItemCaseSensitive(o, "recompute_ratio"),
+                        "only a backward that waits for a gradient (B, or I) recomputes", err);
     }
     double tol = 1e-9 * fmax(1.0, a->max_ms);
     if (a->min_ms > a->max_ms + tol || a->ms > a->max_ms + tol || a->ms < a->min_ms - tol) {
@@ -368,7 +404,7 @@ static int parse_plan_actions(const tfj_ctx *ctx, const cJSON *root, const plan_
     char order_where[300];
     snprintf(order_where, sizeof order_where, "%s: $.actions", ctx->where);
     if (!(rc = parse_plan_action_list(ctx, actions, shape, plan, &c, err)))
-        rc = tf_schedule_from_cells(
+        rc = tf_schedule_from_plan_cells(
             &(tf_cell_rows){(const char *const *const *)c.rows, c.row_len, shape->ranks},
             shape->microbatches, order_where, &plan->schedule, err);
     plan_cells_free(&c);
@@ -465,49 +501,108 @@ static int check_plan_figures(const tfj_ctx *ctx, const cJSON *root, tf_error *e
     return 0;
 }
 
+/* Each R's length is its backward's recompute ratio x its max_ms, and a
+ * backward that recomputes has its R. */
+static int check_recompute_lengths(const tf_plan *plan, const char *where, tf_error *err)
+{
+    const tf_schedule *s = &plan->schedule;
+    int *index = tf_schedule_index(s);
+    if (!index)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
+    int rc = 0;
+    for (int i = 0; i < s->n_actions && !rc; i++) {
+        const tf_plan_action *a = &plan->actions[i];
+        char cell[32];
+        tf_action_format(&a->action, cell);
+        if (a->action.type == TF_ACT_R) {
+            int b = tf_schedule_backward_of(s, index, a->action.stage, a->action.microbatch);
+            double q = plan->actions[b].recompute_ratio;
+            if (fabs(a->ms - q * a->max_ms) > 1e-6 * fmax(1.0, a->max_ms))
+                rc = tf_fail(err, TF_EINVAL, "%s: $.actions[%d]: %s lasts %g ms, but its "
+                             "backward's recompute_ratio %g x max_ms %g is %g", where, i, cell,
+                             a->ms, q, a->max_ms, q * a->max_ms);
+        } else if (a->recompute_ratio > 0 &&
+                   tf_schedule_lookup(s, index, TF_ACT_R, a->action.stage,
+                                      a->action.microbatch) < 0) {
+            rc = tf_fail(err, TF_EINVAL, "%s: $.actions[%d]: %s recomputes %g of its forward, "
+                         "but no R action does the work", where, i, cell, a->recompute_ratio);
+        }
+    }
+    free(index);
+    return rc;
+}
+
+/* The per-action arrays of a plan read from a file. */
+typedef struct read_arrays {
+    double *max_ms, *min_ms, *unfrozen_ms, *ratio, *recompute, *dur, *start;
+    unsigned char *critical;
+} read_arrays;
+
+static int read_arrays_alloc(read_arrays *x, size_t count)
+{
+    double **all[7] = {&x->max_ms, &x->min_ms, &x->unfrozen_ms, &x->ratio, &x->recompute,
+                       &x->dur, &x->start};
+    int ok = 1;
+    for (int k = 0; k < 7; k++)
+        ok &= (*all[k] = malloc((count + 1) * sizeof **all[k])) != NULL;
+    x->critical = malloc(count + 1);
+    return ok && x->critical ? 0 : TF_ENOMEM;
+}
+
+static void read_arrays_free(read_arrays *x)
+{
+    double *all[7] = {x->max_ms, x->min_ms, x->unfrozen_ms, x->ratio, x->recompute, x->dur,
+                      x->start};
+    for (int k = 0; k < 7; k++)
+        free(all[k]);
+    free(x->critical);
+}
+
 /* The plan's figures recomputed from its actions rather than trusted from
  * the header, so a plan edited by hand is drawn and executed as it really
- * is.  Returns 0, TF_ECYCLE (the order deadlocks) or TF_ENOMEM. */
+ * is.  Unfrozen, an R lasts nothing.  Returns 0, TF_ECYCLE (the order
+ * deadlocks), TF_EINVAL (an R of the wrong length, a plan over its memory
+ * limit) or TF_ENOMEM. */
 static int recompute_figures(tf_plan *plan, const char *where, tf_error *err)
 {
     const size_t count = (size_t)plan->schedule.n_actions;
-    double *max_ms = malloc((count + 1) * sizeof *max_ms);
-    double *min_ms = malloc((count + 1) * sizeof *min_ms);
-    double *ratio = malloc((count + 1) * sizeof *ratio);
-    double *dur = malloc((count + 1) * sizeof *dur);
-    double *start = malloc((count + 1) * sizeof *start);
-    unsigned char *critical = malloc(count + 1);
+    read_arrays x = {0};
     tf_dag g = {0};
-    int rc;
-    if (!max_ms || !min_ms || !ratio || !dur || !start || !critical)
-        rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
-    else
+    int rc = read_arrays_alloc(&x, count) ? tf_fail(err, TF_ENOMEM, "%s: out of memory", where)
+                                          : check_recompute_lengths(plan, where, err);
+    if (!rc)
         rc = tf_dag_build(&plan->schedule, plan->p2p_ms, &g, err);
     for (size_t k = 0; !rc && k < count; k++) {
-        max_ms[k] = plan->actions[k].max_ms;
-        min_ms[k] = plan->actions[k].min_ms;
+        const tf_plan_action *a = &plan->actions[k];
+        x.max_ms[k] = a->max_ms;
+        x.min_ms[k] = a->min_ms;
+        x.unfrozen_ms[k] = tf_plan_action_unfrozen_ms(a);
+        x.ratio[k] = a->freeze_ratio;
+        x.recompute[k] = a->recompute_ratio;
+        x.dur[k] = a->ms;
+        x.start[k] = a->start_ms;
     }
     if (!rc) {
-        /* start serves as scratch for the bounds before it is filled. */
-        plan->batch_ms_unfrozen = tf_dag_longest_path(&g, max_ms, start);
-        plan->batch_ms_all_frozen = tf_dag_longest_path(&g, min_ms, start);
-        plan->batch_ms_planned = 0.0;
-        for (size_t k = 0; k < count; k++) {
-            ratio[k] = plan->actions[k].freeze_ratio;
-            dur[k] = plan->actions[k].ms;
-            start[k] = plan->actions[k].start_ms;
-            plan->batch_ms_planned = fmax(plan->batch_ms_planned, start[k] + dur[k]);
-        }
-        if (tf_plan_fill(plan, &g, max_ms, min_ms, ratio, dur, start, critical))
+        double *scratch = malloc((count + 1) * sizeof *scratch);
+        if (!scratch)
             rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", where);
+        else {
+            plan->batch_ms_unfrozen = tf_dag_longest_path(&g, x.unfrozen_ms, scratch);
+            plan->batch_ms_all_frozen = tf_dag_longest_path(&g, x.min_ms, scratch);
+        }
+        free(scratch);
+        plan->batch_ms_planned = 0.0;
+        for (size_t k = 0; k < count; k++)
+            plan->batch_ms_planned = fmax(plan->batch_ms_planned, x.start[k] + x.dur[k]);
     }
+    if (!rc) {
+        tf_plan_arrays arrays = {x.max_ms, x.min_ms, x.ratio, x.recompute, x.dur, x.start};
+        rc = tf_plan_fill(plan, &g, &arrays, x.critical, err);
+    }
+    if (!rc)
+        rc = tf_plan_check_limits(plan, where, err);
     tf_dag_free(&g);
-    free(max_ms);
-    free(min_ms);
-    free(ratio);
-    free(dur);
-    free(start);
-    free(critical);
+    read_arrays_free(&x);
     return rc;
 }
 
@@ -521,6 +616,7 @@ static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_er
         (rc = parse_plan_header(&ctx, root, &shape, plan, err)) ||
         (rc = parse_plan_actions(&ctx, root, &shape, plan, err)) ||
         (rc = parse_plan_caps(&ctx, root, plan, err)) ||
+        (rc = tf_plan_json_parse_ranks(&ctx, root, plan, err)) ||
         (rc = parse_plan_solver(&ctx, root, plan, err)))
         return rc;
     return recompute_figures(plan, where, err);

@@ -7,19 +7,22 @@
 #include <string.h>
 
 #include "json_util.h"
+#include "memory_json.h"
 #include "tf/util.h"
 
 /* The newest version of profile.json this reader reads, and the one the
  * writer writes. */
-enum { PROFILE_VERSION = 1 };
+enum { PROFILE_VERSION = 2 }; /* 2: the memory fields */
 
 /* The fields of each object of a profile (formats.md). */
 static const char *const profile_fields[] = {
     "schedule", "ranks", "stages_per_rank", "microbatches", "microbatch_tokens", "p2p_ms",
-    "max_freeze_ratio", "stages", "actions", "order", "pairs", NULL};
+    "max_freeze_ratio", "stages", "actions", "order", "pairs", "memory_limit_bytes", NULL};
 static const char *const stage_fields[] = {
     "forward_ms", "backward_ms", "backward_frozen_ms", "backward_input_ms",
-    "backward_weight_ms", "backward_weight_frozen_ms", "parameters", NULL};
+    "backward_weight_ms", "backward_weight_frozen_ms", "parameters", "static_bytes",
+    "activation_bytes", "activation_frozen_bytes", "weight_grad_bytes", "checkpoint_bytes",
+    "recompute_ms", NULL};
 static const char *const override_fields[] = {
     "rank", "stage", "microbatch", "type", "ms", "frozen_ms", NULL};
 static const char *const pair_fields[] = {"pair", "ms", "frozen_ms", NULL};
@@ -354,6 +357,7 @@ static int parse_stages(const tfj_ctx *ctx, const cJSON *root, const stage_use *
                         tf_profile *p, tf_error *err)
 {
     const int stages = p->schedule.stages;
+    int any_memory = 0;
     const cJSON *stage_list;
     int rc = tfj_array(ctx, root, "stages", 1, &stage_list, err);
     if (rc)
@@ -370,9 +374,16 @@ static int parse_stages(const tfj_ctx *ctx, const cJSON *root, const stage_use *
     {
         tfj_ctx at;
         tfj_index(&stages_at, s, &at);
-        if ((rc = parse_stage(&at, entry, use[s], &p->stages[s], err)))
+        int given = 0;
+        if ((rc = parse_stage(&at, entry, use[s], &p->stages[s], err)) ||
+            (rc = tf_stage_memory_parse(&at, entry, &p->memory[s], &given, err)))
             return rc;
+        any_memory |= given;
         s++;
+    }
+    if (!any_memory) {
+        free(p->memory);
+        p->memory = NULL;
     }
     return 0;
 }
@@ -384,9 +395,10 @@ static int parse_stage_times(const tfj_ctx *ctx, const cJSON *root, tf_profile *
     const int stages = p->schedule.stages;
     p->max_freeze_ratio = calloc((size_t)stages, sizeof *p->max_freeze_ratio);
     p->stages = calloc((size_t)stages, sizeof *p->stages);
+    p->memory = calloc((size_t)stages + 1, sizeof *p->memory);
     stage_use *use = calloc((size_t)stages, sizeof *use);
     int rc;
-    if (!p->max_freeze_ratio || !p->stages || !use)
+    if (!p->max_freeze_ratio || !p->stages || !p->memory || !use)
         rc = tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
     else if (!(rc = parse_caps(ctx, root, stages, p->max_freeze_ratio, err))) {
         stage_uses(&p->schedule, use);
@@ -508,6 +520,41 @@ static int parse_pairs(const tfj_ctx *ctx, const cJSON *root, tf_profile *p, tf_
     return rc;
 }
 
+/* "memory_limit_bytes": one number for every rank, or one per rank; only
+ * with memory fields to hold to it. */
+static int parse_memory_limit(const tfj_ctx *ctx, const cJSON *root, tf_profile *p,
+                              tf_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "memory_limit_bytes");
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    tfj_ctx at;
+    tfj_child(ctx, "memory_limit_bytes", &at);
+    if (!p->memory)
+        return tfj_fail(&at, v, "a memory limit needs the stages' memory fields (static_bytes, "
+                        "activation_bytes)", err);
+    const int ranks = p->schedule.ranks;
+    const int per_rank = cJSON_IsArray(v);
+    if (per_rank && cJSON_GetArraySize(v) != ranks) {
+        char what[96];
+        snprintf(what, sizeof what, "expected one limit per rank (%d numbers)", ranks);
+        return tfj_fail(&at, v, what, err);
+    }
+    p->memory_limit = calloc((size_t)ranks + 1, sizeof *p->memory_limit);
+    if (!p->memory_limit)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory", ctx->where);
+    for (int r = 0; r < ranks; r++) {
+        tfj_ctx item = at;
+        if (per_rank)
+            tfj_index(&at, r, &item);
+        int rc = tfj_number_value(&item, per_rank ? cJSON_GetArrayItem(v, r) : v, 1,
+                                  TF_MAX_BYTES, &p->memory_limit[r], err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* A profile, of its own schedule (order NULL) or of a given order. */
 static int parse_profile_of(const cJSON *root, const char *where, const tf_schedule *order,
                             tf_profile *p, tf_error *err)
@@ -517,7 +564,8 @@ static int parse_profile_of(const cJSON *root, const char *where, const tf_sched
     if ((rc = tfj_check_document(&ctx, root, &profile_format, &version, err)) ||
         (rc = order ? adopt_order(&ctx, root, order, p, err) : parse_schedule(&ctx, root, p, err)) ||
         (rc = parse_stage_times(&ctx, root, p, err)) ||
-        (rc = parse_overrides(&ctx, root, p, err)))
+        (rc = parse_overrides(&ctx, root, p, err)) ||
+        (rc = parse_memory_limit(&ctx, root, p, err)))
         return rc;
     return parse_pairs(&ctx, root, p, err);
 }
@@ -589,6 +637,7 @@ void tf_profile_durations(const tf_profile *p, double *max_ms, double *min_ms)
             max_ms[i] = st->backward_weight_ms;
             min_ms[i] = st->backward_weight_frozen_ms;
             break;
+        case TF_ACT_R: max_ms[i] = min_ms[i] = 0.0; break; /* planned, never profiled */
         }
     }
     if (p->n_overrides == 0 && p->n_pairs == 0)
@@ -654,6 +703,21 @@ static void add_pairs(cJSON *root, const tf_profile *p)
     }
 }
 
+/* One number when every rank has the same limit, else one per rank. */
+static void add_memory_limit(cJSON *root, const double *limit, int ranks)
+{
+    int same = 1;
+    for (int r = 1; r < ranks; r++)
+        same &= limit[r] == limit[0];
+    if (same) {
+        tfj_add_number(root, "memory_limit_bytes", limit[0]);
+        return;
+    }
+    cJSON *array = cJSON_AddArrayToObject(root, "memory_limit_bytes");
+    for (int r = 0; r < ranks && array; r++)
+        cJSON_AddItemToArray(array, tfj_create_number(limit[r]));
+}
+
 int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
 {
     const tf_schedule *s = &p->schedule;
@@ -689,8 +753,12 @@ int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
         tfj_add_number(o, "backward_weight_ms", st->backward_weight_ms);
         tfj_add_number(o, "backward_weight_frozen_ms", st->backward_weight_frozen_ms);
         tfj_add_number(o, "parameters", st->parameters);
+        if (p->memory)
+            tf_stage_memory_to_json(&p->memory[k], o);
         cJSON_AddItemToArray(stages, o);
     }
+    if (p->memory_limit)
+        add_memory_limit(root, p->memory_limit, s->ranks);
     if (p->n_overrides > 0) {
         cJSON *actions = cJSON_AddArrayToObject(root, "actions");
         for (int k = 0; k < p->n_overrides; k++) {
@@ -741,6 +809,8 @@ int tf_profile_save(const tf_profile *p, const char *path, tf_error *err)
 void tf_profile_free(tf_profile *p)
 {
     tf_schedule_free(&p->schedule);
+    free(p->memory);
+    free(p->memory_limit);
     free(p->max_freeze_ratio);
     free(p->stages);
     free(p->overrides);

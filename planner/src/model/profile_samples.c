@@ -9,43 +9,63 @@
 
 #include "tf/util.h"
 
+void tf_sample_set_init(tf_sample_set *in)
+{
+    memset(in, 0, sizeof *in);
+    in->max_freeze_ratio = TF_DEFAULT_CAP;
+}
+
 double tf_sample_statistic(double *x, int n)
 {
     return tf_median(x, n);
 }
 
 /* Is action i the first of a pair timed as one span? */
-static int span_start(const tf_schedule *s, int i, const tf_sample_options *o)
+static int span_start(const tf_sample_set *in, int i)
 {
-    return o->pair_spans && s->actions[i].pair == TF_PAIR_FIRST && i + 1 < s->n_actions;
+    const tf_schedule *s = in->schedule;
+    return in->pair_spans && s->actions[i].pair == TF_PAIR_FIRST && i + 1 < s->n_actions;
 }
 
 /* Is action i timed on its own (not inside a pair span)? */
-static int timed_alone(const tf_schedule *s, int i, const tf_sample_options *o)
+static int timed_alone(const tf_sample_set *in, int i)
 {
-    return !o->pair_spans || s->actions[i].pair == TF_PAIR_NONE;
+    return !in->pair_spans || in->schedule->actions[i].pair == TF_PAIR_NONE;
 }
 
 /* Does what action i's samples time get shorter when frozen: a B or a W,
  * or a pair span whose backward is a B? */
-static int unit_freezes(const tf_schedule *s, int i, const tf_sample_options *o)
+static int unit_freezes(const tf_sample_set *in, int i)
 {
-    tf_action_type t = span_start(s, i, o) ? s->actions[i + 1].type : s->actions[i].type;
+    const tf_action *a = &in->schedule->actions[i];
+    tf_action_type t = span_start(in, i) ? a[1].type : a->type;
     return t == TF_ACT_B || t == TF_ACT_W;
 }
 
 /* The name of what action i's samples time, into buf[TF_CELL_MAX]. */
-static const char *unit_name(const tf_schedule *s, int i, const tf_sample_options *o,
-                             char *buf)
+static const char *unit_name(const tf_sample_set *in, int i, char *buf)
 {
-    if (span_start(s, i, o))
-        return tf_pair_format(&s->actions[i], &s->actions[i + 1], buf);
-    return tf_action_format(&s->actions[i], buf);
+    const tf_action *a = &in->schedule->actions[i];
+    return span_start(in, i) ? tf_pair_format(a, a + 1, buf) : tf_action_format(a, buf);
 }
 
-static int check_sample(const tf_schedule *s, const tf_sample *x, size_t k,
-                        const tf_sample_options *o, tf_error *err)
+/* The fields of in other than the samples themselves. */
+static int check_set(const tf_sample_set *in, tf_error *err)
 {
+    if (!in->schedule)
+        return tf_fail(err, TF_EINVAL, "sample set: schedule is NULL");
+    if (!in->samples && in->n > 0)
+        return tf_fail(err, TF_EINVAL, "sample set: samples is NULL and n is %zu", in->n);
+    if (!(in->max_freeze_ratio >= 0 && in->max_freeze_ratio <= 1))
+        return tf_fail(err, TF_EINVAL, "sample set: max_freeze_ratio = %g: must be in [0, 1]",
+                       in->max_freeze_ratio);
+    return 0;
+}
+
+static int check_sample(const tf_sample_set *in, size_t k, tf_error *err)
+{
+    const tf_schedule *s = in->schedule;
+    const tf_sample *x = &in->samples[k];
     char name[TF_CELL_MAX];
     if (x->action < 0 || x->action >= s->n_actions)
         return tf_fail(err, TF_EINVAL, "sample %zu: action %d is not one of schedule %s's %d "
@@ -53,7 +73,7 @@ static int check_sample(const tf_schedule *s, const tf_sample *x, size_t k,
     if (!isfinite(x->ms) || x->ms < 0)
         return tf_fail(err, TF_EINVAL, "sample %zu (%s): ms %g is not a duration (finite, >= 0)",
                        k, tf_action_format(&s->actions[x->action], name), x->ms);
-    if (o->pair_spans && s->actions[x->action].pair == TF_PAIR_SECOND)
+    if (in->pair_spans && s->actions[x->action].pair == TF_PAIR_SECOND)
         return tf_fail(err, TF_EINVAL, "sample %zu (%s): the second action of an overlapped pair "
                        "timed as one span; its samples go on the pair's first action", k,
                        tf_action_format(&s->actions[x->action], name));
@@ -68,15 +88,15 @@ typedef struct sample_lists {
     double *value;
 } sample_lists;
 
-static int list_of(const tf_schedule *s, const tf_sample *x, const tf_sample_options *o)
+static int list_of(const tf_sample_set *in, const tf_sample *x)
 {
-    return 2 * x->action + (x->frozen && unit_freezes(s, x->action, o));
+    return 2 * x->action + (x->frozen && unit_freezes(in, x->action));
 }
 
-static int sort_samples(const tf_schedule *s, const tf_sample *samples, size_t n,
-                        const tf_sample_options *o, sample_lists *l, tf_error *err)
+static int sort_samples(const tf_sample_set *in, sample_lists *l, tf_error *err)
 {
-    const size_t lists = 2 * (size_t)s->n_actions;
+    const tf_sample *samples = in->samples;
+    const size_t n = in->n, lists = 2 * (size_t)in->schedule->n_actions;
     l->offset = calloc(lists + 1, sizeof *l->offset);
     l->value = malloc((n + 1) * sizeof *l->value);
     size_t *fill = malloc((lists + 1) * sizeof *fill);
@@ -84,15 +104,15 @@ static int sort_samples(const tf_schedule *s, const tf_sample *samples, size_t n
     if (!l->offset || !l->value || !fill)
         rc = tf_fail(err, TF_ENOMEM, "out of memory sorting %zu samples", n);
     for (size_t k = 0; rc == 0 && k < n; k++)
-        rc = check_sample(s, &samples[k], k, o, err);
+        rc = check_sample(in, k, err);
     if (rc == 0) {
         for (size_t k = 0; k < n; k++)
-            l->offset[list_of(s, &samples[k], o) + 1]++;
+            l->offset[list_of(in, &samples[k]) + 1]++;
         for (size_t j = 0; j < lists; j++)
             l->offset[j + 1] += l->offset[j];
         memcpy(fill, l->offset, lists * sizeof *fill);
         for (size_t k = 0; k < n; k++)
-            l->value[fill[list_of(s, &samples[k], o)]++] = samples[k].ms;
+            l->value[fill[list_of(in, &samples[k])]++] = samples[k].ms;
     }
     free(fill);
     return rc;
@@ -108,22 +128,22 @@ static double list_statistic(const sample_lists *l, int j)
 /* Per action: ms[i] and frozen[i] (-1 where freezing does not apply or,
  * for a pair span, was not measured); the second action of a pair span
  * gets -1 for both. */
-static int action_figures(const tf_schedule *s, const sample_lists *l,
-                          const tf_sample_options *o, double *ms, double *frozen,
-                          tf_sample_report *report, tf_error *err)
+static int action_figures(const tf_sample_set *in, const sample_lists *l, double *ms,
+                          double *frozen, tf_sample_report *report, tf_error *err)
 {
+    const tf_schedule *s = in->schedule;
     char name[TF_CELL_MAX];
     for (int i = 0; i < s->n_actions; i++) {
         ms[i] = frozen[i] = -1.0;
-        if (o->pair_spans && s->actions[i].pair == TF_PAIR_SECOND)
+        if (in->pair_spans && s->actions[i].pair == TF_PAIR_SECOND)
             continue;
         ms[i] = list_statistic(l, 2 * i);
         if (ms[i] < 0)
-            return tf_fail(err, TF_EINVAL, "%s has no unfrozen sample", unit_name(s, i, o, name));
+            return tf_fail(err, TF_EINVAL, "%s has no unfrozen sample", unit_name(in, i, name));
         if (ms[i] > TF_MAX_DURATION_MS)
             return tf_fail(err, TF_EINVAL, "%s takes %g ms (median), more than the planner "
-                           "accepts (%g ms)", unit_name(s, i, o, name), ms[i], TF_MAX_DURATION_MS);
-        if (!unit_freezes(s, i, o))
+                           "accepts (%g ms)", unit_name(in, i, name), ms[i], TF_MAX_DURATION_MS);
+        if (!unit_freezes(in, i))
             continue;
         frozen[i] = list_statistic(l, 2 * i + 1);
         if (frozen[i] > ms[i]) {
@@ -131,7 +151,7 @@ static int action_figures(const tf_schedule *s, const sample_lists *l,
             report->capped++;
         } else if (frozen[i] < 0) {
             report->defaulted++;
-            if (!span_start(s, i, o))
+            if (!span_start(in, i))
                 frozen[i] = ms[i] * (s->actions[i].type == TF_ACT_B ? TF_DEFAULT_B_FROZEN
                                                                     : TF_DEFAULT_W_FROZEN);
         }
@@ -146,9 +166,9 @@ typedef struct stage_groups {
     int *member; /* n_actions */
 } stage_groups;
 
-static int group_actions(const tf_schedule *s, const tf_sample_options *o, stage_groups *g,
-                         tf_error *err)
+static int group_actions(const tf_sample_set *in, stage_groups *g, tf_error *err)
 {
+    const tf_schedule *s = in->schedule;
     const size_t groups = 4 * (size_t)s->stages;
     g->first = calloc(groups + 1, sizeof *g->first);
     g->member = malloc(((size_t)s->n_actions + 1) * sizeof *g->member);
@@ -158,13 +178,13 @@ static int group_actions(const tf_schedule *s, const tf_sample_options *o, stage
         return tf_fail(err, TF_ENOMEM, "out of memory grouping %d actions", s->n_actions);
     }
     for (int i = 0; i < s->n_actions; i++)
-        if (timed_alone(s, i, o))
+        if (timed_alone(in, i))
             g->first[4 * s->actions[i].stage + (int)s->actions[i].type + 1]++;
     for (size_t k = 0; k < groups; k++)
         g->first[k + 1] += g->first[k];
     memcpy(fill, g->first, groups * sizeof *fill);
     for (int i = 0; i < s->n_actions; i++)
-        if (timed_alone(s, i, o))
+        if (timed_alone(in, i))
             g->member[fill[4 * s->actions[i].stage + (int)s->actions[i].type]++] = i;
     free(fill);
     return 0;
@@ -203,15 +223,16 @@ static void stage_figures(const stage_groups *g, const double *ms, const double 
 }
 
 /* out's overrides and pairs from the per-action figures. */
-static void measured_actions(const tf_schedule *s, const tf_sample_options *o,
-                             const double *ms, const double *frozen, tf_profile *out)
+static void measured_actions(const tf_sample_set *in, const double *ms, const double *frozen,
+                             tf_profile *out)
 {
+    const tf_schedule *s = in->schedule;
     for (int i = 0; i < s->n_actions; i++) {
         const tf_action *a = &s->actions[i];
-        if (span_start(s, i, o))
+        if (span_start(in, i))
             out->pairs[out->n_pairs++] = (tf_pair_time){*a, s->actions[i + 1], ms[i],
                                                         frozen[i]};
-        else if (timed_alone(s, i, o))
+        else if (timed_alone(in, i))
             out->overrides[out->n_overrides++] = (tf_action_time){a->type, a->stage,
                                                                   a->microbatch, ms[i],
                                                                   frozen[i]};
@@ -231,35 +252,38 @@ static int allocate(const tf_schedule *s, tf_profile *out, tf_error *err)
     return 0;
 }
 
-int tf_profile_from_samples(const tf_schedule *s, const tf_sample *samples, size_t n,
-                            const tf_sample_options *o, tf_profile *out,
-                            tf_sample_report *report, tf_error *err)
+int tf_profile_from_samples(const tf_sample_set *in, tf_profile *out, tf_sample_report *report,
+                            tf_error *err)
 {
     tf_sample_report ignored;
     report = report ? report : &ignored;
     memset(report, 0, sizeof *report);
     memset(out, 0, sizeof *out);
+    int rc = check_set(in, err);
+    if (rc)
+        return rc;
+    const tf_schedule *s = in->schedule;
     sample_lists l = {0};
     stage_groups g = {0};
     const size_t actions = (size_t)s->n_actions + 1;
     double *ms = malloc(actions * sizeof *ms), *frozen = malloc(actions * sizeof *frozen);
     double *scratch = malloc(actions * sizeof *scratch);
-    int rc = !ms || !frozen || !scratch
-                 ? tf_fail(err, TF_ENOMEM, "out of memory building a profile of %d actions",
-                           s->n_actions)
-                 : sort_samples(s, samples, n, o, &l, err);
+    rc = !ms || !frozen || !scratch
+             ? tf_fail(err, TF_ENOMEM, "out of memory building a profile of %d actions",
+                       s->n_actions)
+             : sort_samples(in, &l, err);
     if (rc == 0)
-        rc = action_figures(s, &l, o, ms, frozen, report, err);
+        rc = action_figures(in, &l, ms, frozen, report, err);
     if (rc == 0)
-        rc = group_actions(s, o, &g, err);
+        rc = group_actions(in, &g, err);
     if (rc == 0)
         rc = allocate(s, out, err);
     for (int k = 0; rc == 0 && k < s->stages; k++) {
         stage_figures(&g, ms, frozen, k, scratch, &out->stages[k], report);
-        out->max_freeze_ratio[k] = o->max_freeze_ratio;
+        out->max_freeze_ratio[k] = in->max_freeze_ratio;
     }
     if (rc == 0)
-        measured_actions(s, o, ms, frozen, out);
+        measured_actions(in, ms, frozen, out);
     else
         tf_profile_free(out);
     free(l.offset);

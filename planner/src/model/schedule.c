@@ -98,6 +98,7 @@ char tf_action_letter(tf_action_type type)
     case TF_ACT_B: return 'B';
     case TF_ACT_I: return 'I';
     case TF_ACT_W: return 'W';
+    case TF_ACT_R: return 'R';
     }
     return '?';
 }
@@ -110,6 +111,7 @@ int tf_action_type_parse(char letter, tf_action_type *type)
     case 'B': parsed = TF_ACT_B; break;
     case 'I': parsed = TF_ACT_I; break;
     case 'W': parsed = TF_ACT_W; break;
+    case 'R': parsed = TF_ACT_R; break;
     default: return TF_EINVAL;
     }
     if (type)
@@ -360,7 +362,7 @@ int tf_schedule_find(const tf_schedule *s, tf_action_type type, int stage, int m
 
 int *tf_schedule_index(const tf_schedule *s)
 {
-    size_t keys = (size_t)4 * (size_t)s->stages * (size_t)s->microbatches;
+    size_t keys = (size_t)TF_ACTION_TYPES * (size_t)s->stages * (size_t)s->microbatches;
     int *index = malloc((keys > 0 ? keys : 1) * sizeof *index);
     if (!index)
         return NULL;
@@ -378,23 +380,26 @@ int tf_schedule_lookup(const tf_schedule *s, const int *index, tf_action_type ty
 {
     if (!index)
         return tf_schedule_find(s, type, stage, microbatch);
-    if ((int)type < 0 || type > TF_ACT_W || stage < 0 || stage >= s->stages || microbatch < 0 ||
+    if ((int)type < 0 || (int)type >= TF_ACTION_TYPES || stage < 0 || stage >= s->stages || microbatch < 0 ||
         microbatch >= s->microbatches)
         return -1;
     return index[((size_t)type * s->stages + stage) * s->microbatches + microbatch];
+}
+
+int tf_schedule_backward_of(const tf_schedule *s, const int *index, int stage, int microbatch)
+{
+    int b = tf_schedule_lookup(s, index, TF_ACT_B, stage, microbatch);
+    return b >= 0 ? b : tf_schedule_lookup(s, index, TF_ACT_I, stage, microbatch);
 }
 
 int tf_schedule_sender(const tf_schedule *s, const int *index, int i)
 {
     const tf_action *a = &s->actions[i];
     int u = -1;
-    if (a->type == TF_ACT_F) {
+    if (a->type == TF_ACT_F)
         u = tf_schedule_lookup(s, index, TF_ACT_F, a->stage - 1, a->microbatch);
-    } else if (a->type == TF_ACT_B || a->type == TF_ACT_I) {
-        u = tf_schedule_lookup(s, index, TF_ACT_B, a->stage + 1, a->microbatch);
-        if (u < 0)
-            u = tf_schedule_lookup(s, index, TF_ACT_I, a->stage + 1, a->microbatch);
-    }
+    else if (a->type == TF_ACT_B || a->type == TF_ACT_I)
+        u = tf_schedule_backward_of(s, index, a->stage + 1, a->microbatch);
     return u >= 0 && s->actions[u].rank != a->rank ? u : -1;
 }
 

@@ -17,4 +17,10 @@ static inline int tf_schedule_is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
+/* tf_schedule_from_cells for the order of a plan, which may also hold R
+ * actions (recomputation placed by tf-plan), each before the backward of
+ * its stage and microbatch.  plan_json.c reads plans with it. */
+int tf_schedule_from_plan_cells(const tf_cell_rows *cells, int microbatches, const char *where,
+                                tf_schedule *out, tf_error *err);
+
 #endif

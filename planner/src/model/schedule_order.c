@@ -14,6 +14,7 @@
 typedef struct cell_naming {
     const char *where;
     int csv_lines;
+    int planned;   /* R actions allowed: a plan's order (tf_cell_rows.planned) */
 } cell_naming;
 
 static void name_cell(char *buf, size_t size, const cell_naming *naming, int rank, int column)
@@ -131,7 +132,7 @@ static int check_repeats(const tf_schedule *s, const int *columns, const cell_na
 /* The two cells of a (stage, microbatch) that mixes B with I/W, at[type]
  * the position of each action: its B and the first of its I and W, the one
  * earlier in the order first. */
-static void mixed_cells(const int at[4], int *first, int *second)
+static void mixed_cells(const int at[TF_ACTION_TYPES], int *first, int *second)
 {
     int split = at[TF_ACT_I];
     if (split < 0 || (at[TF_ACT_W] >= 0 && at[TF_ACT_W] < split))
@@ -144,11 +145,11 @@ static void mixed_cells(const int at[4], int *first, int *second)
  * the one whose first mixed cell comes first in the order (rank by rank,
  * cell by cell), into at[type]: the cell a reader of the file meets first,
  * not the lowest stage and microbatch. */
-static void first_mix(const tf_schedule *s, const cell_key *keys, int at[4])
+static void first_mix(const tf_schedule *s, const cell_key *keys, int at[TF_ACTION_TYPES])
 {
     int best = s->n_actions;
     for (int k = 0; k < s->n_actions;) {
-        int pair[4] = {-1, -1, -1, -1}, first, second;
+        int pair[TF_ACTION_TYPES] = {-1, -1, -1, -1, -1}, first, second;
         int stage = keys[k].stage, mb = keys[k].microbatch;
         for (; k < s->n_actions && keys[k].stage == stage && keys[k].microbatch == mb; k++)
             pair[keys[k].type] = keys[k].index;
@@ -162,11 +163,33 @@ static void first_mix(const tf_schedule *s, const cell_key *keys, int at[4])
     }
 }
 
+/* An R (recomputation) re-materialises its forward's activations for the
+ * backward: it exists only in plans, and there before that backward. */
+static int check_recompute(const tf_schedule *s, const int *columns, const cell_naming *naming,
+                           const int at[TF_ACTION_TYPES], tf_error *err)
+{
+    int r = at[TF_ACT_R];
+    if (r < 0)
+        return 0;
+    char here[1200], text[32];
+    name_cell(here, sizeof here, naming, s->actions[r].rank, columns[r]);
+    tf_action_format(&s->actions[r], text);
+    if (!naming->planned)
+        return tf_fail(err, TF_EINVAL, "%s: %s: R actions (recomputation) are placed by "
+                       "tf-plan; an order has F, B, I and W", here, text);
+    int backward = at[TF_ACT_B] >= 0 ? at[TF_ACT_B] : at[TF_ACT_I];
+    if (r > backward)
+        return tf_fail(err, TF_EINVAL, "%s: %s comes after the backward it recomputes for",
+                       here, text);
+    return 0;
+}
+
 /* The actions of one (stage, microbatch), at[type] the position of each
  * (or -1): an F, and a backward that is either B or both I and W.  keys,
  * sorted, find the first of several pairs that mix B with I/W. */
 static int check_pair(const tf_schedule *s, const int *columns, const cell_naming *naming,
-                      const cell_key *keys, int stage, int mb, const int at[4], tf_error *err)
+                      const cell_key *keys, int stage, int mb, const int at[TF_ACTION_TYPES],
+                      tf_error *err)
 {
     char here[1200], there[1200], text[32], other[32];
     int any = at[TF_ACT_F] >= 0 ? at[TF_ACT_F]
@@ -179,7 +202,9 @@ static int check_pair(const tf_schedule *s, const int *columns, const cell_namin
                        naming->where, stage, mb, tf_action_format(a, text), there);
     }
     if (at[TF_ACT_B] >= 0 && (at[TF_ACT_I] >= 0 || at[TF_ACT_W] >= 0)) {
-        int mix[4], first, second;
+        int mix[TF_ACTION_TYPES], first, second;
+        for (int t = 0; t < TF_ACTION_TYPES; t++)
+            mix[t] = -1; /* first_mix sets them all; the optimiser cannot see it */
         first_mix(s, keys, mix);
         mixed_cells(mix, &first, &second);
         const tf_action *b = &s->actions[first], *c = &s->actions[second];
@@ -205,7 +230,7 @@ static int check_pair(const tf_schedule *s, const int *columns, const cell_namin
                        "%s: %s has no backward: %dB%d (or %dI%d and %dW%d) is missing", here,
                        tf_action_format(a, text), stage, mb, stage, mb, stage, mb);
     }
-    return 0;
+    return check_recompute(s, columns, naming, at, err);
 }
 
 /* Walks the sorted keys (stage, microbatch) by (stage, microbatch): every
@@ -226,7 +251,7 @@ static int check_pairs(const tf_schedule *s, const int *columns, const cell_nami
                            s->microbatches - 1);
         if (k == n)
             return 0;
-        int at[4] = {-1, -1, -1, -1};
+        int at[TF_ACTION_TYPES] = {-1, -1, -1, -1, -1};
         for (; k < n && keys[k].stage == stage && keys[k].microbatch == mb; k++)
             at[keys[k].type] = keys[k].index;
         int rc = check_pair(s, columns, naming, keys, stage, mb, at, err);
@@ -477,10 +502,12 @@ static int schedule_from_rows(const char *const *const *rows, const int *row_len
     return rc;
 }
 
-int tf_schedule_from_cells(const tf_cell_rows *cells, int microbatches, const char *where,
-                           tf_schedule *out, tf_error *err)
+/* tf_schedule_from_cells, for an order of a plan (R actions allowed) or
+ * not. */
+static int from_cells(const tf_cell_rows *cells, int microbatches, const char *where,
+                      int planned, tf_schedule *out, tf_error *err)
 {
-    cell_naming naming = {where ? where : "order", 0};
+    cell_naming naming = {where ? where : "order", 0, planned};
     if (out)
         memset(out, 0, sizeof *out);
     if (!out)
@@ -492,6 +519,18 @@ int tf_schedule_from_cells(const tf_cell_rows *cells, int microbatches, const ch
                        naming.where, microbatches);
     return schedule_from_rows(cells->rows, cells->row_len, cells->ranks, microbatches, &naming,
                               0, NULL, out, err);
+}
+
+int tf_schedule_from_cells(const tf_cell_rows *cells, int microbatches, const char *where,
+                           tf_schedule *out, tf_error *err)
+{
+    return from_cells(cells, microbatches, where, 0, out, err);
+}
+
+int tf_schedule_from_plan_cells(const tf_cell_rows *cells, int microbatches, const char *where,
+                                tf_schedule *out, tf_error *err)
+{
+    return from_cells(cells, microbatches, where, 1, out, err);
 }
 
 static void free_rows(char ***rows, size_t count)
@@ -626,7 +665,7 @@ int tf_schedule_read_csv_noted(const char *path, tf_schedule *out, tf_csv_notes 
     }
     rc = split_csv(data, len, path, &rows, &row_len, &ranks, err);
     if (rc == 0) {
-        cell_naming naming = {path, 1};
+        cell_naming naming = {path, 1, 0};
         rc = schedule_from_rows((const char *const *const *)rows, row_len, ranks, 0, &naming, 1,
                                 notes, out, err);
         free_rows(rows, (size_t)ranks);

@@ -100,6 +100,11 @@ double tf_canvas_tick_step(double span, double length)
     return best;
 }
 
+int tf_canvas_tick_decimals(double step)
+{
+    return step >= 1.0 || !(step > 0) ? 0 : (int)ceil(-log10(step) - 1e-9);
+}
+
 const char *tf_canvas_format_for_path(const char *path)
 {
     static const struct {
@@ -147,6 +152,15 @@ static void declare_attributes(Agraph_t *g, int pinned)
     };
     for (size_t k = 0; k < sizeof node_defaults / sizeof *node_defaults; k++)
         agattr(g, AGNODE, (char *)node_defaults[k][0], (char *)node_defaults[k][1]);
+    static const char *const edge_defaults[][2] = {
+        {"arrowhead", "none"}, {"penwidth", "1"}, {"color", "#000000"}, {"style", ""},
+        {"pos", ""},           {"id", ""},        {"class", ""},        {"tooltip", ""},
+        {"headclip", "false"}, {"tailclip", "false"},
+    };
+    /* Edges of a pinned canvas are lines (tf_canvas_line); the dependency
+     * graph styles its own. */
+    for (size_t k = 0; pinned && k < sizeof edge_defaults / sizeof *edge_defaults; k++)
+        agattr(g, AGEDGE, (char *)edge_defaults[k][0], (char *)edge_defaults[k][1]);
     agattr(g, AGRAPH, "fontname", "Helvetica");
     agattr(g, AGRAPH, "dpi", "72");
     if (pinned) {
@@ -204,9 +218,41 @@ tf_canvas_mark *tf_canvas_rect(tf_canvas *c, double x0, double top, double x1, d
     return m;
 }
 
-tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *text, double size,
-                               char align, const char *colour, int bold)
+/* A line is an edge between two invisible point nodes at its ends, its
+ * spline given as pos (one cubic Bezier with its control points on the
+ * line), so the "nop" engine draws it as given rather than routing it
+ * around the other nodes. */
+tf_canvas_mark *tf_canvas_line(tf_canvas *c, double x0, double y0, double x1, double y1,
+                               const char *colour)
 {
+    Agnode_t *ends[2] = {new_node(c), new_node(c)};
+    const double xy[2][2] = {{x0, y0}, {x1, y1}};
+    for (int k = 0; k < 2; k++) {
+        if (!ends[k])
+            return NULL;
+        tf_canvas_set((tf_canvas_mark *)ends[k], "shape", "point");
+        tf_canvas_set((tf_canvas_mark *)ends[k], "style", "invis");
+        tf_canvas_set((tf_canvas_mark *)ends[k], "width", "0.01");
+        tf_canvas_set((tf_canvas_mark *)ends[k], "height", "0.01");
+        tf_canvas_setf((tf_canvas_mark *)ends[k], "pos", "%.3f,%.3f!", xy[k][0], -xy[k][1]);
+    }
+    Agedge_t *e = agedge(c->g, ends[0], ends[1], NULL, 1);
+    tf_canvas_mark *m = (tf_canvas_mark *)e;
+    if (!e)
+        return NULL;
+    tf_canvas_setf(m, "pos", "%.3f,%.3f %.3f,%.3f %.3f,%.3f %.3f,%.3f", x0, -y0,
+                   (2 * x0 + x1) / 3, -(2 * y0 + y1) / 3, (x0 + 2 * x1) / 3, -(y0 + 2 * y1) / 3,
+                   x1, -y1);
+    tf_canvas_set(m, "color", colour);
+    return m;
+}
+
+tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *text,
+                               const tf_canvas_text_style *style)
+{
+    const double size = style->size;
+    const char align = style->align;
+    const int bold = style->bold;
     char escaped[1024], label[1040];
     tl_label_escape(text, escaped, sizeof escaped);
     double w = ceil(tf_canvas_text_width(text, size) * (bold ? 1.1 : 1.0)) + 2;
@@ -224,7 +270,7 @@ tf_canvas_mark *tf_canvas_text(tf_canvas *c, double x, double y, const char *tex
     tf_canvas_setf(m, "height", "%.6f", ceil(size * 1.25) / 72.0);
     tf_canvas_set(m, "label", label);
     tf_canvas_setf(m, "fontsize", "%g", size);
-    tf_canvas_set(m, "fontcolor", colour);
+    tf_canvas_set(m, "fontcolor", style->colour);
     if (bold)
         tf_canvas_set(m, "fontname", "Helvetica-Bold");
     return m;

@@ -1,6 +1,7 @@
 /* timeline.c - tf-dot's library entry points: input loading, checks on the
- * plan, the panels to draw, format selection and atomic output.  Drawing
- * lives in timeline_draw.c, the Chrome trace in timeline_chrome.c.
+ * plan, the panels to draw, format selection, which picture to draw and
+ * atomic output.  The timeline is drawn in timeline_draw.c, the dependency
+ * graph in timeline_dag.c, the Chrome trace in timeline_chrome.c.
  */
 #include "tf/timeline.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "canvas_internal.h"
 #include "model/json_util.h"
 #include "tf/canvas.h"
 #include "tf/planner.h"
@@ -105,8 +107,10 @@ static void panel_free(tl_panel *p)
 
 static void model_free(tl_model *m)
 {
-    for (int k = 0; k < m->n_panels; k++)
+    for (int k = 0; k < m->n_panels; k++) {
+        tl_memory_free(&m->panels[k], m->plan->schedule.ranks);
         panel_free(&m->panels[k]);
+    }
     tf_dag_free(&m->dag);
     free(m->local_stage);
     memset(m, 0, sizeof *m);
@@ -198,7 +202,7 @@ static int unfrozen_panel(const tl_model *m, tl_panel *p)
     p->id_prefix = "u";
     p->name = "unfrozen";
     for (int i = 0; i < m->n; i++)
-        p->ms[i] = plan->actions[i].max_ms;
+        p->ms[i] = tf_plan_action_unfrozen_ms(&plan->actions[i]);
     p->makespan = tf_dag_longest_path(&m->dag, p->ms, p->start);
     return tf_dag_critical(&m->dag, p->ms, p->critical);
 }
@@ -234,7 +238,27 @@ static int model_build(const tf_plan *plan, const tf_timeline_options *opt, tl_m
         return rc;
     if (opt->compare_unfrozen && unfrozen_panel(m, &m->panels[0]))
         return tf_fail(err, TF_ENOMEM, "out of memory drawing %d actions", m->n);
-    return 0;
+    for (int k = 0; k < m->n_panels && !rc; k++)
+        rc = tl_memory_build(m, &m->panels[k], err);
+    return rc;
+}
+
+/* Renders the model through Graphviz (the timeline, or the dependency
+ * graph when opt->dag) into a malloc'd buffer; format: "dot", "svg", "png"
+ * or "pdf".  Returns 0, TF_EINVAL (too narrow, or Graphviz cannot render
+ * the format) or TF_ENOMEM. */
+static int render_graphviz(const tl_model *m, const tf_timeline_options *opt,
+                           const char *format, char **data, size_t *len, tf_error *err)
+{
+    tf_canvas *c = tl_canvas_new_graph("timeline", !opt->dag);
+    if (!c)
+        return tf_fail(err, TF_ENOMEM, "out of memory creating the Graphviz graph");
+    int rc = opt->dag ? tl_draw_dependency_graph(c, m, opt, err)
+                      : tl_draw_timeline(c, m, opt, err);
+    if (!rc)
+        rc = tl_canvas_render(c, opt->dag ? "dot" : "nop", format, opt->dpi, data, len, err);
+    tf_canvas_free(c);
+    return rc;
 }
 
 int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
@@ -287,7 +311,7 @@ int tf_timeline_render_data(const tf_plan *plan, const tf_timeline_options *opt,
     int rc = model_build(plan, opt, &m, err);
     if (!rc)
         rc = !strcmp(format, "chrome") ? tl_render_chrome(&m, opt->flows, data, len, err)
-                                        : tl_render_graphviz(&m, opt, format, data, len, err);
+                                        : render_graphviz(&m, opt, format, data, len, err);
     model_free(&m);
     return rc;
 }

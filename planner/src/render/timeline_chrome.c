@@ -1,6 +1,9 @@
 /* timeline_chrome.c - the plan as a Chrome/Perfetto trace (traceEvents JSON):
  * one process per rank and panel with one named thread, one complete event
- * ("ph": "X") per action with its freeze ratio in args, and, when asked,
+ * ("ph": "X") per action (R actions included) with its freeze ratio (and for
+ * an R or a recomputing backward the recompute ratio) in args, with memory the live
+ * bytes (timeline_memory.c) and the limit as counter events ("ph": "C"),
+ * which the viewers draw as a track per rank, and, when asked,
  * flow events ("ph": "s" / "f") for the dependencies between ranks, which
  * the viewers draw as arrows.  Loads in chrome://tracing and
  * ui.perfetto.dev, which handle schedules far larger than a picture can.
@@ -12,26 +15,34 @@
 #include "model/json_util.h"
 #include "timeline_internal.h"
 
+/* A new event named name, of phase ph, in process pid, with an empty
+ * args object (*args); NULL when out of memory (nothing to free). */
+static cJSON *new_event(const char *name, const char *ph, int pid, cJSON **args)
+{
+    cJSON *ev = cJSON_CreateObject();
+    *args = cJSON_AddObjectToObject(ev, "args");
+    if (!ev || !*args) {
+        cJSON_Delete(ev);
+        return NULL;
+    }
+    cJSON_AddStringToObject(ev, "name", name);
+    cJSON_AddStringToObject(ev, "ph", ph);
+    cJSON_AddNumberToObject(ev, "pid", pid);
+    return ev;
+}
+
 /* Process metadata: its name and its place in the list. */
 static int add_process(cJSON *events, int pid, const char *name)
 {
-    cJSON *meta = cJSON_CreateObject();
-    cJSON *sort = cJSON_CreateObject();
-    cJSON *args = cJSON_AddObjectToObject(meta, "args");
-    cJSON *sort_args = cJSON_AddObjectToObject(sort, "args");
-    if (!meta || !sort || !args || !sort_args) {
+    cJSON *args, *sort_args, *meta = new_event("process_name", "M", pid, &args);
+    cJSON *sort = new_event("process_sort_index", "M", pid, &sort_args);
+    if (!meta || !sort) {
         cJSON_Delete(meta);
         cJSON_Delete(sort);
         return TF_ENOMEM;
     }
-    cJSON_AddStringToObject(meta, "name", "process_name");
-    cJSON_AddStringToObject(meta, "ph", "M");
-    cJSON_AddNumberToObject(meta, "pid", pid);
     cJSON_AddStringToObject(args, "name", name);
     cJSON_AddItemToArray(events, meta);
-    cJSON_AddStringToObject(sort, "name", "process_sort_index");
-    cJSON_AddStringToObject(sort, "ph", "M");
-    cJSON_AddNumberToObject(sort, "pid", pid);
     cJSON_AddNumberToObject(sort_args, "sort_index", pid);
     cJSON_AddItemToArray(events, sort);
     return 0;
@@ -42,20 +53,14 @@ static int add_process(cJSON *events, int pid, const char *name)
  * events are. */
 static int add_thread(cJSON *events, const tf_schedule *s, int pid, int rank)
 {
-    cJSON *meta = cJSON_CreateObject();
-    cJSON *args = cJSON_AddObjectToObject(meta, "args");
-    if (!meta || !args) {
-        cJSON_Delete(meta);
+    cJSON *args, *meta = new_event("thread_name", "M", pid, &args);
+    if (!meta)
         return TF_ENOMEM;
-    }
     char name[256];
     int used = snprintf(name, sizeof name, "%s", s->stages_per_rank > 1 ? "stages" : "stage");
     for (int st = 0, n = 0; st < s->stages && used < (int)sizeof name - 16; st++)
         if (s->stage_rank[st] == rank)
             used += snprintf(name + used, sizeof name - (size_t)used, "%s %d", n++ ? "," : "", st);
-    cJSON_AddStringToObject(meta, "name", "thread_name");
-    cJSON_AddStringToObject(meta, "ph", "M");
-    cJSON_AddNumberToObject(meta, "pid", pid);
     cJSON_AddNumberToObject(meta, "tid", 0);
     cJSON_AddStringToObject(args, "name", name);
     cJSON_AddItemToArray(events, meta);
@@ -78,26 +83,21 @@ static int add_action(cJSON *events, const tl_model *m, const tl_panel *p, int i
     const tf_plan_action *pa = &m->plan->actions[i];
     const tf_action *a = &pa->action;
     char name[32], cell[32], type[2] = {tf_action_letter(a->type), '\0'};
-    event_name(s, a, name);
-    cJSON *ev = cJSON_CreateObject();
-    cJSON *args = cJSON_AddObjectToObject(ev, "args");
-    if (!ev || !args) {
-        cJSON_Delete(ev);
+    cJSON *args, *ev = new_event(event_name(s, a, name), "X", pid, &args);
+    if (!ev)
         return TF_ENOMEM;
-    }
-    cJSON_AddStringToObject(ev, "name", name);
     cJSON_AddStringToObject(ev, "cat", type);
-    cJSON_AddStringToObject(ev, "ph", "X");
     /* Trace times are microseconds. */
     tfj_add_number(ev, "ts", p->start[i] * 1000.0);
     tfj_add_number(ev, "dur", p->ms[i] * 1000.0);
-    cJSON_AddNumberToObject(ev, "pid", pid);
     cJSON_AddNumberToObject(ev, "tid", 0);
     cJSON_AddStringToObject(args, "action", tf_action_format(a, cell));
     cJSON_AddNumberToObject(args, "stage", a->stage);
     cJSON_AddNumberToObject(args, "microbatch", a->microbatch);
     cJSON_AddStringToObject(args, "type", type);
     tfj_add_number(args, "freeze_ratio", p->ratio[i]);
+    if (a->type == TF_ACT_R || pa->recompute_ratio > 0)
+        tfj_add_number(args, "recompute_ratio", tl_recompute_ratio(m, p, i));
     tfj_add_number(args, "start_ms", p->start[i]);
     tfj_add_number(args, "ms", p->ms[i]);
     tfj_add_number(args, "max_ms", pa->max_ms);
@@ -110,6 +110,41 @@ static int add_action(cJSON *events, const tl_model *m, const tl_panel *p, int i
                                                              &s->actions[first + 1], pair));
     }
     cJSON_AddItemToArray(events, ev);
+    return 0;
+}
+
+/* A counter sample: series name of process pid holds value from ts_us
+ * on (Perfetto draws one track per process and name). */
+static int add_counter(cJSON *events, const char *name, int pid, double ts_us, double value)
+{
+    cJSON *args, *ev = new_event(name, "C", pid, &args);
+    if (!ev)
+        return TF_ENOMEM;
+    tfj_add_number(ev, "ts", ts_us);
+    tfj_add_number(args, "bytes", value);
+    cJSON_AddItemToArray(events, ev);
+    return 0;
+}
+
+/* Rank r's live bytes in panel p as counter samples, one per point of its
+ * curve and one at the step's end, and its limit, when the plan has one,
+ * as a flat series over the step. */
+static int add_memory_counters(cJSON *events, const tl_model *m, const tl_panel *p, int r,
+                               int pid)
+{
+    if (!p->memory)
+        return 0;
+    const tl_memory_curve *mc = &p->memory[r];
+    for (int k = 0; k < mc->n; k++)
+        if (add_counter(events, "live bytes", pid, mc->t[k] * 1000.0, mc->bytes[k]))
+            return TF_ENOMEM;
+    double end_us = p->makespan * 1000.0;
+    if (add_counter(events, "live bytes", pid, end_us, mc->bytes[mc->n - 1]))
+        return TF_ENOMEM;
+    const double *limit = m->plan->memory_limit;
+    if (limit && (add_counter(events, "memory limit", pid, 0.0, limit[r]) ||
+                  add_counter(events, "memory limit", pid, end_us, limit[r])))
+        return TF_ENOMEM;
     return 0;
 }
 
@@ -195,8 +230,10 @@ static cJSON *build_trace(const tl_model *m, int flows)
             if (add_process(events, pid, name) || add_thread(events, s, pid, r))
                 goto oom;
             for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
-                if (add_action(events, m, p, i, pid))
+                if (tl_runs(m, p, i) && add_action(events, m, p, i, pid))
                     goto oom;
+            if (add_memory_counters(events, m, p, r, pid))
+                goto oom;
         }
     }
     long next_id = 1;

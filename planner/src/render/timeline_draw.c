@@ -19,7 +19,7 @@ enum {
     MARGIN = 14,
     GUTTER_LEFT = 70,   /* rank labels */
     GUTTER_RIGHT = 66,  /* per-rank idle share */
-    ROW_H = 26,         /* one rank */
+    ROW_H = TL_ROW_H,   /* one rank's timeline lane */
     BOX_H = 20,         /* an action inside its row */
     PANEL_HEAD_H = 24,  /* panel heading in --compare */
     PANEL_GAP = 10,
@@ -30,6 +30,18 @@ enum {
 };
 static const double LABEL_FONT = 9.0;
 
+/* ---- text, one style per kind ------------------------------------------- */
+static const tf_canvas_text_style TITLE = {14, 'l', "#1b1b1b", 1};
+static const tf_canvas_text_style SUBTITLE = {10, 'l', "#444444", 0};
+static const tf_canvas_text_style PANEL_HEAD = {11, 'l', "#1b1b1b", 1};
+static const tf_canvas_text_style RANK_NAME = {10, 'r', "#333333", 0};
+static const tf_canvas_text_style RANK_STAGES = {7.5, 'r', "#777777", 0};
+static const tf_canvas_text_style IDLE_SHARE = {8, 'l', "#777777", 0};
+static const tf_canvas_text_style TICK_LABEL = {9, 'c', "#333333", 0};
+static const tf_canvas_text_style AXIS_NAME = {9, 'r', "#333333", 0};
+static const tf_canvas_text_style LEGEND = {9, 'l', "#333333", 0};
+static const tf_canvas_text_style SAVING = {10, 'c', "#2d6a2a", 1};
+
 /* ---- colours -------------------------------------------------------------- */
 static const char *type_colour(tf_action_type type)
 {
@@ -37,6 +49,7 @@ static const char *type_colour(tf_action_type type)
     case TF_ACT_F: return "#4e79a7";
     case TF_ACT_B: return "#e15759";
     case TF_ACT_I: return "#f28e2b";
+    case TF_ACT_R: return "#b07aa1";
     default: return "#59a14f";
     }
 }
@@ -47,6 +60,7 @@ static const char *type_name(tf_action_type type)
     case TF_ACT_F: return "forward";
     case TF_ACT_B: return "backward";
     case TF_ACT_I: return "backward-input";
+    case TF_ACT_R: return "recompute";
     default: return "backward-weight";
     }
 }
@@ -115,18 +129,7 @@ void tl_title_lines(const tl_model *m, const tf_timeline_options *opt, char *lin
 
 /* ---- the timeline ------------------------------------------------------------ */
 
-typedef struct frame {
-    double x0;      /* x of time 0 */
-    double scale;   /* points per ms */
-    double axis_ms; /* time span of the axis */
-    double plot_w;
-    int dense;      /* under TF_TIMELINE_DENSE_POINTS per action on the busiest rank */
-} frame;
-
-static double x_at(const frame *f, double ms)
-{
-    return f->x0 + ms * f->scale;
-}
+typedef tl_frame frame;
 
 /* The most actions any one rank runs. */
 static int busiest_rank(const tl_model *m)
@@ -142,7 +145,8 @@ static int busiest_rank(const tl_model *m)
 /* The width the title needs. */
 static double title_width(const char *line1, const char *line2)
 {
-    return fmax(tf_canvas_text_width(line1, 14), tf_canvas_text_width(line2, 10));
+    return fmax(tf_canvas_text_width(line1, TITLE.size),
+                tf_canvas_text_width(line2, SUBTITLE.size));
 }
 
 /* The planned durations sorted ascending (malloc'd; NULL when out of
@@ -158,6 +162,18 @@ static double *sorted_durations(const tl_model *m, double *near_zero)
         *near_zero = 0.2 * tf_median(sorted, m->n); /* and sorts */
     }
     return sorted;
+}
+
+/* The top of the memory lanes' scale, in bytes: a round number of GiB
+ * (1, 2 or 5 times a power of ten) at or above most, the highest peak or
+ * limit; 1 GiB when nothing is ever held. */
+static double memory_scale_top(double most)
+{
+    const double gib = 1073741824.0;
+    if (!(most > 0))
+        return gib;
+    double step = tf_canvas_tick_step(most / gib, 350.0); /* about five steps */
+    return ceil(most / gib / step - 1e-9) * step * gib;
 }
 
 /* The axis scale.  Automatic: wide enough that a typical short action (the
@@ -197,10 +213,12 @@ static int choose_frame(const tl_model *m, const tf_timeline_options *opt, doubl
     }
     f->scale = f->plot_w / f->axis_ms;
     f->dense = f->plot_w / busiest_rank(m) < TF_TIMELINE_DENSE_POINTS;
+    f->row_h = m->plan->memory ? ROW_H + TL_MEMORY_H : ROW_H;
+    f->mem_top = m->plan->memory ? memory_scale_top(tl_memory_max_bytes(m)) : 0.0;
     return 0;
 }
 
-/* The frame the timeline is drawn in, as tl_render_graphviz would choose
+/* The frame the timeline is drawn in, as tl_draw_timeline would choose
  * it. */
 static int frame_of(const tl_model *m, const tf_timeline_options *opt, frame *f, tf_error *err)
 {
@@ -273,10 +291,10 @@ int tl_fit_labels(const tl_model *m, const tf_timeline_options *opt, tl_label_fi
             if (!(p->ms[i] >= near_zero) || !(p->ms[i] > 0))
                 continue;
             char label[48];
-            double fontsize, x0 = round(x_at(&f, p->start[i]));
+            double fontsize, x0 = round(tl_x(&f, p->start[i]));
             label[0] = '\0';
             if (!f.dense)
-                fit_label(a, spr > 1, round(x_at(&f, p->start[i] + p->ms[i])) - x0, label,
+                fit_label(a, spr > 1, round(tl_x(&f, p->start[i] + p->ms[i])) - x0, label,
                           &fontsize);
             fit->boxes++;
             fit->unlabelled += label[0] == '\0';
@@ -304,12 +322,24 @@ static const char *pair_name(const tl_model *m, int i, char *name)
     return name;
 }
 
+/* ", recompute ratio q" for an R and a recomputing backward
+ * (tl_recompute_ratio), into out[96]; "" for any other action. */
+static const char *recompute_note(const tl_model *m, const tl_panel *p, int i, char *out)
+{
+    double q = tl_recompute_ratio(m, p, i);
+    int is_r = m->plan->actions[i].action.type == TF_ACT_R;
+    out[0] = '\0';
+    if (is_r || q > 0)
+        snprintf(out, 96, ", recompute ratio %.3f%s", q, is_r ? " (of its backward)" : "");
+    return out;
+}
+
 static void draw_action(tf_canvas *c, const tl_model *m, const tl_panel *p, const frame *f, int i,
                         double row_top)
 {
     const tf_plan_action *pa = &m->plan->actions[i];
     const tf_action *a = &pa->action;
-    double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, p->start[i] + p->ms[i]));
+    double x0 = round(tl_x(f, p->start[i])), x1 = round(tl_x(f, p->start[i] + p->ms[i]));
     double top = row_top + (ROW_H - BOX_H) / 2;
     char fill[8], cell[32], label[48], text[640], pair[TF_CELL_MAX];
     tl_action_fill(m, i, p->ratio[i], fill);
@@ -333,12 +363,14 @@ static void draw_action(tf_canvas *c, const tl_model *m, const tl_panel *p, cons
     if (fontsize != LABEL_FONT)
         tf_canvas_setf(n, "fontsize", "%g", fontsize);
     tf_canvas_set(n, "fontcolor", tf_canvas_luminance(fill) > 0.6 ? "#1b1b1b" : "#ffffff");
+    char recompute[96];
     snprintf(text, sizeof text,
              "%s (%s, stage %d, microbatch %d) on rank %d: start %.3f ms, %.3f ms (max %.3f, min "
-             "%.3f), freeze ratio %.3f%s%s%s",
+             "%.3f), freeze ratio %.3f%s%s%s%s",
              cell, type_name(a->type), a->stage, a->microbatch, a->rank, p->start[i], p->ms[i],
-             pa->max_ms, pa->min_ms, p->ratio[i], p->critical[i] ? ", critical" : "",
-             pair[0] ? "; half of the overlapped pair " : "", pair);
+             pa->max_ms, pa->min_ms, p->ratio[i], recompute_note(m, p, i, recompute),
+             p->critical[i] ? ", critical" : "", pair[0] ? "; half of the overlapped pair " : "",
+             pair);
     tf_canvas_set(n, "tooltip", text);
 }
 
@@ -354,7 +386,7 @@ static void draw_pair_frame(tf_canvas *c, const tl_model *m, const tl_panel *p, 
     if (f->dense || s->actions[i].pair != TF_PAIR_FIRST || i + 1 >= s->n_actions)
         return;
     double end = p->start[i + 1] + p->ms[i + 1];
-    double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, end));
+    double x0 = round(tl_x(f, p->start[i])), x1 = round(tl_x(f, end));
     char first[32], second[32], name[TF_CELL_MAX], text[320];
     tf_canvas_mark *n = tf_canvas_rect(c, x0, row_top + 1, fmax(x1, x0 + 1), row_top + ROW_H - 1, "#333333");
     tf_canvas_set(n, "style", "dashed");
@@ -379,7 +411,7 @@ static void draw_pair_frame(tf_canvas *c, const tl_model *m, const tl_panel *p, 
 static void draw_marker(tf_canvas *c, const tl_model *m, const tl_panel *p, const frame *f, int i,
                         double row_top)
 {
-    double x0 = round(x_at(f, p->start[i])), x1 = round(x_at(f, p->start[i] + p->ms[i]));
+    double x0 = round(tl_x(f, p->start[i])), x1 = round(tl_x(f, p->start[i] + p->ms[i]));
     if (x1 - x0 >= NARROW_BOX || f->dense)
         return; /* in dense rows every box is narrow: markers would hide them all */
     const tf_action *a = &m->plan->actions[i].action;
@@ -404,44 +436,50 @@ static double draw_panel(tf_canvas *c, const tl_model *m, const tl_panel *p, con
                          double step, double top)
 {
     const tf_schedule *s = &m->plan->schedule;
-    const double rows_h = (double)s->ranks * ROW_H;
-    const double lane_end = round(x_at(f, p->makespan));
+    const double rows_h = (double)s->ranks * f->row_h;
+    const double lane_end = round(tl_x(f, p->makespan));
     for (int r = 0; r < s->ranks; r++) {
-        double row_top = top + r * ROW_H;
+        double row_top = top + r * f->row_h;
         tf_canvas_mark *lane = tf_canvas_rect(c, f->x0, row_top + 2, fmax(lane_end, f->x0 + 1),
                                   row_top + ROW_H - 2, "#eeeeee");
         tf_canvas_setf(lane, "id", "%s_lane_%d", p->id_prefix, r);
         tf_canvas_set(lane, "class", "lane");
+        if (p == &m->panels[m->n_panels - 1])
+            tl_draw_bubbles(c, m, p, f, r, row_top);
     }
     /* Gridlines over the lanes and under the boxes: they show in idle gaps. */
     for (int k = 0; k * step <= f->axis_ms * (1 + 1e-12); k++) {
-        double x = round(x_at(f, k * step));
+        double x = round(tl_x(f, k * step));
         tf_canvas_rect(c, x, top, x, top + rows_h, "#d4d4d4");
     }
+    for (int r = 0; r < s->ranks; r++)
+        tl_draw_memory_lane(c, m, p, f, r, top + r * f->row_h + ROW_H);
     for (int r = 0; r < s->ranks; r++) {
-        double row_top = top + r * ROW_H;
+        double row_top = top + r * f->row_h;
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
-            draw_action(c, m, p, f, i, row_top);
+            if (tl_runs(m, p, i))
+                draw_action(c, m, p, f, i, row_top);
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
-            draw_marker(c, m, p, f, i, row_top);
+            if (tl_runs(m, p, i))
+                draw_marker(c, m, p, f, i, row_top);
         for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++)
             draw_pair_frame(c, m, p, f, i, row_top);
         char text[96];
         snprintf(text, sizeof text, "rank %d", r);
         double mid = row_top + ROW_H / 2.0;
         if (s->stages_per_rank > 1) {
-            tf_canvas_text(c, f->x0 - 8, mid - 5, text, 10, 'r', "#333333", 0);
+            tf_canvas_text(c, f->x0 - 8, mid - 5, text, &RANK_NAME);
             int used = snprintf(text, sizeof text, "stage");
             for (int st = 0; st < s->stages && used < (int)sizeof text - 8; st++)
                 if (s->stage_rank[st] == r)
                     used += snprintf(text + used, sizeof text - (size_t)used, "%s %d",
                                      used > 5 ? "," : "", st);
-            tf_canvas_text(c, f->x0 - 8, mid + 6, text, 7.5, 'r', "#777777", 0);
+            tf_canvas_text(c, f->x0 - 8, mid + 6, text, &RANK_STAGES);
         } else {
-            tf_canvas_text(c, f->x0 - 8, mid, text, 10, 'r', "#333333", 0);
+            tf_canvas_text(c, f->x0 - 8, mid, text, &RANK_NAME);
         }
         snprintf(text, sizeof text, "idle %.0f%%", 100.0 * idle_share(m, p, r));
-        tf_canvas_text(c, x_at(f, f->axis_ms) + 8, mid, text, 8, 'l', "#777777", 0);
+        tf_canvas_text(c, tl_x(f, f->axis_ms) + 8, mid, text, &IDLE_SHARE);
     }
     return top + rows_h;
 }
@@ -450,19 +488,19 @@ static double draw_panel(tf_canvas *c, const tl_model *m, const tl_panel *p, con
  * Tick labels carry id="tick_k" and are centred on the tick. */
 static double draw_axis(tf_canvas *c, const frame *f, double step, double top)
 {
-    double x_end = round(x_at(f, f->axis_ms));
+    double x_end = round(tl_x(f, f->axis_ms));
     tf_canvas_rect(c, f->x0, top, x_end, top, "#555555");
-    int decimals = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    int decimals = tf_canvas_tick_decimals(step);
     for (int k = 0; k * step <= f->axis_ms * (1 + 1e-12); k++) {
-        double x = round(x_at(f, k * step));
+        double x = round(tl_x(f, k * step));
         tf_canvas_rect(c, x, top, x, top + 4, "#555555");
         char text[32];
         snprintf(text, sizeof text, "%.*f", decimals, k * step);
-        tf_canvas_mark *label = tf_canvas_text(c, x, top + 12, text, 9, 'c', "#333333", 0);
+        tf_canvas_mark *label = tf_canvas_text(c, x, top + 12, text, &TICK_LABEL);
         tf_canvas_setf(label, "id", "tick_%d", k);
         tf_canvas_set(label, "class", "tick");
     }
-    tf_canvas_text(c, f->x0 - 8, top + 12, "time (ms)", 9, 'r', "#333333", 0);
+    tf_canvas_text(c, f->x0 - 8, top + 12, "time (ms)", &AXIS_NAME);
     return top + 24;
 }
 
@@ -477,11 +515,24 @@ static void legend_room(double *x, double *y, double w, double left, double righ
     }
 }
 
+/* A legend item: a swatch two squares wide in fill, then text, at the
+ * cursor (x, y), wrapping to a new line as legend_room does. */
+static void legend_swatch(tf_canvas *c, double *x, double *y, const frame *f, const char *fill,
+                          const char *text)
+{
+    const double right = tl_x(f, f->axis_ms) + GUTTER_RIGHT, line_h = 18, sw = 12;
+    double w = 2 * sw + 4 + tf_canvas_text_width(text, LEGEND.size) + 16;
+    legend_room(x, y, w, f->x0, right, line_h);
+    tf_canvas_rect(c, *x, *y - sw / 2, *x + 2 * sw, *y + sw / 2, fill);
+    tf_canvas_text(c, *x + 2 * sw + 4, *y, text, &LEGEND);
+    *x += w;
+}
+
 /* The legend, wrapped to the picture's width.  Returns the y below it. */
 static double draw_legend(tf_canvas *c, const tl_model *m, const frame *f, double top)
 {
     const tf_schedule *s = &m->plan->schedule;
-    int present[4] = {0}, freezable_type = -1;
+    int present[TF_ACTION_TYPES] = {0}, freezable_type = -1;
     for (int i = 0; i < m->n; i++) {
         const tf_plan_action *a = &m->plan->actions[i];
         present[a->action.type] = 1;
@@ -489,68 +540,76 @@ static double draw_legend(tf_canvas *c, const tl_model *m, const frame *f, doubl
             if (freezable_type < 0 || a->action.type == TF_ACT_B)
                 freezable_type = a->action.type;
     }
-    const double right = x_at(f, f->axis_ms) + GUTTER_RIGHT, line_h = 18, sw = 12;
+    const double right = tl_x(f, f->axis_ms) + GUTTER_RIGHT, line_h = 18, sw = 12;
     double x = f->x0, y = top + 10;
     char shade[8];
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < TF_ACTION_TYPES; t++) {
         if (!present[t])
             continue;
         char text[48];
         snprintf(text, sizeof text, "%c %s", tf_action_letter((tf_action_type)t),
                  type_name((tf_action_type)t));
-        double w = sw + 4 + tf_canvas_text_width(text, 9) + 16;
+        double w = sw + 4 + tf_canvas_text_width(text, LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
         tf_canvas_rect(c, x, y - sw / 2, x + sw, y + sw / 2, type_colour((tf_action_type)t));
-        tf_canvas_text(c, x + sw + 4, y, text, 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x + sw + 4, y, text, &LEGEND);
         x += w;
     }
     if (freezable_type >= 0) {
         const char *head = "freeze ratio  0";
-        double w = tf_canvas_text_width(head, 9) + 4 + 5 * sw + 4 + tf_canvas_text_width("1", 9) + 16;
+        double w = tf_canvas_text_width(head, LEGEND.size) + 4 + 5 * sw + 4 +
+                   tf_canvas_text_width("1", LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
-        tf_canvas_text(c, x, y, head, 9, 'l', "#333333", 0);
-        x += tf_canvas_text_width(head, 9) + 4;
+        tf_canvas_text(c, x, y, head, &LEGEND);
+        x += tf_canvas_text_width(head, LEGEND.size) + 4;
         const char *base = type_colour((tf_action_type)freezable_type);
         for (int k = 0; k < 5; k++) {
             tf_canvas_rect(c, x, y - sw / 2, x + sw, y + sw / 2,
                            tf_canvas_mix(base, "#ffffff", 0.75 * k / 4.0, shade));
             x += sw;
         }
-        tf_canvas_text(c, x + 4, y, "1", 9, 'l', "#333333", 0);
-        x += 4 + tf_canvas_text_width("1", 9) + 16;
+        tf_canvas_text(c, x + 4, y, "1", &LEGEND);
+        x += 4 + tf_canvas_text_width("1", LEGEND.size) + 16;
     }
     {
-        double w = 2 * sw + 4 + tf_canvas_text_width("critical path", 9) + 16;
+        double w = 2 * sw + 4 + tf_canvas_text_width("critical path", LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
         tf_canvas_mark *n = tf_canvas_rect(c, x, y - sw / 2, x + 2 * sw, y + sw / 2, "#ffffff");
         tf_canvas_set(n, "color", "#1b1b1b");
         tf_canvas_set(n, "penwidth", "1.6");
-        tf_canvas_text(c, x + 2 * sw + 4, y, "critical path", 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x + 2 * sw + 4, y, "critical path", &LEGEND);
         x += w;
     }
-    {
-        double w = 2 * sw + 4 + tf_canvas_text_width("idle", 9) + 16;
+    legend_swatch(c, &x, &y, f, TL_BUBBLE_FILL, "idle window");
+    if (m->n_panels > 1)
+        legend_swatch(c, &x, &y, f, "#eeeeee", "idle (unfrozen)");
+    if (m->plan->memory)
+        legend_swatch(c, &x, &y, f, TL_MEMORY_FILL, "live memory, static part darker");
+    if (m->plan->memory && m->plan->memory_limit) {
+        double w = 2 * sw + 4 + tf_canvas_text_width("memory limit", LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
-        tf_canvas_rect(c, x, y - sw / 2, x + 2 * sw, y + sw / 2, "#eeeeee");
-        tf_canvas_text(c, x + 2 * sw + 4, y, "idle", 9, 'l', "#333333", 0);
+        tf_canvas_mark *n = tf_canvas_line(c, x, y, x + 2 * sw, y, TL_LIMIT_COLOUR);
+        tf_canvas_set(n, "penwidth", "1.2");
+        tf_canvas_set(n, "style", "dashed");
+        tf_canvas_text(c, x + 2 * sw + 4, y, "memory limit", &LEGEND);
         x += w;
     }
     if (s->stages_per_rank > 1) {
         const char *text = "darker: a rank's later stage";
-        double w = tf_canvas_text_width(text, 9) + 16;
+        double w = tf_canvas_text_width(text, LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
-        tf_canvas_text(c, x, y, text, 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x, y, text, &LEGEND);
         x += w;
     }
     if (tf_schedule_has_pairs(s)) {
         const char *text = "overlapped pair (one node)";
-        double w = 2 * sw + 4 + tf_canvas_text_width(text, 9) + 16;
+        double w = 2 * sw + 4 + tf_canvas_text_width(text, LEGEND.size) + 16;
         legend_room(&x, &y, w, f->x0, right, line_h);
         tf_canvas_mark *n = tf_canvas_rect(c, x, y - sw / 2, x + 2 * sw, y + sw / 2, "#333333");
         tf_canvas_set(n, "style", "dashed");
         tf_canvas_set(n, "fillcolor", "none");
         tf_canvas_set(n, "penwidth", "1.2");
-        tf_canvas_text(c, x + 2 * sw + 4, y, text, 9, 'l', "#333333", 0);
+        tf_canvas_text(c, x + 2 * sw + 4, y, text, &LEGEND);
         x += w;
     }
     return y + line_h / 2;
@@ -562,10 +621,10 @@ static void draw_saving(tf_canvas *c, const tl_model *m, const frame *f, double 
 {
     const tl_panel *unfrozen = &m->panels[0], *planned = &m->panels[1];
     double saved = unfrozen->makespan - planned->makespan;
-    double x0 = round(x_at(f, planned->makespan)), x1 = round(x_at(f, unfrozen->makespan));
+    double x0 = round(tl_x(f, planned->makespan)), x1 = round(tl_x(f, unfrozen->makespan));
     if (saved <= 0 || x1 - x0 < 2)
         return;
-    double bottom = top + (double)m->plan->schedule.ranks * ROW_H;
+    double bottom = top + (double)m->plan->schedule.ranks * f->row_h;
     tf_canvas_mark *n = tf_canvas_rect(c, x0, top + 2, x1, bottom - 2, "#e6f4e4");
     tf_canvas_set(n, "color", "#4a9a45");
     tf_canvas_set(n, "penwidth", "1");
@@ -574,14 +633,12 @@ static void draw_saving(tf_canvas *c, const tl_model *m, const frame *f, double 
     char text[96];
     snprintf(text, sizeof text, "\xe2\x88\x92%.1f ms (\xe2\x88\x92%.1f%%)", saved,
              100.0 * saved / unfrozen->makespan);
-    if (tf_canvas_text_width(text, 10) + 6 <= x1 - x0)
-        tf_canvas_text(c, (x0 + x1) / 2, (top + bottom) / 2, text, 10, 'c', "#2d6a2a", 1);
+    if (tf_canvas_text_width(text, SAVING.size) + 6 <= x1 - x0)
+        tf_canvas_text(c, (x0 + x1) / 2, (top + bottom) / 2, text, &SAVING);
 }
 
-/* Draws the timeline (one panel, or two with --compare) into c with pinned
- * positions, for the nop layout.  Returns 0 or TF_EINVAL (too narrow). */
-static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_options *opt,
-                         tf_error *err)
+int tl_draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_options *opt,
+                     tf_error *err)
 {
     char line1[512], line2[512];
     tl_title_lines(m, opt, line1, line2, sizeof line1);
@@ -591,9 +648,9 @@ static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_opti
         return rc;
     double step = tf_canvas_tick_step(f.axis_ms, f.plot_w);
     double y = MARGIN;
-    tf_canvas_mark *t1 = tf_canvas_text(c, MARGIN, y + 8, line1, 14, 'l', "#1b1b1b", 1);
+    tf_canvas_mark *t1 = tf_canvas_text(c, MARGIN, y + 8, line1, &TITLE);
     tf_canvas_set(t1, "id", "title");
-    tf_canvas_mark *t2 = tf_canvas_text(c, MARGIN, y + 27, line2, 10, 'l', "#444444", 0);
+    tf_canvas_mark *t2 = tf_canvas_text(c, MARGIN, y + 27, line2, &SUBTITLE);
     tf_canvas_set(t2, "id", "subtitle");
     y += 44;
     for (int k = 0; k < m->n_panels; k++) {
@@ -610,7 +667,7 @@ static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_opti
                          "mean freeze ratio %.2f \xc2\xb7 bubble %.1f%%",
                          p->makespan, m->panels[0].makespan / fmax(p->makespan, 1e-12),
                          m->plan->freeze_ratio_mean, 100.0 * idle_share(m, p, -1));
-            tf_canvas_text(c, f.x0, y + PANEL_HEAD_H / 2.0 + 2, text, 11, 'l', "#1b1b1b", 1);
+            tf_canvas_text(c, f.x0, y + PANEL_HEAD_H / 2.0 + 2, text, &PANEL_HEAD);
             y += PANEL_HEAD_H;
         }
         double panel_top = y;
@@ -622,25 +679,10 @@ static int draw_timeline(tf_canvas *c, const tl_model *m, const tf_timeline_opti
     y = draw_axis(c, &f, step, y);
     y = draw_legend(c, m, &f, y + 4);
     /* Bottom-right corner: keeps the margins inside Graphviz's bounding box. */
-    tf_canvas_rect(c, x_at(&f, f.axis_ms) + GUTTER_RIGHT + MARGIN - 1, y + MARGIN - 1,
-             x_at(&f, f.axis_ms) + GUTTER_RIGHT + MARGIN, y + MARGIN, "#ffffff");
+    tf_canvas_rect(c, tl_x(&f, f.axis_ms) + GUTTER_RIGHT + MARGIN - 1, y + MARGIN - 1,
+             tl_x(&f, f.axis_ms) + GUTTER_RIGHT + MARGIN, y + MARGIN, "#ffffff");
     /* Top-left corner: the bounding box starts at (0, 0), so the margins
      * above and left of the title are kept too. */
     tf_canvas_rect(c, 0, 0, 1, 1, "#ffffff");
     return 0;
-}
-
-int tl_render_graphviz(const tl_model *m, const tf_timeline_options *opt, const char *format,
-                       char **data, size_t *len, tf_error *err)
-{
-    *data = NULL;
-    *len = 0;
-    tf_canvas *c = tl_canvas_new_graph("timeline", !opt->dag);
-    if (!c)
-        return tf_fail(err, TF_ENOMEM, "out of memory creating the Graphviz graph");
-    int rc = opt->dag ? tl_draw_dependency_graph(c, m, opt, err) : draw_timeline(c, m, opt, err);
-    if (!rc)
-        rc = tl_canvas_render(c, opt->dag ? "dot" : "nop", format, opt->dpi, data, len, err);
-    tf_canvas_free(c);
-    return rc;
 }

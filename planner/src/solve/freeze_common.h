@@ -55,7 +55,37 @@ int tf_freeze_past_deadline(const tf_freeze_limits *lim);
 double tf_freeze_apply_ratios(const tf_dag *g, const double *max_ms, const double *min_ms,
                               double *ratio, double *duration, double *start);
 
-/* Allocates out's per-action arrays (ratio, duration, start) for n actions,
+/* Does p's memory limit bind: a model, limits, and some rank over its
+ * limit with nothing frozen or recomputed? */
+int tf_freeze_memory_binds(const tf_freeze_problem *p);
+
+/* With a binding limit, each rank's smallest achievable peak (every ratio
+ * free within the caps) against its limit: 0 when every rank can fit, else
+ * TF_EINVAL naming the ranks that cannot, their smallest peaks and limits
+ * (TF_ESOLVER, TF_ENOMEM if that cannot be found).  freeze_memory.c. */
+int tf_freeze_memory_check(const tf_freeze_problem *p, tf_error *err);
+
+/* peaks[r] for every rank of p (a memory model, and limits, which only
+ * scale the LP): the smallest peak freezing and recomputing within the
+ * caps can reach.  Returns 0, TF_ESOLVER or TF_ENOMEM.  freeze_memory.c. */
+int tf_freeze_memory_floor(const tf_freeze_problem *p, double *peaks, tf_error *err);
+
+/* served[i] for every action of p's schedule: -1, or for an R action the
+ * backward whose recompute ratio sets its duration (no R without
+ * p->recompute_ms).  recomputed[j] (may be NULL) is set for each such
+ * backward.  Returns 0 or TF_ENOMEM. */
+int tf_freeze_recompute_targets(const tf_freeze_problem *p, int *served, unsigned char *recomputed);
+
+/* Turns out's solved ratio and recompute arrays into the plan every solver
+ * reports: each snapped within 1e-9 of 0 or 1 (solver round-off), except on
+ * a rank that snapping would push over a binding memory limit, which
+ * keeps the solver's values clamped to [0, 1]; out->duration (max - ratio
+ * x (max - min); an R's recompute_ms x the q of the backward it serves)
+ * and out->start.  Returns the longest path of those durations, NAN when
+ * no scratch memory is available. */
+double tf_freeze_apply(const tf_freeze_problem *p, tf_freeze_result *out);
+
+/* Allocates out's per-action arrays (ratio, duration, start, recompute) for n actions,
  * zeroed, over whatever pointers they held.  Returns 0, or TF_ENOMEM with
  * out holding what was allocated, which tf_freeze_result_free releases. */
 int tf_freeze_result_alloc(tf_freeze_result *out, int n);

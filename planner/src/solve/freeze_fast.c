@@ -1082,8 +1082,7 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
                 out->ratio[net.freezable[i]] += w.alpha[j] * r[i];
         }
     }
-    out->makespan =
-        tf_freeze_apply_ratios(g, max_ms, min_ms, out->ratio, out->duration, out->start);
+    out->makespan = tf_freeze_apply(p, out);
     out->solves = w.pricings;
     snprintf(out->status, sizeof out->status, "optimal");
     snprintf(out->solver, sizeof out->solver, "fast");
@@ -1101,6 +1100,12 @@ int tf_freeze_fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
                        tf_freeze_result *out, tf_error *err)
 {
     const tf_schedule *s = p->schedule;
+    /* Memory rows are not differences of two times, so they do not fit
+     * the network: lp_solve takes them (the dispatcher falls back). */
+    if (tf_freeze_memory_binds(p)) {
+        memset(out, 0, sizeof *out);
+        return tf_fail(err, TF_ESOLVER, "fast: a binding memory limit is solved by lp_solve");
+    }
     int zero = 0;
     for (int st = 0; st < s->stages; st++)
         zero |= p->cap[st] == 0.0;

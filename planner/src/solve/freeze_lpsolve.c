@@ -1,28 +1,26 @@
 /* freeze_lpsolve.c - the freeze-ratio LP, built sparse and solved with lp_solve.
  *
- * Columns (1-based, lp_solve's convention):
- *   1 .. n             t_i, start of action i                  (>= 0)
- *   n+1 .. n+k         r_j, ratio of the j-th freezable action  ([0, 1])
- *   n+k+1              T, the makespan                          (>= 0)
- *   n+k+2              z, the largest ratio (spread objective only)
- * A freezable action's duration is max - d r with d = max - min, so no
- * duration column is needed and fixed actions contribute only constants.
- * Rows: one per DAG edge (t_v - t_u + d_u r_u >= max_u + lag), one per sink
- * (T - t_u + d_u r_u >= max_u), one cap row per stage with freezable actions
- * and a cap below 1 (sum r <= cap * count), and for spread one row per ratio
- * (r_j - z <= 0).
+ * Columns: freeze_lpsolve.h.  A freezable action's duration is max - d r
+ * with d = max - min, an R's is its recompute_ms times the recompute ratio
+ * q of the backward it serves, so no duration column is needed and fixed
+ * actions contribute only constants.  Rows: one per DAG edge
+ * (t_v - t_u + d_u r_u >= max_u + lag), one per sink (T - t_u + d_u r_u >=
+ * max_u), one cap row per stage with freezable actions and a cap below 1
+ * (sum r <= cap * count), for spread one row per ratio (r_j - z <= 0), and
+ * with a binding memory limit the memory rows (freeze_memory.c) and, with
+ * recomputation, s - sum r = 0.
  *
  * Lexicographic optimum by sequential solves: minimise T; fix T's upper
  * bound at the optimum and minimise sum r (least-freeze), or first max r then
- * sum r (spread).  Each re-solve starts from the previous optimal basis.
+ * sum r (spread); with recomputation, then fix sum r and minimise sum q.
+ * Each re-solve starts from the previous optimal basis.
  */
-#include <lpsolve/lp_lib.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "freeze_common.h"
+#include "freeze_lpsolve.h"
 #include "model/freezable.h"
 #include "tf/util.h"
 
@@ -77,121 +75,184 @@ static const char *status_name(int status)
     }
 }
 
-/* The model under construction, with scratch rows for add_constraintex. */
-typedef struct lp_model {
-    lprec *lp;
-    int n;               /* actions */
-    int k;               /* freezable actions */
-    int *ratio_column;   /* n: column of r_i, 0 if fixed */
-    long long iteration_limit; /* guard against a cycling simplex (guarded_solve) */
-    const tf_freeze_limits *lim; /* time limit and progress (may be NULL) */
-    const char *step;    /* the objective being minimised, for progress lines */
-    int timed_out;       /* the abort callback stopped a solve at the deadline */
-    int rows, columns;   /* the built model's size, which solves must keep */
-    double *span;        /* n: max - min */
-    int col_T, col_z;
-} lp_model;
-
-static int add_row(lp_model *m, int count, double *values, int *columns, int type, double rhs)
+int tf_lp_add_row(lp_model *m, int count, double *values, int *columns, int type, double rhs)
 {
     return add_constraintex(m->lp, count, values, columns, type, rhs) ? 0 : TF_ENOMEM;
 }
 
-/* Row "finish of u (+ lag) <= later": later_column - t_u + d_u r_u >= max_u + lag. */
-static int add_precedence(lp_model *m, int u, int later_column, double max_u, double lag)
+/* Row "finish of u (+ lag) <= later": later_column - t_u + d_u r_u >= max_u + lag,
+ * or for an R, later_column - t_u - recompute_ms q >= lag. */
+static int add_precedence(lp_model *m, const tf_freeze_problem *p, int u, int later_column,
+                          double lag)
 {
     double values[3] = {1.0, -1.0, 0.0};
     int columns[3] = {later_column, u + 1, 0};
     int count = 2;
+    int served = m->recompute_of[u];
     if (m->ratio_column[u]) {
         values[2] = m->span[u];
         columns[2] = m->ratio_column[u];
         count = 3;
+    } else if (served >= 0 && m->recompute_column[served]) {
+        values[2] = -p->recompute_ms[u];
+        columns[2] = m->recompute_column[served];
+        count = 3;
     }
-    return add_row(m, count, values, columns, GE, max_u + lag);
+    return tf_lp_add_row(m, count, values, columns, GE, p->max_ms[u] + lag);
+}
+
+/* The columns of r and q, and m's arrays.  With a binding memory limit,
+ * actions whose ratio changes their rank's bytes freeze too, and each R
+ * gives its backward a q. */
+static int assign_columns(const tf_freeze_problem *p, int memory, lp_model *m,
+                          int *stage_count)
+{
+    const tf_schedule *s = p->schedule;
+    const int n = s->n_actions;
+    unsigned char *freezable = malloc((size_t)n + 1);
+    unsigned char *recomputed = calloc((size_t)n + 1, 1);
+    int rc = freezable && recomputed ? tf_freeze_recompute_targets(p, m->recompute_of, recomputed)
+                                     : TF_ENOMEM;
+    if (rc) {
+        free(freezable);
+        free(recomputed);
+        return rc;
+    }
+    tf_freezable_mark(s, p->max_ms, p->min_ms, memory ? p->memory : NULL, freezable);
+    m->k = 0;
+    for (int i = 0; i < n; i++) {
+        if (freezable[i]) {
+            m->ratio_column[i] = n + 1 + m->k++;
+            m->span[i] = p->max_ms[i] - p->min_ms[i];
+            stage_count[s->actions[i].stage]++;
+        }
+    }
+    /* Recomputation is a choice only where memory binds; otherwise every
+     * R keeps q = 0 and lasts nothing. */
+    m->kq = 0;
+    for (int j = 0; memory && j < n; j++)
+        if (recomputed[j])
+            m->recompute_column[j] = n + m->k + 1 + m->kq++;
+    free(freezable);
+    free(recomputed);
+    return 0;
+}
+
+/* Every precedence row, and each sink's row into T. */
+static int add_precedences(lp_model *m, const tf_freeze_problem *p)
+{
+    const tf_dag *g = p->dag;
+    int rc = 0;
+    for (int u = 0; u < m->n && !rc; u++) {
+        int first = g->succ_offset[u], last = g->succ_offset[u + 1];
+        for (int e = first; e < last && !rc; e++)
+            if (!tf_freeze_edge_implied(p->schedule, g, u, e))
+                rc = add_precedence(m, p, u, g->succ[e] + 1, g->lag[e]);
+        if (first == last && !rc)
+            rc = add_precedence(m, p, u, m->col_T, 0.0);
+    }
+    return rc;
+}
+
+/* Cap rows (the stage's mean ratio may not exceed its cap), spread's rows
+ * r - z <= 0, and with recomputation s - sum r = 0. */
+static int add_ratio_rows(lp_model *m, const tf_freeze_problem *p, const int *stage_count)
+{
+    const tf_schedule *s = p->schedule;
+    int *columns_buf = malloc(((size_t)m->k + 2) * sizeof *columns_buf);
+    double *values_buf = malloc(((size_t)m->k + 2) * sizeof *values_buf);
+    int rc = columns_buf && values_buf ? 0 : TF_ENOMEM;
+    for (int st = 0; st < s->stages && !rc; st++) {
+        if (stage_count[st] == 0 || p->cap[st] >= 1.0)
+            continue;
+        int count = 0;
+        for (int i = 0; i < m->n; i++)
+            if (m->ratio_column[i] && s->actions[i].stage == st) {
+                columns_buf[count] = m->ratio_column[i];
+                values_buf[count++] = 1.0;
+            }
+        rc = tf_lp_add_row(m, count, values_buf, columns_buf, LE, p->cap[st] * stage_count[st]);
+    }
+    for (int i = 0; i < m->n && !rc && m->col_z; i++) {
+        if (!m->ratio_column[i])
+            continue;
+        double values[2] = {1.0, -1.0};
+        int cols[2] = {m->ratio_column[i], m->col_z};
+        rc = tf_lp_add_row(m, 2, values, cols, LE, 0.0);
+    }
+    if (!rc && m->col_sum) {
+        int count = 0;
+        for (int i = 0; i < m->n; i++)
+            if (m->ratio_column[i]) {
+                columns_buf[count] = m->ratio_column[i];
+                values_buf[count++] = -1.0;
+            }
+        columns_buf[count] = m->col_sum;
+        values_buf[count++] = 1.0;
+        rc = tf_lp_add_row(m, count, values_buf, columns_buf, EQ, 0.0);
+    }
+    free(columns_buf);
+    free(values_buf);
+    return rc;
 }
 
 static int build_model(const tf_freeze_problem *p, lp_model *m)
 {
     const tf_schedule *s = p->schedule;
-    const tf_dag *g = p->dag;
-    const double *max_ms = p->max_ms, *min_ms = p->min_ms, *cap = p->cap;
     const int n = s->n_actions;
+    const int memory = tf_freeze_memory_binds(p);
     m->n = n;
     m->ratio_column = calloc((size_t)n + 1, sizeof *m->ratio_column);
+    m->recompute_column = calloc((size_t)n + 1, sizeof *m->recompute_column);
+    m->recompute_of = calloc((size_t)n + 1, sizeof *m->recompute_of);
     m->span = calloc((size_t)n + 1, sizeof *m->span);
     int *stage_count = calloc((size_t)s->stages + 1, sizeof *stage_count);
-    if (!m->ratio_column || !m->span || !stage_count) {
+    int rc = m->ratio_column && m->recompute_column && m->recompute_of && m->span && stage_count
+                 ? assign_columns(p, memory, m, stage_count)
+                 : TF_ENOMEM;
+    if (rc) {
         free(stage_count);
-        return TF_ENOMEM;
+        return rc;
     }
-    m->k = 0;
-    for (int i = 0; i < n; i++) {
-        if (tf_action_freezable(&s->actions[i], max_ms[i], min_ms[i])) {
-            m->ratio_column[i] = n + 1 + m->k++;
-            m->span[i] = max_ms[i] - min_ms[i];
-            stage_count[s->actions[i].stage]++;
-        }
-    }
-    m->col_T = n + m->k + 1;
-    m->col_z = p->objective == TF_OBJECTIVE_SPREAD ? m->col_T + 1 : 0;
-    int columns = m->col_z ? m->col_z : m->col_T;
+    m->col_T = n + m->k + m->kq + 1;
+    int columns = m->col_T;
+    m->col_z = p->objective == TF_OBJECTIVE_SPREAD ? ++columns : 0;
+    m->col_sum = m->kq > 0 && m->k > 0 ? ++columns : 0;
+    m->col_y = memory ? columns + 1 : 0;
+    if (memory)
+        columns += p->memory->n_events;
     m->lp = make_lp(0, columns);
     if (!m->lp) {
         free(stage_count);
         return TF_ENOMEM;
     }
     set_verbose(m->lp, NEUTRAL);
-    /* No scaling: every coefficient is 1, -1 or a duration span, already
-     * well scaled, and lp_solve's default geometric + equilibrate scaling
-     * makes its dual simplex cycle without end on uniform-time schedules
-     * (e.g. ZBVZeroBubble, 8 ranks, 32 microbatches, cap 0.5). */
+    /* No scaling: every coefficient is 1, -1, a duration span or a byte
+     * count in units of its limit, already well scaled, and lp_solve's
+     * default geometric + equilibrate scaling makes its dual simplex cycle
+     * without end on uniform-time schedules (e.g. ZBVZeroBubble, 8 ranks,
+     * 32 microbatches, cap 0.5). */
     set_scaling(m->lp, SCALE_NONE);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (m->ratio_column[i])
             set_upbo(m->lp, m->ratio_column[i], 1.0);
+        if (m->recompute_column[i])
+            set_upbo(m->lp, m->recompute_column[i], 1.0);
+    }
     if (m->col_z)
         set_upbo(m->lp, m->col_z, 1.0);
 
-    int rc = 0;
     set_add_rowmode(m->lp, TRUE);
     /* Objective: T. */
     double one = 1.0;
     if (!set_obj_fnex(m->lp, 1, &one, &m->col_T))
         rc = TF_ENOMEM;
-    for (int u = 0; u < n && !rc; u++) {
-        int first = g->succ_offset[u], last = g->succ_offset[u + 1];
-        for (int e = first; e < last && !rc; e++)
-            if (!tf_freeze_edge_implied(s, g, u, e))
-                rc = add_precedence(m, u, g->succ[e] + 1, max_ms[u], g->lag[e]);
-        if (first == last && !rc)
-            rc = add_precedence(m, u, m->col_T, max_ms[u], 0.0);
-    }
-    /* Cap rows: the stage's mean ratio may not exceed its cap. */
-    int *columns_buf = malloc(((size_t)m->k + 2) * sizeof *columns_buf);
-    double *values_buf = malloc(((size_t)m->k + 2) * sizeof *values_buf);
-    if (!columns_buf || !values_buf)
-        rc = TF_ENOMEM;
-    for (int st = 0; st < s->stages && !rc; st++) {
-        if (stage_count[st] == 0 || cap[st] >= 1.0)
-            continue;
-        int count = 0;
-        for (int i = 0; i < n; i++)
-            if (m->ratio_column[i] && s->actions[i].stage == st) {
-                columns_buf[count] = m->ratio_column[i];
-                values_buf[count++] = 1.0;
-            }
-        rc = add_row(m, count, values_buf, columns_buf, LE, cap[st] * stage_count[st]);
-    }
-    for (int i = 0; i < n && !rc && m->col_z; i++) {
-        if (!m->ratio_column[i])
-            continue;
-        double values[2] = {1.0, -1.0};
-        int cols[2] = {m->ratio_column[i], m->col_z};
-        rc = add_row(m, 2, values, cols, LE, 0.0);
-    }
-    free(columns_buf);
-    free(values_buf);
+    if (!rc)
+        rc = add_precedences(m, p);
+    if (!rc)
+        rc = add_ratio_rows(m, p, stage_count);
+    if (!rc && memory)
+        rc = tf_lp_add_memory_rows(m, p);
     free(stage_count);
     set_add_rowmode(m->lp, FALSE);
     set_minim(m->lp);
@@ -203,6 +264,8 @@ static void free_model(lp_model *m)
     if (m->lp)
         delete_lp(m->lp);
     free(m->ratio_column);
+    free(m->recompute_column);
+    free(m->recompute_of);
     free(m->span);
     memset(m, 0, sizeof *m);
 }
@@ -283,7 +346,11 @@ static int solve_step(lp_model *m, const char *step, int *solves, tf_freeze_resu
 /* Solves with `column` bounded by the optimum just found, so the next
  * objective keeps it optimal.  The bound is the exact optimum; only if
  * lp_solve's round-off makes that infeasible is it relaxed by 1e-9
- * relative, far below any timer's resolution. */
+ * relative, far below any timer's resolution.  If lp_solve still calls it
+ * infeasible, it solves once more from the slack basis: started from the
+ * last optimal basis, its dual simplex has called such a problem
+ * infeasible (least recomputation under a memory limit, GPipe, 3 ranks)
+ * that it solves from the start. */
 static int solve_keeping_optimum(lp_model *m, int column, double optimum, const char *step,
                                  int *solves, tf_freeze_result *out, tf_error *err)
 {
@@ -292,22 +359,27 @@ static int solve_keeping_optimum(lp_model *m, int column, double optimum, const 
     int status = guarded_solve(m, solves);
     if (status == INFEASIBLE || status == NUMFAILURE) {
         set_upbo(m->lp, column, optimum + 1e-9 * fmax(1.0, fabs(optimum)));
-        return solve_step(m, step, solves, out, err);
+        status = guarded_solve(m, solves);
+    }
+    if (status == INFEASIBLE || status == NUMFAILURE) {
+        default_basis(m->lp);
+        status = guarded_solve(m, solves);
     }
     return report_status(m, status, out, err);
 }
 
-/* Objective sum of all ratios. */
-static int set_sum_objective(lp_model *m)
+/* Objective: the sum of the non-zero entries of column[n] (the ratios or
+ * the recompute ratios). */
+static int set_sum_objective(lp_model *m, const int *column)
 {
-    int *cols = malloc(((size_t)m->k + 1) * sizeof *cols);
-    double *vals = malloc(((size_t)m->k + 1) * sizeof *vals);
+    int *cols = malloc(((size_t)m->n + 1) * sizeof *cols);
+    double *vals = malloc(((size_t)m->n + 1) * sizeof *vals);
     int ok = cols && vals;
     if (ok) {
         int count = 0;
         for (int i = 0; i < m->n; i++)
-            if (m->ratio_column[i]) {
-                cols[count] = m->ratio_column[i];
+            if (column[i]) {
+                cols[count] = column[i];
                 vals[count++] = 1.0;
             }
         ok = set_obj_fnex(m->lp, count, vals, cols);
@@ -315,6 +387,44 @@ static int set_sum_objective(lp_model *m)
     free(cols);
     free(vals);
     return ok ? 0 : TF_ENOMEM;
+}
+
+/* After the batch time: least freezing (spread: the largest ratio first),
+ * then least recomputation, each keeping the optimum before it. */
+static int solve_freezing(lp_model *m, double makespan, int *solves, tf_freeze_result *out,
+                          tf_error *err)
+{
+    double bounded = makespan;
+    int bounded_column = m->col_T;
+    if (m->k > 0) {
+        if (m->col_z) {
+            double one = 1.0;
+            if (!set_obj_fnex(m->lp, 1, &one, &m->col_z))
+                return tf_fail(err, TF_ENOMEM, "out of memory");
+            int rc = solve_keeping_optimum(m, m->col_T, makespan, "the largest freeze ratio",
+                                           solves, out, err);
+            if (rc)
+                return rc;
+            bounded = get_var_primalresult(m->lp, get_Nrows(m->lp) + m->col_z);
+            bounded_column = m->col_z;
+        }
+        if (set_sum_objective(m, m->ratio_column))
+            return tf_fail(err, TF_ENOMEM, "out of memory");
+        int rc = solve_keeping_optimum(m, bounded_column, bounded, "the total freeze ratio",
+                                       solves, out, err);
+        if (rc)
+            return rc;
+        if (m->col_sum) {
+            bounded = get_var_primalresult(m->lp, get_Nrows(m->lp) + m->col_sum);
+            bounded_column = m->col_sum;
+        }
+    }
+    if (m->kq == 0)
+        return 0;
+    if (set_sum_objective(m, m->recompute_column))
+        return tf_fail(err, TF_ENOMEM, "out of memory");
+    return solve_keeping_optimum(m, bounded_column, bounded, "the total recompute ratio", solves,
+                                 out, err);
 }
 
 int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
@@ -338,41 +448,20 @@ int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *li
         rc = tf_fail(err, TF_ENOMEM, "out of memory solving the freeze LP");
         goto done;
     }
-
     if ((rc = solve_step(&m, "the batch time", &solves, out, err)))
         goto done;
     double makespan = get_var_primalresult(m.lp, get_Nrows(m.lp) + m.col_T);
-    if (m.k > 0) {
-        double bounded = makespan;
-        int bounded_column = m.col_T;
-        if (m.col_z) {
-            double one = 1.0;
-            if (!set_obj_fnex(m.lp, 1, &one, &m.col_z)) {
-                rc = tf_fail(err, TF_ENOMEM, "out of memory");
-                goto done;
-            }
-            if ((rc = solve_keeping_optimum(&m, m.col_T, makespan, "the largest freeze ratio",
-                                            &solves, out, err)))
-                goto done;
-            bounded = get_var_primalresult(m.lp, get_Nrows(m.lp) + m.col_z);
-            bounded_column = m.col_z;
-        }
-        if ((rc = set_sum_objective(&m))) {
-            rc = tf_fail(err, rc, "out of memory");
-            goto done;
-        }
-        if ((rc = solve_keeping_optimum(&m, bounded_column, bounded, "the total freeze ratio",
-                                        &solves, out, err)))
-            goto done;
-    }
+    if ((rc = solve_freezing(&m, makespan, &solves, out, err)))
+        goto done;
     get_variables(m.lp, values);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         out->ratio[i] = m.ratio_column[i] ? values[m.ratio_column[i] - 1] : 0.0;
+        out->recompute[i] = m.recompute_column[i] ? values[m.recompute_column[i] - 1] : 0.0;
+    }
     /* The batch time reported is the longest path under the planned
      * durations, which the LP bounds from above; they agree to solver
      * precision. */
-    out->makespan = tf_freeze_apply_ratios(p->dag, p->max_ms, p->min_ms, out->ratio,
-                                           out->duration, out->start);
+    out->makespan = tf_freeze_apply(p, out);
     out->solves = solves;
     snprintf(out->status, sizeof out->status, "optimal");
     snprintf(out->solver, sizeof out->solver, "lp_solve");

@@ -41,6 +41,27 @@ static int check_arrays(const tf_freeze_problem *p, tf_error *err)
         if (!(p->cap[st] >= 0.0 && p->cap[st] <= 1.0))
             return tf_fail(err, TF_EINVAL, "freeze problem: cap[%d] = %g: must be in [0, 1]",
                            st, p->cap[st]);
+    for (int i = 0; p->recompute_ms && i < n; i++)
+        if (!(isfinite(p->recompute_ms[i]) && p->recompute_ms[i] >= 0.0))
+            return tf_fail(err, TF_EINVAL, "freeze problem: recompute_ms[%d] = %g: must be "
+                           "finite and >= 0", i, p->recompute_ms[i]);
+    return 0;
+}
+
+/* A memory model of the schedule and a positive limit for every rank. */
+static int check_memory(const tf_freeze_problem *p, tf_error *err)
+{
+    if (!p->memory_limit)
+        return 0;
+    if (!p->memory)
+        return tf_fail(err, TF_EINVAL, "freeze problem: a memory limit without a memory model");
+    if (p->memory->ranks != p->schedule->ranks)
+        return tf_fail(err, TF_EINVAL, "freeze problem: a memory model of %d ranks for a "
+                       "schedule of %d", p->memory->ranks, p->schedule->ranks);
+    for (int r = 0; r < p->schedule->ranks; r++)
+        if (!(p->memory_limit[r] > 0.0 && p->memory_limit[r] <= TF_MAX_BYTES))
+            return tf_fail(err, TF_EINVAL, "freeze problem: memory_limit[%d] = %g: must be in "
+                           "(0, %g]", r, p->memory_limit[r], TF_MAX_BYTES);
     return 0;
 }
 
@@ -58,13 +79,18 @@ static int check_problem(const tf_freeze_problem *p, tf_error *err)
     if (p->solver != TF_SOLVER_AUTO && p->solver != TF_SOLVER_LP_SOLVE &&
         p->solver != TF_SOLVER_FAST)
         return tf_fail(err, TF_EINVAL, "freeze problem: solver %d unknown", (int)p->solver);
-    return check_arrays(p, err);
+    int rc = check_arrays(p, err);
+    return rc ? rc : check_memory(p, err);
 }
 
-/* The rule of "auto", in the words of TF_FAST_SOLVER_MIN_ACTIONS. */
-static tf_solver solver_for_size(int n_actions)
+/* The rule of "auto": by size, in the words of TF_FAST_SOLVER_MIN_ACTIONS,
+ * and lp_solve for a binding memory limit, which only it takes. */
+static tf_solver solver_for(const tf_freeze_problem *p)
 {
-    return n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
+    if (tf_freeze_memory_binds(p))
+        return TF_SOLVER_LP_SOLVE;
+    return p->schedule->n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? TF_SOLVER_FAST
+                                                                : TF_SOLVER_LP_SOLVE;
 }
 
 static int run_solver(tf_solver solver, const tf_freeze_problem *p, const tf_freeze_limits *lim,
@@ -109,7 +135,10 @@ int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
                             ctl->max_rounds > 0 ? ctl->max_rounds : TF_FAST_MAX_ROUNDS};
     tf_solver solver = p->solver;
     if (solver == TF_SOLVER_AUTO)
-        solver = solver_for_size(p->schedule->n_actions);
+        solver = solver_for(p);
+    /* The one valid input without a plan: found and named before solving. */
+    if (tf_freeze_memory_binds(p) && (rc = tf_freeze_memory_check(p, err)))
+        return rc;
     tf_error first = {0};
     rc = run_solver(solver, p, &lim, out, &first);
     /* Only a solver's own failure is worth a second try: out of memory or

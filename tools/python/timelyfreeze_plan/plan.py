@@ -3,7 +3,7 @@ import json
 import math
 
 # The newest version of plan.json this module reads (tf-plan writes it).
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 
 
 class PlanError(ValueError):
@@ -24,17 +24,19 @@ class Plan:
         self.microbatches = microbatches
         self.ratios = ratios        # {(stage, microbatch): ratio in [0, 1]}
         self.schedule = schedule
-        self.recompute_ratios = recompute or {}     # {(stage, microbatch): ratio in [0, 1]}
+        # {(stage, microbatch): share of the forward recomputed before its
+        # backward}: plans made under a memory limit (version 2)
+        self.recompute = recompute or {}
 
     def ratio(self, stage, microbatch):
         """The planned freeze ratio of (stage, microbatch); 0 when the plan
         freezes nothing there."""
         return self.ratios.get((stage, microbatch), 0.0)
 
-    def recompute(self, stage, microbatch):
+    def recompute_ratio(self, stage, microbatch):
         """The planned recompute ratio of (stage, microbatch)'s backward; 0
-        when the plan recomputes nothing there (or has no recompute_ratio)."""
-        return self.recompute_ratios.get((stage, microbatch), 0.0)
+        when the plan recomputes nothing there."""
+        return self.recompute.get((stage, microbatch), 0.0)
 
 
 # PyTorch's schedules that place stages in a V: stage s on rank s for s < P,
@@ -68,16 +70,6 @@ def _ratio(a, key, where, path):
     if not 0.0 <= r <= 1.0:
         raise PlanError(f"{where}: {path}.{key}: expected a number in [0, 1], got {r}")
     return r
-
-
-def _recompute(a, where, path, cell, found):
-    """Records the backward action a's recompute_ratio (absent: 0) for cell
-    in found; the B, I and W of one backward must agree."""
-    r = _ratio(a, "recompute_ratio", where, path) if "recompute_ratio" in a else 0.0
-    seen = found.setdefault(cell, (r, path))
-    if seen[0] != r:
-        raise PlanError(f"{where}: {path}.recompute_ratio: {r} differs from {seen[1]}'s "
-                        f"{seen[0]} for the same backward")
 
 
 def _count(doc, key, where):
@@ -116,9 +108,8 @@ def parse_plan(doc, where="plan.json"):
                             f"{stages} stages x {microbatches} microbatches")
         if kind in ("B", "W"):
             ratios[(stage, mb)] = _ratio(a, "freeze_ratio", where, path)
-        if kind in ("B", "I", "W"):
-            _recompute(a, where, path, (stage, mb), recompute)
-    recompute = {cell: r for cell, (r, _) in recompute.items() if r > 0.0}
+        if kind in ("B", "I") and "recompute_ratio" in a:
+            recompute[(stage, mb)] = _ratio(a, "recompute_ratio", where, path)
     return Plan(ranks, stages, microbatches, ratios, str(doc.get("schedule", "")), recompute)
 
 

@@ -183,7 +183,7 @@ class FreezeSchedule:
         round(q layers) of its planned recompute ratio q, halves up.  The
         ratio applies in full from the first step: it is what keeps a rank
         under its memory limit, not a share of the freezing to ramp in."""
-        return freeze_count(self.plan.recompute(stage, microbatch), layers)
+        return freeze_count(self.plan.recompute_ratio(stage, microbatch), layers)
 
     def step_choices(self, step):
         """{(stage, microbatch): mask} for every stage at step."""

@@ -97,8 +97,9 @@ if [ "$rc" -eq 0 ] && ! grep -q 'not installed' "$work/out"; then
   expect_status 0 "HiGHS timeout" env TMPDIR="$work/tmp" "$bench" --limit 0.5 --solvers highs 8192
   check "HiGHS timeout: reported" grep -Eq '^ +8192 +512 +highs +timeout' "$work/out"
   sleep 1
+  # [s]: the pattern must not match the command line of the bash running it.
   check "Python still running after the timeout" \
-    bash -c "! pgrep -f 'solve_lp.py highs $work/tmp/tf-bench-pylp' > /dev/null"
+    bash -c "! pgrep -f '[s]olve_lp.py highs $work/tmp/tf-bench-pylp' > /dev/null"
 fi
 
 # --save-profiles: tf-plan, JSON in and out, finds the bench's batch time.

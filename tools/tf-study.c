@@ -16,6 +16,7 @@ static const char *const prog = "tf-study";
 typedef struct study_args {
     const char *study, *csv, *svg, *profiles;
     int quiet;
+    uint64_t gpu_memory;  /* --gpu-memory; 0: the study's */
     tf_study_run_options options;
 } study_args;
 
@@ -70,6 +71,10 @@ static const tf_cli_option options[] = {
      .arg = "NAME", .help = "least-freeze (default) or spread, as in tf-plan"},
     {"solver", 0, TF_CLI_CUSTOM, AT(options.solver), .parse = tf_cli_solver, .arg = "NAME",
      .help = "auto (default), lp_solve or fast, as in tf-plan"},
+    {"gpu-memory", 0, TF_CLI_SIZE, AT(gpu_memory), 1, 1.152921504606846976e18, .arg = "SIZE",
+     .help = "each GPU's memory (80GiB = 80 x 2^30 bytes, 80GB = 80e9, or bytes), over the "
+             "study's gpu_memory_bytes; needs the model's shape. Every configuration is planned "
+             "within it less memory_headroom_bytes and marked fits true or false"},
     {"quiet", 'q', TF_CLI_FLAG, AT(quiet), .help = "no summary and no progress bar"},
 };
 
@@ -178,6 +183,11 @@ int main(int argc, char **argv)
     int rc = tf_study_load(a.study, &study, &err);
     if (rc) {
         tf_cli_report(prog, rc, &err);
+        return TF_EXIT_INPUT;
+    }
+    if (a.gpu_memory && (rc = tf_study_set_gpu_memory(&study, (double)a.gpu_memory, &err))) {
+        tf_cli_report(prog, rc, &err);
+        tf_study_free(&study);
         return TF_EXIT_INPUT;
     }
     if ((status = check_profile_input(&a, &study)) != 0) {

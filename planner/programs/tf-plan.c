@@ -30,6 +30,7 @@ typedef struct plan_args {
     uint64_t memory_limit;  /* --memory-limit; 0: the profile's */
     int no_freeze_memory;
     int pareto, pareto_memory; /* print a trade-off curve instead of one plan */
+    int compare_aux;        /* print the aux work's three arms instead of one plan */
     tf_plan_options options;
 } plan_args;
 
@@ -104,6 +105,13 @@ static const tf_cli_option options[] = {
      .help = "instead of one plan, print the least batch time against the memory limit of "
              "every rank, from the smallest any plan meets to the largest unfrozen peak: every "
              "breakpoint of the exact curve (needs the profile's memory fields)"},
+    {"aux-margin", 0, TF_CLI_NUMBER, AT(options.aux_margin), 0, TF_AUX_MAX_MARGIN, .arg = "F",
+     .help = "the share of each bubble kept free when the profile's aux work is placed in "
+             "the bubbles (default " TF_PLAN_STRING(TF_AUX_DEFAULT_MARGIN) ")"},
+    {"compare-aux", 0, TF_CLI_FLAG, AT(compare_aux),
+     .help = "instead of one plan, print the aux work placed per step and how often it "
+             "completes with no freezing, with the plan, and with the most freezing that "
+             "completes it as often as no freezing does (needs a stage's \"aux\" list)"},
     {"plot", 0, TF_CLI_CUSTOM, AT(plot), .parse = parse_plot, .arg = "FILE",
      .help = "with --pareto or --pareto-memory, also draw the curve (format from the "
              "extension: .svg .png .pdf): batch time against the swept limit, every "
@@ -152,6 +160,9 @@ static int parse_args(int argc, char **argv, plan_args *a)
     int rc = tf_cli_parse(&program, argc, argv, a);
     if (rc == TF_CLI_CONTINUE && check_paths(a))
         rc = TF_EXIT_USAGE;
+    if (rc == TF_CLI_CONTINUE && a->compare_aux && a->pareto + a->pareto_memory > 0)
+        rc = tf_cli_bad_value(prog, "--compare-aux", "one table at a time, not with a trade-off "
+                              "curve", a->pareto ? "--pareto" : "--pareto-memory");
     if (rc == TF_CLI_CONTINUE && a->pareto + a->pareto_memory > 1)
         rc = tf_cli_bad_value(prog, "--pareto-memory", "one trade-off at a time, not with "
                               "--pareto", "--pareto");
@@ -302,6 +313,35 @@ static int run_pareto(const plan_args *a, const tf_profile *profile, tf_error *e
     return rc;
 }
 
+/* The arms of --compare-aux on stdout. */
+static int print_aux_arms(const tf_aux_comparison *c)
+{
+    static const char *const labels[] = {"no freezing", "the plan", "as fresh as unfrozen"};
+    printf("aux work against freezing (placed: in the step's own bubbles, all ranks)\n");
+    printf("%-20s %16s %12s %16s %10s\n", "arm", "max action ratio", "batch ms",
+           "placed/demand ms", "refresh");
+    for (int k = 0; k < 3; k++) {
+        const tf_aux_arm *a = &c->arm[k];
+        char refresh[32];
+        snprintf(refresh, sizeof refresh, a->refresh_steps ? "%d" : "never", a->refresh_steps);
+        printf("%-20s %16.4f %12.3f %8.2f/%-7.2f %10s\n", labels[k], a->max_action_ratio,
+               a->batch_ms, a->placed_ms, a->demand_ms, refresh);
+    }
+    if (c->never_completes)
+        printf("an aux item is longer than every bubble: its work never completes\n");
+    return tf_cli_finish_stdout(prog);
+}
+
+static int run_compare_aux(const plan_args *a, const tf_profile *profile, tf_error *err,
+                           int *status)
+{
+    tf_aux_comparison c;
+    int rc = tf_plan_compare_aux(profile, &a->options, &c, err);
+    if (!rc)
+        *status = print_aux_arms(&c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     plan_args a;
@@ -316,8 +356,9 @@ int main(int argc, char **argv)
     if (!a.quiet)
         a.options.control.progress = &progress;
     int rc = load_profile(&a, &profile, &err);
-    if (!rc && (a.pareto || a.pareto_memory)) {
-        rc = run_pareto(&a, &profile, &err, &status);
+    if (!rc && (a.pareto || a.pareto_memory || a.compare_aux)) {
+        rc = a.compare_aux ? run_compare_aux(&a, &profile, &err, &status)
+                           : run_pareto(&a, &profile, &err, &status);
         if (rc)
             tf_cli_report(prog, rc, &err);
         tf_profile_free(&profile);

@@ -317,7 +317,7 @@ static void test_make_profile(void **state)
              " \"embedding\": {\"forward_ms\": 0.5, \"backward_ms\": 0.4, \"parameters\": 7}},"
              " \"sweep\": {\"schedule\": \"ZBVZeroBubble\", \"ranks\": 2, \"microbatches\": 4}}",
              &s);
-    tf_study_config c = {"ZBVZeroBubble", 2, 2, 4, 0.7, 0.125};
+    tf_study_config c = {"ZBVZeroBubble", 2, 2, 4, 0.7, 0.125, -1, 0};
     tf_profile p;
     assert_int_equal(tf_study_make_profile(&s, &c, &p, NULL), 0);
     assert_int_equal(p.schedule.stages, 4);
@@ -337,7 +337,7 @@ static void test_make_profile(void **state)
 
     /* A configuration the schedule cannot run is TF_EINVAL with a reason. */
     tf_error err = {0};
-    tf_study_config too_deep = {"ZBVZeroBubble", 4, 2, 4, 0.7, 0};
+    tf_study_config too_deep = {"ZBVZeroBubble", 4, 2, 4, 0.7, 0, -1, 0};
     assert_int_equal(tf_study_make_profile(&s, &too_deep, &p, &err), TF_EINVAL);
     assert_non_null(strstr(err.msg, "layers"));
     tf_study_row row;
@@ -752,7 +752,8 @@ static void test_bundled_examples(void **state)
     const char *root = getenv("TF_SOURCE_DIR");
     if (!root)
         skip();
-    const char *names[] = {"issue-example.json", "llama8b-h200.json", "llama8b-profile.json"};
+    const char *names[] = {"issue-example.json", "llama8b-h200.json", "llama8b-profile.json",
+                           "llama8b-80gib.json", "llama8b-memory.json"};
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/tools/examples/%s", root, names[k]);

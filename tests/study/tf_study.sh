@@ -293,6 +293,74 @@ expect_status 0 "-o and --plot both on /dev/null" "$TF_STUDY" "$work/good.json" 
 expect_refused_with 2 "bad --solver" '--solver: expected auto, lp_solve or fast, got "bogus"' \
     "$work/keep.csv" -- "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --solver bogus
 
+# --- memory: the bundled LLaMA-3.1-8B study on 80 GiB GPUs ----------------
+# GPipe on 4 ranks keeps all 32 microbatches' activations (8 layers of about
+# 1.06 GiB each) on rank 0: it cannot fit, while 1F1B keeps 4 and fits.
+expect_status 0 "--gpu-memory" "$TF_STUDY" "$TF_SOURCE_DIR/tools/examples/llama8b-h200.json" \
+    --gpu-memory 80GiB -o "$work/mem.csv" --plot "$work/mem.svg" -j 2
+check "memory chart: no peak memory panel" grep -q 'peak memory per GPU (GiB)' "$work/mem.svg"
+check "memory chart: the fastest that fits is not named once" \
+    [ "$(grep -c 'fastest that fits' "$work/mem.svg")" -eq 1 ]
+check "memory chart: GPipe 4 ranks 32 microbatches cap 0.8 is not shown as not fitting" \
+    grep -q 'GPipe, 4 ranks x 1 stage, 32 microbatches, cap 0.8, [^"]*(does not fit)' "$work/mem.svg"
+check "memory CSV header" grep -q ',recompute,sequence_parallel,peak_memory_gib,peak_activation_gib,fits,fit_by$' \
+    <(head -1 "$work/mem.csv")
+check "memory: GPipe 4 ranks 32 microbatches is not marked as not fitting" \
+    grep -q '^GPipe,4,1,4,8,8,32,0.8,.*,false,$' "$work/mem.csv"
+check "memory: 1F1B 4 ranks 32 microbatches is not marked as fitting" \
+    grep -q '^1F1B,4,1,4,8,8,32,0.8,.*,true,none$' "$work/mem.csv"
+check "memory: a row that fits has a peak above 80 GiB, or one that does not fit one below" \
+    python3 - "$work/mem.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+bad = [r for r in rows if (r["fits"] == "true") != (float(r["peak_memory_gib"]) <= 80 + 1e-9)]
+sys.exit(1 if bad or not rows else 0)
+PY
+expect_stdout "memory: the summary names no fastest fitting configuration" \
+    'Fastest that fits (tokens/s per GPU): ZBVZeroBubble, 4 ranks x 2, 32 microbatches'
+expect_refused_with 1 "--gpu-memory without a shape" "--gpu-memory: $work/good.json: the model has no shape" \
+    -- "$TF_STUDY" "$work/good.json" -q --gpu-memory 80GiB
+expect_refused_with 2 "bad --gpu-memory" "--gpu-memory" \
+    -- "$TF_STUDY" "$work/good.json" -q --gpu-memory 80XB
+
+# Bad memory fields name the field and the value.
+shape='"hidden": 1024, "heads": 16, "sequence_length": 2048, "microbatch_size": 1'
+bad_memory() {
+    local what=$1 model=$2 top=$3 needle=$4
+    printf '{ %s "model": { "layers": 8, "layer_forward_ms": 1, "layer_backward_ms": 2, %s },\n  "sweep": { "schedule": "1F1B", "ranks": 2, "microbatches": 4 } }\n' \
+        "$top" "$model" >"$work/badmem.json"
+    expect_refused_with 1 "$what" "$needle" -- "$TF_STUDY" "$work/badmem.json" -q
+}
+bad_memory "recompute" "$shape, \"recompute\": \"most\"" "" \
+    '$.model.recompute: expected "none", "selective", "full" or "auto", got "most"'
+bad_memory "recompute repeated" "$shape, \"recompute\": [\"none\", \"none\"]" "" \
+    '$.model.recompute[1]: repeats the value of recompute[0], got "none"'
+bad_memory "kv_heads" "$shape, \"kv_heads\": 32" "" '$.model.kv_heads'
+bad_memory "heads missing" '"hidden": 1024, "sequence_length": 2048, "microbatch_size": 1' "" \
+    '$.model.heads'
+bad_memory "shape field without hidden" '"heads": 16' "" \
+    '$.model.heads: a shape field needs the model'"'"'s shape'
+bad_memory "sequence_parallel" "$shape, \"sequence_parallel\": \"yes\"" "" \
+    '$.model.sequence_parallel: expected true or false, got "yes"'
+bad_memory "distributed optimizer and bytes" \
+    "$shape, \"distributed_optimizer\": true, \"bytes_per_parameter\": 16" "" \
+    '$.model.bytes_per_parameter: give bytes_per_parameter or distributed_optimizer, not both'
+bad_memory "gpu memory without a shape" '"microbatch_tokens": 10' '"gpu_memory_bytes": 8e10,' \
+    '$.gpu_memory_bytes: a memory limit needs the model'"'"'s shape'
+bad_memory "headroom" "$shape" '"gpu_memory_bytes": 8e10, "memory_headroom_bytes": 9e10,' \
+    '$.memory_headroom_bytes: the headroom must be less than gpu_memory_bytes'
+bad_memory "gpu memory negative" "$shape" '"gpu_memory_bytes": -1,' '$.gpu_memory_bytes'
+
+# The model's recompute and sequence_parallel lists count toward the sweep's
+# size limit: 8 of them x 12501 microbatch counts is over 100,000.
+python3 -c 'import json; print(json.dumps({"model": {"layers": 8, "layer_forward_ms": 1,
+    "layer_backward_ms": 2, "hidden": 1024, "heads": 16, "sequence_length": 2048,
+    "microbatch_size": 1, "recompute": ["none", "selective", "full", "auto"],
+    "sequence_parallel": [False, True]},
+    "sweep": {"schedule": "1F1B", "ranks": 2, "microbatches": [1] * 12501}}))' >"$work/big.json"
+expect_refused_with 1 "memory sweep size" '$.sweep: 100008 configurations, at most 100000' \
+    -- "$TF_STUDY" "$work/big.json" -q
+
 # --- usage ---------------------------------------------------------------
 expect_status 2 "no arguments" "$TF_STUDY"
 expect_status 2 "bad --jobs" "$TF_STUDY" "$work/good.json" -j 0

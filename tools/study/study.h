@@ -4,7 +4,10 @@
  * over schedules, pipeline depth (ranks), stages per rank, microbatch counts,
  * freeze caps and p2p lags.  Every configuration of the sweep becomes an
  * in-memory tf_profile (layers split into contiguous, balanced stages), is
- * planned with tf_plan_from_profile, and yields one result row.
+ * planned with tf_plan_from_profile, and yields one result row.  A model
+ * given by its transformer shape also gets each stage's bytes
+ * (study_memory.h), each row the largest rank's peak, and with a GPU memory
+ * each configuration is planned within it and marked as fitting or not.
  *
  * Memory: every struct that owns memory has a *_free function that frees it
  * and zeroes the struct; freeing a zeroed struct is a no-op.  Functions that
@@ -20,6 +23,7 @@
 #include "tf/error.h"
 #include "tf/objective.h"
 #include "tf/profile.h"
+#include "study_memory.h"
 
 /* Limits that keep every count far inside an int and the partition DP fast;
  * far beyond real models and real sweeps. */
@@ -43,6 +47,18 @@ typedef struct tf_study {
     int balanced_partition;       /* "partition": 0 "even" (default), 1 "balanced" */
     double microbatch_tokens;     /* > 0 */
     char profile_path[512];       /* resolved "profile" path, "" if none */
+
+    /* Memory from the model's shape (study_memory.h); has_shape 0: none,
+     * and the sweep's recompute and sequence_parallel lists are empty. */
+    int has_shape;
+    tf_transformer_shape shape;
+    double bytes_per_parameter;   /* static bytes per parameter (weights, grads, optimizer) */
+    double gpu_memory_bytes;      /* each GPU's memory; 0: no limit, nothing marked */
+    double memory_headroom_bytes; /* kept free of the plan: the limit is gpu - headroom */
+    int *recompute;               /* tf_recompute modes, swept */
+    int n_recompute;
+    int *sequence_parallel;       /* 0/1, swept */
+    int n_sequence_parallel;
 
     /* The sweep: every combination of these values is one configuration. */
     char (*schedule)[64];         /* canonical built-in names */
@@ -72,6 +88,12 @@ int tf_study_load(const char *path, tf_study *out, tf_error *err);
 
 void tf_study_free(tf_study *s);
 
+/* Sets each GPU's memory (tf-study --gpu-memory), over the study's
+ * gpu_memory_bytes.  Returns 0, or TF_EINVAL (err says why) when the study
+ * has no shape to count bytes with or its memory_headroom_bytes is not
+ * below bytes; s is then unchanged. */
+int tf_study_set_gpu_memory(tf_study *s, double bytes, tf_error *err);
+
 /* One point of the sweep. */
 typedef struct tf_study_config {
     char schedule[64];
@@ -80,6 +102,8 @@ typedef struct tf_study_config {
     int microbatches;
     double max_freeze_ratio;
     double p2p_ms;
+    int recompute;                /* tf_recompute; -1: the study has no shape */
+    int sequence_parallel;        /* 0/1 (0 without a shape) */
 } tf_study_config;
 
 /* Default stages per rank of a built-in schedule: 1 for GPipe and 1F1B,
@@ -87,8 +111,9 @@ typedef struct tf_study_config {
 int tf_study_default_stages_per_rank(const char *schedule);
 
 /* Expands the sweep into *configs (malloc'd, caller frees) in the order
- * schedule, ranks, stages_per_rank, microbatches, max_freeze_ratio, p2p_ms
- * (the last varies fastest).  stages_per_rank values apply to schedules that
+ * schedule, ranks, stages_per_rank, microbatches, max_freeze_ratio, p2p_ms,
+ * then, with a shape, sequence_parallel and recompute (the last varies
+ * fastest).  stages_per_rank values apply to schedules that
  * accept several (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble); GPipe
  * and 1F1B always use 1, ZBVZeroBubble and DualPipeV 2.  Returns 0 or
  * TF_ENOMEM. */
@@ -135,6 +160,13 @@ typedef struct tf_study_row {
     int lp_variables, lp_constraints;
     double solve_seconds;         /* the planner's LP build and solve time */
     char solver[32];              /* the solver that ran: "lp_solve" or "fast" */
+    /* Memory (a study with a shape; else all 0 and fits -1).  Peaks are
+     * the largest rank's, from the planner's liveness over the order under
+     * the plan's freeze and recompute ratios. */
+    double peak_memory_bytes;     /* static + every activation */
+    double peak_activation_bytes; /* the transformer layers' activations alone */
+    int fits;                     /* 1 within gpu - headroom, 0 not, -1 no gpu memory given */
+    int fit_freezes, fit_recomputes; /* the plan fits only by freezing / recomputing */
 } tf_study_row;
 
 /* Plans one configuration and fills *row (never fails: a configuration that
@@ -171,6 +203,9 @@ typedef struct tf_study_result {
     int threads;                  /* threads used */
     double wall_seconds;          /* the whole run */
     int vary_ranks, vary_stages_per_rank, vary_microbatches, vary_cap, vary_p2p; /* > 1 value */
+    int vary_recompute, vary_sequence_parallel;
+    int has_memory;               /* the study has a shape: rows carry memory figures */
+    double memory_limit_bytes;    /* gpu memory less headroom; 0: none */
 } tf_study_result;
 
 /* Solves every configuration of the sweep on o->threads threads (pthreads;

@@ -2,6 +2,7 @@
  * the sweep's configurations, the layer-to-stage split, the profile, and
  * one planner run. */
 #include "study.h"
+#include "study_bytes.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,8 +29,10 @@ int tf_study_configs(const tf_study *s, tf_study_config **configs, int *n, tf_er
     *configs = NULL;
     *n = 0;
     int spr_count = s->n_stages_per_rank ? s->n_stages_per_rank : 1;
+    const int n_rc = s->n_recompute ? s->n_recompute : 1;
+    const int n_sp = s->n_sequence_parallel ? s->n_sequence_parallel : 1;
     size_t most = (size_t)s->n_schedule * s->n_ranks * spr_count * s->n_microbatches *
-                  s->n_max_freeze_ratio * s->n_p2p_ms;
+                  s->n_max_freeze_ratio * s->n_p2p_ms * n_rc * n_sp;
     tf_study_config *c = calloc(most + 1, sizeof *c);
     if (!c)
         return tf_fail(err, TF_ENOMEM, "out of memory for %zu configurations", most);
@@ -43,16 +46,21 @@ int tf_study_configs(const tf_study *s, tf_study_config **configs, int *n, tf_er
             for (int k = 0; k < n_spr; k++)
                 for (int m = 0; m < s->n_microbatches; m++)
                     for (int r = 0; r < s->n_max_freeze_ratio; r++)
-                        for (int p = 0; p < s->n_p2p_ms; p++) {
-                            tf_study_config *x = &c[count++];
-                            snprintf(x->schedule, sizeof x->schedule, "%s", name);
-                            x->ranks = s->ranks[b];
-                            x->stages_per_rank = own ? s->stages_per_rank[k]
-                                                     : tf_study_default_stages_per_rank(name);
-                            x->microbatches = s->microbatches[m];
-                            x->max_freeze_ratio = s->max_freeze_ratio[r];
-                            x->p2p_ms = s->p2p_ms[p];
-                        }
+                        for (int p = 0; p < s->n_p2p_ms; p++)
+                            for (int q = 0; q < n_sp * n_rc; q++) {
+                                tf_study_config *x = &c[count++];
+                                snprintf(x->schedule, sizeof x->schedule, "%s", name);
+                                x->ranks = s->ranks[b];
+                                x->stages_per_rank =
+                                    own ? s->stages_per_rank[k]
+                                        : tf_study_default_stages_per_rank(name);
+                                x->microbatches = s->microbatches[m];
+                                x->max_freeze_ratio = s->max_freeze_ratio[r];
+                                x->p2p_ms = s->p2p_ms[p];
+                                x->sequence_parallel =
+                                    s->has_shape ? s->sequence_parallel[q / n_rc] : 0;
+                                x->recompute = s->has_shape ? s->recompute[q % n_rc] : -1;
+                            }
     }
     *configs = c;
     *n = count;
@@ -181,10 +189,39 @@ static void add_extra(tf_stage_times *st, const tf_stage_times *x)
     }
 }
 
-/* tf_study_make_profile; also reports the split in *layers_min/max. */
-static int build_profile(const tf_study *s, const tf_study_config *c, tf_profile *out,
-                         int *layers_min, int *layers_max, tf_error *err)
+/* With the study's shape: every stage's bytes into out->memory, the
+ * layers' activations alone into *layers (malloc'd, caller frees; NULL:
+ * not wanted), each rank's limit (gpu memory less headroom) into
+ * out->memory_limit, and full recomputation's time into the backwards. */
+static int add_memory(const tf_study *s, const tf_study_config *c, const int *first,
+                      tf_profile *out, tf_stage_memory **layers, tf_error *err)
 {
+    const int stages = out->schedule.stages, ranks = out->schedule.ranks;
+    out->memory = calloc((size_t)stages, sizeof *out->memory);
+    if (layers)
+        *layers = calloc((size_t)stages, sizeof **layers);
+    if (s->gpu_memory_bytes > 0)
+        out->memory_limit = calloc((size_t)ranks, sizeof *out->memory_limit);
+    if (!out->memory || (layers && !*layers) || (s->gpu_memory_bytes > 0 && !out->memory_limit))
+        return tf_fail(err, TF_ENOMEM, "out of memory for %d stages' bytes", stages);
+    study_stage_bytes(s, c, first, stages, 0, out->memory);
+    if (layers)
+        study_stage_bytes(s, c, first, stages, 1, *layers);
+    for (int r = 0; out->memory_limit && r < ranks; r++)
+        out->memory_limit[r] = s->gpu_memory_bytes - s->memory_headroom_bytes;
+    if (c->recompute == TF_RECOMPUTE_FULL)
+        study_full_recompute_times(s, first, stages, out->stages);
+    return 0;
+}
+
+/* tf_study_make_profile; also reports the split in *layers_min/max and,
+ * with a shape, the layers' bytes alone in *layers (study_stage_bytes). */
+static int build_profile(const tf_study *s, const tf_study_config *c, tf_profile *out,
+                         int *layers_min, int *layers_max, tf_stage_memory **layers,
+                         tf_error *err)
+{
+    if (layers)
+        *layers = NULL;
     memset(out, 0, sizeof *out);
     int rc = tf_schedule_build(c->schedule, c->ranks, c->stages_per_rank, c->microbatches,
                                &out->schedule, err);
@@ -227,6 +264,15 @@ static int build_profile(const tf_study *s, const tf_study_config *c, tf_profile
                                              st->backward_weight_ms);
         out->max_freeze_ratio[k] = c->max_freeze_ratio;
     }
+    if (s->has_shape && (rc = add_memory(s, c, first, out, layers, err))) {
+        free(first);
+        if (layers) {
+            free(*layers);
+            *layers = NULL;
+        }
+        tf_profile_free(out);
+        return rc;
+    }
     *layers_min = s->layers;
     *layers_max = 0;
     for (int k = 0; k < stages; k++) {
@@ -244,7 +290,7 @@ int tf_study_make_profile(const tf_study *s, const tf_study_config *c, tf_profil
                           tf_error *err)
 {
     int layers_min, layers_max;
-    return build_profile(s, c, out, &layers_min, &layers_max, err);
+    return build_profile(s, c, out, &layers_min, &layers_max, NULL, err);
 }
 
 /* Idle share of the ranks' time: 1 - busy / (ranks x batch time). */
@@ -266,15 +312,53 @@ void tf_study_solve(const tf_study *s, const tf_study_config *c, tf_objective ob
     tf_study_solve_with(s, c, objective, TF_SOLVER_AUTO, row);
 }
 
+/* Fills the row's time figures from a plan. */
+static void fill_times(const tf_plan *plan, tf_study_row *row)
+{
+    row->batch_ms_unfrozen = plan->batch_ms_unfrozen;
+    row->batch_ms_all_frozen = plan->batch_ms_all_frozen;
+    row->batch_ms_planned = plan->batch_ms_planned;
+    row->speedup = plan->speedup;
+    row->bubble_ratio_unfrozen = bubble_ratio(plan, 0);
+    row->bubble_ratio_planned = bubble_ratio(plan, 1);
+    row->mean_freeze_ratio = plan->freeze_ratio_mean;
+    row->tokens_per_s_unfrozen = plan->tokens_per_s_unfrozen;
+    row->tokens_per_s_planned = plan->tokens_per_s_planned;
+    row->lp_variables = plan->solver_variables;
+    row->lp_constraints = plan->solver_constraints;
+    row->solve_seconds = plan->solver_seconds;
+    snprintf(row->solver, sizeof row->solver, "%s", plan->solver_name);
+}
+
+/* Plans the profile under its memory limit; when no plan fits (TF_EINVAL,
+ * the only reason the planner refuses a profile the study built), plans it
+ * without one and marks the row as not fitting. */
+static int plan_within_limit(tf_profile *profile, const tf_plan_options *options, tf_plan *plan,
+                             tf_study_row *row, tf_error *err)
+{
+    row->fits = profile->memory_limit ? 1 : -1;
+    int rc = tf_plan_from_profile(profile, options, plan, err);
+    if (rc != TF_EINVAL || !profile->memory_limit)
+        return rc;
+    double *limit = profile->memory_limit;
+    profile->memory_limit = NULL;
+    row->fits = 0;
+    rc = tf_plan_from_profile(profile, options, plan, err);
+    profile->memory_limit = limit;
+    return rc;
+}
+
 void tf_study_solve_with(const tf_study *s, const tf_study_config *c, tf_objective objective,
                          tf_solver solver, tf_study_row *row)
 {
     memset(row, 0, sizeof *row);
     row->config = *c;
+    row->fits = -1;
     tf_error err = {0};
     tf_profile profile;
+    tf_stage_memory *layers = NULL;
     int rc = build_profile(s, c, &profile, &row->layers_per_stage_min,
-                           &row->layers_per_stage_max, &err);
+                           &row->layers_per_stage_max, &layers, &err);
     if (rc) {
         row->status = rc == TF_EINVAL ? TF_STUDY_SKIPPED : TF_STUDY_FAILED;
         snprintf(row->reason, sizeof row->reason, "%s", err.msg[0] ? err.msg : tf_strerror(rc));
@@ -288,26 +372,18 @@ void tf_study_solve_with(const tf_study *s, const tf_study_config *c, tf_objecti
     options.solver = solver;
     options.control.time_limit_s = TF_STUDY_TIME_LIMIT_S;
     tf_plan plan;
-    rc = tf_plan_from_profile(&profile, &options, &plan, &err);
+    rc = plan_within_limit(&profile, &options, &plan, row, &err);
     tf_profile_free(&profile);
+    if (!rc && layers)
+        rc = study_memory_figures(&plan, layers, row, &err);
+    free(layers);
     if (rc) {
+        tf_plan_free(&plan); /* zeroed when the planner failed */
         row->status = TF_STUDY_FAILED;
         snprintf(row->reason, sizeof row->reason, "%s", err.msg[0] ? err.msg : tf_strerror(rc));
         return;
     }
     row->status = TF_STUDY_SOLVED;
-    row->batch_ms_unfrozen = plan.batch_ms_unfrozen;
-    row->batch_ms_all_frozen = plan.batch_ms_all_frozen;
-    row->batch_ms_planned = plan.batch_ms_planned;
-    row->speedup = plan.speedup;
-    row->bubble_ratio_unfrozen = bubble_ratio(&plan, 0);
-    row->bubble_ratio_planned = bubble_ratio(&plan, 1);
-    row->mean_freeze_ratio = plan.freeze_ratio_mean;
-    row->tokens_per_s_unfrozen = plan.tokens_per_s_unfrozen;
-    row->tokens_per_s_planned = plan.tokens_per_s_planned;
-    row->lp_variables = plan.solver_variables;
-    row->lp_constraints = plan.solver_constraints;
-    row->solve_seconds = plan.solver_seconds;
-    snprintf(row->solver, sizeof row->solver, "%s", plan.solver_name);
+    fill_times(&plan, row);
     tf_plan_free(&plan);
 }

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "json_util.h"
+#include "study_shape.h"
 #include "tf/profile.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
@@ -53,7 +54,8 @@ enum { STUDY_VERSION = 1 };
 /* The fields of each object of a study (docs/tf-study.md); "model" also
  * takes the layer_* keys of fields[], "embedding" and "head" its stage
  * keys (known_fields). */
-static const char *const study_fields[] = {"name", "model", "sweep", NULL};
+static const char *const study_fields[] = {"name", "model", "sweep", "gpu_memory_bytes",
+                                           "memory_headroom_bytes", NULL};
 static const char *const model_fields[] = {
     "layers", "profile", "embedding", "head", "partition", "microbatch_tokens", NULL};
 static const char *const sweep_fields[] = {
@@ -62,15 +64,19 @@ static const char *const sweep_fields[] = {
 static const tfj_format study_format = {
     .name = "tf-study", .required = 0, .version = STUDY_VERSION, .fields = study_fields};
 
-/* Fills out (FIELD_COUNT + count of extra + 1 names) with the layer keys
- * (layer 1) or the stage keys (layer 0) of fields[], then extra. */
-static void known_fields(int layer, const char *const *extra, const char **out)
+/* Fills out (FIELD_COUNT + the counts of extra and more + 1 names) with
+ * the layer keys (layer 1) or the stage keys (layer 0) of fields[], then
+ * extra and more (either may be NULL). */
+static void known_fields(int layer, const char *const *extra, const char *const *more,
+                         const char **out)
 {
     int n = 0;
     for (int f = 0; f < FIELD_COUNT; f++)
         out[n++] = layer ? fields[f].layer_key : fields[f].stage_key;
     for (; extra && *extra; extra++)
         out[n++] = *extra;
+    for (; more && *more; more++)
+        out[n++] = *more;
     out[n] = NULL;
 }
 
@@ -314,7 +320,7 @@ static int read_extra_cost(const tfj_ctx *model_at, const cJSON *model, const ch
     tfj_ctx at;
     tfj_child(model_at, key, &at);
     const char *known[FIELD_COUNT + 1];
-    known_fields(0, NULL, known);
+    known_fields(0, NULL, NULL, known);
     if ((rc = tfj_check_fields(&at, o, known, err)))
         return rc;
     int given[FIELD_COUNT] = {0};
@@ -357,8 +363,8 @@ static int parse_model(const tfj_ctx *root_at, const cJSON *root, tf_study *s, t
         return rc;
     tfj_ctx at;
     tfj_child(root_at, "model", &at);
-    const char *known[FIELD_COUNT + sizeof model_fields / sizeof *model_fields];
-    known_fields(1, model_fields, known);
+    const char *known[FIELD_COUNT + sizeof model_fields / sizeof *model_fields + 32];
+    known_fields(1, model_fields, study_shape_fields, known);
     if ((rc = tfj_check_fields(&at, model, known, err)) ||
         (rc = tfj_int(&at, model, "layers", 1, 0, 1, TF_STUDY_MAX_LAYERS, &s->layers, err)))
         return rc;
@@ -377,7 +383,9 @@ static int parse_model(const tfj_ctx *root_at, const cJSON *root, tf_study *s, t
             return rc;
     if ((rc = resolve_layers(&at, s, &lv, err)) ||
         (rc = read_extra_cost(&at, model, "embedding", &s->embedding, err)) ||
-        (rc = read_extra_cost(&at, model, "head", &s->head, err)))
+        (rc = read_extra_cost(&at, model, "head", &s->head, err)) ||
+        (rc = study_parse_shape(&at, model, lv.source[FIELD_PARAMETERS] != SOURCE_NONE, s,
+                                err)))
         return rc;
     const char *partition;
     if ((rc = tfj_string(&at, model, "partition", 0, "even", &partition, err)))
@@ -391,10 +399,13 @@ static int parse_model(const tfj_ctx *root_at, const cJSON *root, tf_study *s, t
     s->balanced_partition = strcmp(partition, "balanced") == 0;
 
     int given = tfj_has(model, "microbatch_tokens");
-    if ((rc = tfj_number(&at, model, "microbatch_tokens", 0, profile_tokens, 1e-9, HUGE_VAL,
+    /* A shape's microbatch holds s x b tokens. */
+    double tokens = s->has_shape ? s->shape.sequence_length * s->shape.microbatch_size
+                                 : profile_tokens;
+    if ((rc = tfj_number(&at, model, "microbatch_tokens", 0, tokens, 1e-9, HUGE_VAL,
                          &s->microbatch_tokens, err)))
         return rc;
-    if (!given && !(profile_tokens > 0)) {
+    if (!given && !(tokens > 0)) {
         tfj_ctx tokens_at;
         tfj_child(&at, "microbatch_tokens", &tokens_at);
         return tfj_fail(&tokens_at, NULL,
@@ -550,7 +561,9 @@ static int check_config_count(const tfj_ctx *at, const cJSON *sweep, tf_study *s
 {
     static const char *const keys[] = {"schedule", "ranks", "stages_per_rank", "microbatches",
                                        "max_freeze_ratio", "p2p_ms"};
-    double configs = 1.0;
+    /* The model's recompute and sequence_parallel lists sweep too. */
+    double configs = (s->n_recompute ? s->n_recompute : 1) *
+                     (double)(s->n_sequence_parallel ? s->n_sequence_parallel : 1);
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         int count = list_count(sweep, keys[k]);
         configs *= count > 0 ? count : 1;
@@ -664,7 +677,8 @@ static int parse_study(const cJSON *root, tf_study *s, tf_error *err)
         size_t len = strcspn(base, ".");
         snprintf(s->name, sizeof s->name, "%.*s", (int)(len ? len : strlen(base)), base);
     }
-    if ((rc = parse_model(&at, root, s, err)))
+    if ((rc = parse_model(&at, root, s, err)) ||
+        (rc = study_parse_gpu_memory(&at, root, s, err)))
         return rc;
     return parse_sweep(&at, root, s, err);
 }
@@ -707,5 +721,7 @@ void tf_study_free(tf_study *s)
     free(s->microbatches);
     free(s->max_freeze_ratio);
     free(s->p2p_ms);
+    free(s->recompute);
+    free(s->sequence_parallel);
     memset(s, 0, sizeof *s);
 }

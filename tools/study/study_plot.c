@@ -5,8 +5,12 @@
  * under the schedule's name, each group in its own colour.  Left panel:
  * tokens/s per GPU, the unfrozen throughput solid and the gain from the
  * freeze plan pale after it (the whole bar is the planned throughput).
- * Right panel: the speedup (unfrozen / planned batch time) from 1x.  Bars
- * run across so that every label reads horizontally.
+ * Middle panel: the speedup (unfrozen / planned batch time) from 1x.  With
+ * the model's shape, a right panel: the largest rank's peak bytes under the
+ * plan, the GPU's limit dashed across it; a configuration that does not
+ * fit is drawn grey (its throughput and speedup are the plan without a
+ * limit, which it cannot run) with its peak in red, and the fastest that
+ * fits is named.  Bars run across so that every label reads horizontally.
  */
 #include "study.h"
 
@@ -30,6 +34,7 @@ enum {
     BAR_H = 9,
     PANEL_A = 340,        /* throughput panel width */
     PANEL_B = 190,        /* speedup panel width */
+    PANEL_C = 190,        /* peak memory panel width */
     GAP = 46,             /* between the panels: the speedup's value labels */
     AXIS_H = 22           /* tick marks and labels under the rows */
 };
@@ -47,6 +52,10 @@ static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759"
                                       "#b07aa1", "#76b7b2", "#edc948", "#9c755f"};
 static const char *const legend_gain = "gain from the freeze plan (planned = whole bar)";
 static const char *const speedup_title = "speedup (unfrozen / planned batch time)";
+static const char *const NOT_FIT = "#b5b5b5"; /* a configuration that does not fit */
+static const char *const OVER = "#d62728";    /* its peak, and the limit */
+static const char *const best_note = "\xe2\x97\x80 fastest that fits";
+static const double GiB = 1073741824.0;
 
 static const char *group_colour(int group)
 {
@@ -71,7 +80,12 @@ static void config_label(const tf_study_result *r, const tf_study_config *c, cha
     if (r->vary_cap)
         n += snprintf(buf + n, size - (size_t)n, " cap%g", c->max_freeze_ratio);
     if (r->vary_p2p)
-        snprintf(buf + n, size - (size_t)n, " p2p%g", c->p2p_ms);
+        n += snprintf(buf + n, size - (size_t)n, " p2p%g", c->p2p_ms);
+    if (r->vary_recompute)
+        n += snprintf(buf + n, size - (size_t)n, " rc-%s",
+                      tf_recompute_name((tf_recompute)c->recompute));
+    if (r->vary_sequence_parallel)
+        snprintf(buf + n, size - (size_t)n, "%s", c->sequence_parallel ? " sp" : "");
 }
 
 static void title_text(const tf_study_result *r, char *buf, size_t size)
@@ -83,11 +97,13 @@ static void title_text(const tf_study_result *r, char *buf, size_t size)
 /* Where everything goes. */
 typedef struct chart {
     double label_w;          /* the configuration labels' column */
-    double a0, b0;           /* left edges of the two panels */
+    double a0, b0, c0;       /* left edges of the panels (c0: memory, 0 without) */
     double width;            /* the whole picture */
     double title_size;
     double top_a, step_a;    /* throughput axis: its end and tick step */
     double top_b, step_b;    /* speedup axis, from 1 */
+    double top_c, step_c;    /* peak memory axis, GiB */
+    int best;                /* the fastest row that fits a limit; -1: none or no limit */
     double rows_top, rows_bottom;
 } chart;
 
@@ -111,9 +127,26 @@ static double axis_end(double top, double step)
     return fmax(step, ceil(top / step - 1e-9) * step);
 }
 
+/* The solved row with the most tokens/s per GPU among those that fit a
+ * limit (the first on ties); -1 without a limit or when none fits. */
+static int best_fitting(const tf_study_result *r)
+{
+    int best = -1;
+    for (int i = 0; i < r->n_rows && r->memory_limit_bytes > 0; i++) {
+        const tf_study_row *w = &r->rows[i];
+        if (!solved(r, i) || w->fits != 1)
+            continue;
+        const tf_study_row *b = best >= 0 ? &r->rows[best] : NULL;
+        if (!b || w->tokens_per_s_planned / w->config.ranks >
+                      b->tokens_per_s_planned / b->config.ranks)
+            best = i;
+    }
+    return best;
+}
+
 static void lay_out(const tf_study_result *r, chart *c)
 {
-    double max_tps = 0.0, max_speedup = 1.0, height = 0.0;
+    double max_tps = 0.0, max_speedup = 1.0, height = 0.0, max_gib = r->memory_limit_bytes / GiB;
     c->label_w = 40;
     for (int i = 0; i < r->n_rows; i++) {
         if (!solved(r, i))
@@ -127,6 +160,7 @@ static void lay_out(const tf_study_result *r, chart *c)
                               1.1 * tf_canvas_text_width(w->config.schedule, GROUP_NAME_SIZE) + 8);
         max_tps = fmax(max_tps, w->tokens_per_s_planned / w->config.ranks);
         max_speedup = fmax(max_speedup, w->speedup);
+        max_gib = fmax(max_gib, w->peak_memory_bytes / GiB);
         height += (starts_group(r, i) ? GROUP_H : 0) + ROW_H;
     }
     c->a0 = ceil(MARGIN + c->label_w); /* whole points: Graphviz rounds box sizes */
@@ -135,6 +169,10 @@ static void lay_out(const tf_study_result *r, chart *c)
     c->top_a = axis_end(fmax(max_tps, 1.0), c->step_a);
     c->step_b = tf_canvas_tick_step(fmax(max_speedup - 1.0, 0.05), PANEL_B);
     c->top_b = 1.0 + axis_end(fmax(max_speedup - 1.0, 0.05), c->step_b);
+    c->c0 = r->has_memory ? c->b0 + PANEL_B + 44 + tf_canvas_text_width(best_note, 8) : 0.0;
+    c->step_c = tf_canvas_tick_step(fmax(max_gib, 1.0), PANEL_C);
+    c->top_c = axis_end(fmax(max_gib, 1.0), c->step_c);
+    c->best = best_fitting(r);
     c->rows_top = MARGIN + HEAD_H;
     c->rows_bottom = c->rows_top + height;
     /* Room for the speedups' value labels, and for the panel's title,
@@ -142,6 +180,8 @@ static void lay_out(const tf_study_result *r, chart *c)
     c->width = fmax(c->b0 + PANEL_B + 44,
                     c->b0 + PANEL_B / 2.0 + 0.55 * tf_canvas_text_width(speedup_title, PANEL_TITLE.size)) +
                MARGIN;
+    if (r->has_memory)
+        c->width = c->c0 + PANEL_C + 24 + MARGIN;
     char title[512];
     title_text(r, title, sizeof title);
     double room = c->width - 2 * MARGIN, w = tf_canvas_text_width(title, TITLE_SIZE) * 1.1;
@@ -157,6 +197,11 @@ static double x_tps(const chart *c, double tps)
 static double x_speedup(const chart *c, double speedup)
 {
     return c->b0 + (speedup - 1.0) / (c->top_b - 1.0) * PANEL_B;
+}
+
+static double x_gib(const chart *c, double gib)
+{
+    return c->c0 + gib / c->top_c * PANEL_C;
 }
 
 /* The title, the legend and the panels' titles. */
@@ -175,6 +220,28 @@ static void draw_head(tf_canvas *k, const tf_study_result *r, const chart *c)
     y = c->rows_top - 10;
     tf_canvas_text(k, c->a0 + PANEL_A / 2.0, y, "tokens/s per GPU", &PANEL_TITLE);
     tf_canvas_text(k, c->b0 + PANEL_B / 2.0, y, speedup_title, &PANEL_TITLE);
+    if (!r->has_memory)
+        return;
+    tf_canvas_text(k, c->c0 + PANEL_C / 2.0, y, "peak memory per GPU (GiB)", &PANEL_TITLE);
+    if (!(r->memory_limit_bytes > 0))
+        return;
+    y = MARGIN + 28;
+    x += 16 + tf_canvas_text_width(legend_gain, LEGEND.size) + 18;
+    tf_canvas_rect(k, x, y - 6, x + 12, y + 6, NOT_FIT);
+    char text[96];
+    snprintf(text, sizeof text, "does not fit %.4g GiB (planned without the limit)",
+             r->memory_limit_bytes / GiB);
+    tf_canvas_text(k, x + 16, y, text, &LEGEND);
+}
+
+/* The limit, dashed down the memory panel. */
+static void draw_limit(tf_canvas *k, const tf_study_result *r, const chart *c)
+{
+    if (!r->has_memory || !(r->memory_limit_bytes > 0))
+        return;
+    double x = round(x_gib(c, r->memory_limit_bytes / GiB));
+    tf_canvas_mark *line = tf_canvas_rect(k, x, c->rows_top - 2, x + 1.5, c->rows_bottom, OVER);
+    tf_canvas_setf(line, "tooltip", "limit %.4g GiB per GPU", r->memory_limit_bytes / GiB);
 }
 
 /* Ticks, gridlines and the baseline of one panel from x0 to x0 + width:
@@ -239,11 +306,11 @@ static void draw_row(tf_canvas *k, const tf_study_result *r, const chart *c, int
 {
     const tf_study_row *w = &r->rows[i];
     const tf_study_config *g = &w->config;
-    const char *colour = group_colour(group);
+    const char *colour = w->fits == 0 ? NOT_FIT : group_colour(group);
     const double mid = top + ROW_H / 2.0, bar_top = mid - BAR_H / 2.0, bar_bottom = mid + BAR_H / 2.0;
     const double unfrozen = w->tokens_per_s_unfrozen / g->ranks;
     const double planned = w->tokens_per_s_planned / g->ranks;
-    char label[96], tip[320], shade[8];
+    char label[96], tip[480], shade[8];
     config_label(r, g, label, sizeof label);
     tf_canvas_text(k, c->a0 - 6, mid, label, &ROW_LABEL);
     snprintf(tip, sizeof tip,
@@ -253,6 +320,13 @@ static void draw_row(tf_canvas *k, const tf_study_result *r, const chart *c, int
              tf_plural(g->stages_per_rank, "stage", "stages"), g->microbatches,
              tf_plural(g->microbatches, "microbatch", "microbatches"), g->max_freeze_ratio,
              g->p2p_ms, unfrozen, planned, w->speedup, w->mean_freeze_ratio);
+    if (r->has_memory) {
+        size_t used = strlen(tip);
+        snprintf(tip + used, sizeof tip - used, "; recompute %s%s, peak %.2f GiB%s",
+                 tf_recompute_name((tf_recompute)g->recompute),
+                 g->sequence_parallel ? ", sequence parallel" : "", w->peak_memory_bytes / GiB,
+                 w->fits < 0 ? "" : w->fits ? " (fits)" : " (does not fit)");
+    }
     double xu = round(x_tps(c, unfrozen)), xp = round(x_tps(c, fmax(planned, unfrozen)));
     tf_canvas_mark *bars[3] = {
         tf_canvas_rect(k, c->a0, bar_top, xu, bar_bottom, colour),
@@ -260,9 +334,15 @@ static void draw_row(tf_canvas *k, const tf_study_result *r, const chart *c, int
         tf_canvas_rect(k, c->b0, bar_top, round(x_speedup(c, w->speedup)), bar_bottom, colour)};
     for (int b = 0; b < 3; b++)
         tf_canvas_set(bars[b], "tooltip", tip);
-    char value[32];
-    snprintf(value, sizeof value, "%.2f\xc3\x97", w->speedup);
+    char value[64];
+    snprintf(value, sizeof value, "%.2f\xc3\x97%s", w->speedup, i == c->best ? "  " : "");
+    if (i == c->best)
+        snprintf(value + strlen(value), sizeof value - strlen(value), "%s", best_note);
     tf_canvas_text(k, round(x_speedup(c, w->speedup)) + 4, mid, value, &SPEEDUP_VALUE);
+    if (r->has_memory)
+        tf_canvas_set(tf_canvas_rect(k, c->c0, bar_top, round(x_gib(c, w->peak_memory_bytes / GiB)),
+                                     bar_bottom, w->fits == 0 ? OVER : group_colour(group)),
+                      "tooltip", tip);
 }
 
 /* Every configuration's row, top down, under its group's name. */
@@ -308,8 +388,11 @@ int tf_study_plot(const tf_study_result *r, const char *format, char **data, siz
     draw_head(k, r, &c);
     draw_axis(k, &c, c.a0, PANEL_A, 0.0, c.top_a, c.step_a, "");
     draw_axis(k, &c, c.b0, PANEL_B, 1.0, c.top_b, c.step_b, "\xc3\x97");
+    if (r->has_memory)
+        draw_axis(k, &c, c.c0, PANEL_C, 0.0, c.top_c, c.step_c, "");
     draw_groups(k, r, &c, 1);
     draw_rows(k, r, &c);
+    draw_limit(k, r, &c);
     /* The corners keep the margins inside Graphviz's bounding box. */
     tf_canvas_rect(k, 0, 0, 1, 1, "#ffffff");
     tf_canvas_rect(k, c.width - 1, c.rows_bottom + AXIS_H + MARGIN - 1, c.width,

@@ -16,11 +16,33 @@ static const char *const csv_columns =
     "batch_ms_planned,speedup,bubble_ratio_unfrozen,bubble_ratio_planned,mean_freeze_ratio,"
     "tokens_per_s_unfrozen,tokens_per_s_planned,tokens_per_s_per_gpu_planned,lp_variables,"
     "lp_constraints,solve_seconds";
+/* Appended when the study has a shape (docs/tf-study.md). */
+static const char *const csv_memory_columns =
+    ",recompute,sequence_parallel,peak_memory_gib,peak_activation_gib,fits,fit_by";
+
+static const double GiB = 1073741824.0;
+
+/* What a plan needed to fit: "none", "freeze", "recompute" or both. */
+static const char *fit_by(const tf_study_row *w)
+{
+    static const char *const names[4] = {"none", "freeze", "recompute", "freeze+recompute"};
+    return w->fits == 1 ? names[w->fit_freezes + 2 * w->fit_recomputes] : "";
+}
+
+/* The memory columns of one row. */
+static void csv_memory(st_text *t, const tf_study_row *w)
+{
+    const tf_study_config *c = &w->config;
+    st_printf(t, ",%s,%s,%.10g,%.10g,%s,%s", tf_recompute_name((tf_recompute)c->recompute),
+              c->sequence_parallel ? "true" : "false", w->peak_memory_bytes / GiB,
+              w->peak_activation_bytes / GiB,
+              w->fits < 0 ? "" : w->fits ? "true" : "false", fit_by(w));
+}
 
 int tf_study_to_csv(const tf_study_result *r, char **text, tf_error *err)
 {
     st_text t = {0};
-    st_printf(&t, "%s\n", csv_columns);
+    st_printf(&t, "%s%s\n", csv_columns, r->has_memory ? csv_memory_columns : "");
     for (int i = 0; i < r->n_rows; i++) {
         const tf_study_row *w = &r->rows[i];
         if (w->status != TF_STUDY_SOLVED)
@@ -34,9 +56,12 @@ int tf_study_to_csv(const tf_study_result *r, char **text, tf_error *err)
         st_printf(&t, "%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,", w->batch_ms_unfrozen,
                   w->batch_ms_all_frozen, w->batch_ms_planned, w->speedup,
                   w->bubble_ratio_unfrozen, w->bubble_ratio_planned, w->mean_freeze_ratio);
-        st_printf(&t, "%.10g,%.10g,%.10g,%d,%d,%.6f\n", w->tokens_per_s_unfrozen,
+        st_printf(&t, "%.10g,%.10g,%.10g,%d,%d,%.6f", w->tokens_per_s_unfrozen,
                   w->tokens_per_s_planned, w->tokens_per_s_planned / c->ranks, w->lp_variables,
                   w->lp_constraints, w->solve_seconds);
+        if (r->has_memory)
+            csv_memory(&t, w);
+        st_printf(&t, "\n");
     }
     if (st_finish(&t, text))
         return tf_fail(err, TF_ENOMEM, "out of memory writing the CSV");
@@ -47,8 +72,12 @@ int tf_study_to_csv(const tf_study_result *r, char **text, tf_error *err)
 
 void tf_study_profile_name(const tf_study_config *c, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s-p%d-v%d-m%d-cap%g-p2p%g.profile.json", c->schedule, c->ranks,
-             c->stages_per_rank, c->microbatches, c->max_freeze_ratio, c->p2p_ms);
+    char memory[48] = "";
+    if (c->recompute >= 0)
+        snprintf(memory, sizeof memory, "-%s-sp%d", tf_recompute_name((tf_recompute)c->recompute),
+                 c->sequence_parallel);
+    snprintf(buf, size, "%s-p%d-v%d-m%d-cap%g-p2p%g%s.profile.json", c->schedule, c->ranks,
+             c->stages_per_rank, c->microbatches, c->max_freeze_ratio, c->p2p_ms, memory);
 }
 
 int tf_study_write_outputs(const tf_study *s, const tf_study_result *r, const char *csv_path,
@@ -165,14 +194,15 @@ static void table_row(FILE *f, const char *first, const tf_study_row *w)
 }
 
 /* Index of the best solved row matching the filter (by planned tokens/s,
- * per GPU if per_gpu), the first on ties; -1 if none. */
+ * per GPU if per_gpu) among those that fit the GPU's memory, the first on
+ * ties; -1 if none. */
 static int best_row(const tf_study_result *r, const char *schedule, int ranks, int per_gpu)
 {
     int best = -1;
     double best_value = 0.0;
     for (int i = 0; i < r->n_rows; i++) {
         const tf_study_row *w = &r->rows[i];
-        if (w->status != TF_STUDY_SOLVED ||
+        if (w->status != TF_STUDY_SOLVED || w->fits == 0 ||
             (schedule && strcmp(w->config.schedule, schedule) != 0) ||
             (ranks && w->config.ranks != ranks))
             continue;
@@ -183,6 +213,49 @@ static int best_row(const tf_study_result *r, const char *schedule, int ranks, i
         }
     }
     return best;
+}
+
+/* The memory of every solved row, and the fastest that fits. */
+static void print_memory(const tf_study_result *r, FILE *f)
+{
+    int fit = 0, limited = r->memory_limit_bytes > 0;
+    for (int i = 0; i < r->n_rows; i++)
+        fit += r->rows[i].status == TF_STUDY_SOLVED && r->rows[i].fits != 0;
+    fprintf(f, "\n## Memory\n\nPeak: the largest rank's bytes over the schedule's order under "
+               "the plan (static + activations); activations: the transformer layers' alone.\n");
+    if (limited) {
+        fprintf(f, "Limit %.2f GiB per GPU: %d of %d planned configurations fit.\n",
+                r->memory_limit_bytes / GiB, fit, r->solved);
+        int best = best_row(r, NULL, 0, 1);
+        if (best >= 0) {
+            const tf_study_row *w = &r->rows[best];
+            fprintf(f, "Fastest that fits (tokens/s per GPU): %s, %d ranks x %d, %d "
+                       "microbatches, cap %.2g, recompute %s: %.0f tokens/s per GPU, peak "
+                       "%.2f GiB (fit by %s).\n",
+                    w->config.schedule, w->config.ranks, w->config.stages_per_rank,
+                    w->config.microbatches, w->config.max_freeze_ratio,
+                    tf_recompute_name((tf_recompute)w->config.recompute),
+                    w->tokens_per_s_planned / w->config.ranks, w->peak_memory_bytes / GiB,
+                    fit_by(w));
+        } else {
+            fprintf(f, "No configuration fits.\n");
+        }
+    }
+    fprintf(f, "\n| schedule | ranks | stages/rank | microbatches | cap | recompute | seq. "
+               "parallel | peak GiB | activations GiB | fits | fit by | tokens/s per GPU |\n"
+               "|---|---:|---:|---:|---:|---|---|---:|---:|---|---|---:|\n");
+    for (int i = 0; i < r->n_rows; i++) {
+        const tf_study_row *w = &r->rows[i];
+        const tf_study_config *c = &w->config;
+        if (w->status != TF_STUDY_SOLVED)
+            continue;
+        fprintf(f, "| %s | %d | %d | %d | %.2g | %s | %s | %.2f | %.2f | %s | %s | %.0f |\n",
+                c->schedule, c->ranks, c->stages_per_rank, c->microbatches, c->max_freeze_ratio,
+                tf_recompute_name((tf_recompute)c->recompute), c->sequence_parallel ? "yes" : "no",
+                w->peak_memory_bytes / GiB, w->peak_activation_bytes / GiB,
+                w->fits < 0 ? "-" : w->fits ? "yes" : "**no**", w->fits == 1 ? fit_by(w) : "-",
+                w->tokens_per_s_planned / c->ranks);
+    }
 }
 
 /* Has an earlier solved row the same schedule (or rank count)? */
@@ -211,13 +284,20 @@ void tf_study_print_summary(const tf_study_result *r, FILE *f)
     }
     fprintf(f, "Throughput is tokens/s of one pipeline under the freeze plan; per GPU divides "
                "it by the ranks.\nBubble = idle time / (ranks x batch time).\n");
+    if (r->memory_limit_bytes > 0)
+        fprintf(f, "Only configurations that fit %.2f GiB per GPU are ranked (## Memory).\n",
+                r->memory_limit_bytes / GiB);
 
     fprintf(f, "\n## Best configuration per pipeline depth (most tokens/s)\n\n");
     table_header(f, NULL);
     for (int i = 0; i < r->n_rows; i++) {
         if (r->rows[i].status != TF_STUDY_SOLVED || seen_before(r, i, 1))
             continue;
-        table_row(f, NULL, &r->rows[best_row(r, NULL, r->rows[i].config.ranks, 0)]);
+        int best = best_row(r, NULL, r->rows[i].config.ranks, 0);
+        if (best >= 0)
+            table_row(f, NULL, &r->rows[best]);
+        else
+            fprintf(f, "| (no %d-rank configuration fits) |\n", r->rows[i].config.ranks);
     }
 
     fprintf(f, "\n## Best configuration per schedule (most tokens/s per GPU)\n\n");
@@ -231,7 +311,8 @@ void tf_study_print_summary(const tf_study_result *r, FILE *f)
     int count = 0;
     for (int i = 0; i < r->n_rows && best; i++)
         if (r->rows[i].status == TF_STUDY_SOLVED && !seen_before(r, i, 0))
-            best[count++] = best_row(r, r->rows[i].config.schedule, 0, 1);
+            if ((best[count] = best_row(r, r->rows[i].config.schedule, 0, 1)) >= 0)
+                count++;
     for (int a = 1; a < count; a++)
         for (int b = a; b > 0; b--) {
             const tf_study_row *x = &r->rows[best[b - 1]], *y = &r->rows[best[b]];
@@ -275,4 +356,6 @@ void tf_study_print_summary(const tf_study_result *r, FILE *f)
                 100.0 * bubble_p / n, freeze / n);
     }
     free(speedups);
+    if (r->has_memory)
+        print_memory(r, f);
 }

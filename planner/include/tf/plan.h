@@ -6,6 +6,7 @@
 #define TF_PLAN_H
 
 #include <stdio.h>
+#include "tf/aux.h"
 #include "tf/error.h"
 #include "tf/memory.h"
 #include "tf/objective.h"
@@ -70,6 +71,12 @@ typedef struct tf_plan {
     tf_stage_memory *memory;      /* schedule.stages: the profile's bytes */
     int freeze_saves_memory;      /* 0: planned with tf-plan --no-freeze-memory */
     double *memory_limit;         /* schedule.ranks bytes; NULL: no limit */
+    /* Aux work (tf/aux.h): the profile's items, the margin kept free in
+     * each window, and where the work went; n_aux_work 0: none. */
+    tf_aux_work *aux_work;
+    int n_aux_work;
+    double aux_margin;
+    tf_aux_placement aux;
 } tf_plan;
 
 /* Serialises the plan as JSON (malloc'd, caller frees). */

@@ -32,11 +32,15 @@ typedef struct tf_plan_options {
      * input gradient needs (tf/memory.h); 0: freezing saves no memory, to
      * see what it buys. */
     int freeze_saves_memory;
+    /* The share of each bubble kept free when aux work is placed in it
+     * (tf/aux.h), in [0, TF_AUX_MAX_MARGIN]. */
+    double aux_margin;
 } tf_plan_options;
 
 /* Defaults: least-freeze, caps from the profile, no per-action cap, solver
  * auto, tf_freeze_control_init's control (no time limit, fallback,
- * silent), the profile's memory limit, freezing saving memory. */
+ * silent), the profile's memory limit, freezing saving memory, aux work
+ * placed with TF_AUX_DEFAULT_MARGIN. */
 void tf_plan_options_init(tf_plan_options *o);
 
 /* Builds the DAG of p->schedule, computes the unfrozen and all-frozen
@@ -99,6 +103,30 @@ int tf_plan_pareto(const tf_profile *p, const tf_plan_options *o, tf_pareto_axis
                    tf_pareto *out, tf_error *err);
 
 void tf_pareto_free(tf_pareto *pa);
+
+/* Aux work (tf/aux.h) against freezing: how much of it each step's
+ * bubbles take, and how often it completes. */
+typedef struct tf_aux_arm {
+    double max_action_ratio; /* the per-action cap it was planned with (0: no freezing) */
+    double batch_ms;
+    double demand_ms;        /* one step's aux work, all ranks */
+    double placed_ms;        /* placed in the step itself, all ranks */
+    int refresh_steps;       /* the slowest rank's (tf_aux_rank); 0: never completes */
+} tf_aux_arm;
+
+typedef struct tf_aux_comparison {
+    /* [0] no freezing; [1] o's plan; [2] the most freezing (the largest
+     * per-action cap, by bisection) whose refresh interval is no longer
+     * than [0]'s, or [1] when it already is */
+    tf_aux_arm arm[3];
+    int never_completes;     /* 1: an item fits no bubble, at any cap ([2] = [0]) */
+} tf_aux_comparison;
+
+/* Fills *out for profile p planned with options o (NULL: the defaults).
+ * Returns 0, TF_EINVAL (p declares no aux work), or tf_plan_from_profile's
+ * errors. */
+int tf_plan_compare_aux(const tf_profile *p, const tf_plan_options *o, tf_aux_comparison *out,
+                        tf_error *err);
 
 /* Sets up lp_solve's process-wide state: call it once, from one thread,
  * before threads that plan or solve in parallel start (tf-study's workers

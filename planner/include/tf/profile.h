@@ -8,6 +8,7 @@
 #ifndef TF_PROFILE_H
 #define TF_PROFILE_H
 
+#include "tf/aux.h"
 #include "tf/error.h"
 #include "tf/memory.h"
 #include "tf/schedule.h"
@@ -71,6 +72,10 @@ typedef struct tf_profile {
      * rank, NULL when not given. */
     tf_stage_memory *memory;   /* schedule.stages entries */
     double *memory_limit;      /* schedule.ranks entries */
+    /* Aux work (tf/aux.h): the stages' "aux" lists, in stage order; NULL
+     * and 0 when no stage declares any. */
+    tf_aux_work *aux;
+    int n_aux;
 } tf_profile;
 
 /* Parses and validates profile JSON text.  `where` names the source in

@@ -100,7 +100,8 @@ static int fill_ranks(tf_plan *plan, tf_error *err)
     for (int r = 0; r < ranks; r++)
         if (fill_bubbles(plan, r, &plan->per_rank[r]))
             return tf_fail(err, TF_ENOMEM, "out of memory describing the plan's ranks");
-    return plan->memory ? fill_peaks(plan, err) : 0;
+    int rc = plan->memory ? fill_peaks(plan, err) : 0;
+    return !rc && plan->n_aux_work ? tf_plan_place_aux(plan, err) : rc;
 }
 
 /* Which actions count in the freeze statistics: those the LP could
@@ -229,6 +230,36 @@ static void print_memory(const tf_plan *plan, FILE *f)
                 tf_plural(backwards, "backward", "backwards"), recomputed / backwards, r_ms);
 }
 
+/* "aux work      placed 12.0 of 20.0 ms per step (first fit; at most
+ * 14.1 split), refresh every 2 steps; per rank 3.0/5.0 ...": what the
+ * bubbles take of the aux work, and how often it completes. */
+static void print_aux(const tf_plan *plan, FILE *f)
+{
+    double demand = 0.0, placed = 0.0, exact = 0.0;
+    int refresh = 1;
+    for (int r = 0; r < plan->aux.ranks; r++) {
+        const tf_aux_rank *a = &plan->aux.per_rank[r];
+        demand += a->demand_ms;
+        placed += a->placed_ms;
+        exact += a->exact_ms;
+        if (a->demand_ms > 0 && (a->refresh_steps == 0 || refresh == 0))
+            refresh = 0;
+        else if (a->refresh_steps > refresh)
+            refresh = a->refresh_steps;
+    }
+    fprintf(f, "aux work      placed %.2f of %.2f ms per step (first fit; %.2f split), ", placed,
+            demand, exact);
+    if (refresh == 0)
+        fprintf(f, "never complete: an item is longer than every bubble\n");
+    else
+        fprintf(f, "refresh every %d %s\n", refresh, tf_plural(refresh, "step", "steps"));
+    fprintf(f, "              per rank placed/demand ms");
+    for (int r = 0; r < plan->aux.ranks && r < 16; r++)
+        fprintf(f, " %.1f/%.1f", plan->aux.per_rank[r].placed_ms, plan->aux.per_rank[r].demand_ms);
+    fprintf(f, "%s, %.0f%% of each bubble kept free\n", plan->aux.ranks > 16 ? " ..." : "",
+            100.0 * plan->aux_margin);
+}
+
 void tf_plan_print_summary(const tf_plan *plan, FILE *f)
 {
     const tf_schedule *s = &plan->schedule;
@@ -283,6 +314,8 @@ void tf_plan_print_summary(const tf_plan *plan, FILE *f)
     print_idle(plan, f);
     if (plan->memory)
         print_memory(plan, f);
+    if (plan->n_aux_work)
+        print_aux(plan, f);
 }
 
 void tf_plan_free(tf_plan *plan)
@@ -292,6 +325,8 @@ void tf_plan_free(tf_plan *plan)
     free(plan->per_rank);
     free(plan->memory);
     free(plan->memory_limit);
+    free(plan->aux_work);
+    tf_aux_placement_free(&plan->aux);
     tf_schedule_free(&plan->schedule);
     free(plan->max_freeze_ratio);
     free(plan->freeze_ratio_stage);

@@ -16,7 +16,8 @@ typedef struct tf_plan_arrays {
 
 /* Fills plan->actions from the schedule and the arrays, then the critical
  * flags, the freeze statistics, the throughput and plan->per_rank (idle
- * time, bubbles, and with plan->memory the peaks).  plan->schedule, the
+ * time, bubbles, with plan->memory the peaks, with aux work its
+ * placement).  plan->schedule, the
  * caps, the memory fields and the three batch times must be set, and
  * plan->actions allocated; critical is the caller's scratch of n bytes.  A
  * plan read from a file and one just solved get their figures from this
@@ -24,6 +25,10 @@ typedef struct tf_plan_arrays {
  * that cannot be built: a forward without its backward) or TF_ENOMEM. */
 int tf_plan_fill(tf_plan *plan, const tf_dag *g, const tf_plan_arrays *a,
                  unsigned char *critical, tf_error *err);
+
+/* Places plan->aux_work into the ranks' bubbles (plan->per_rank must be
+ * filled) into plan->aux (tf/aux.h says how).  Returns 0 or TF_ENOMEM. */
+int tf_plan_place_aux(tf_plan *plan, tf_error *err);
 
 /* The memory model of a plan's schedule, as the planner built it: the
  * stages' bytes, freeze_saves_memory, and the caps (a stage capped at 0

@@ -7,6 +7,7 @@
 
 #include "json_util.h"
 #include "plan_internal.h"
+#include "plan_json_aux.h"
 #include "plan_json_ranks.h"
 #include "schedule_internal.h"
 #include "tf/profile.h"
@@ -20,7 +21,7 @@ enum { PLAN_VERSION = 2 }; /* 2: per_rank, memory, R actions, recompute_ratio */
 static const char *const plan_fields[] = {
     "schedule", "ranks", "stages_per_rank", "microbatches", "microbatch_tokens", "p2p_ms",
     "max_freeze_ratio", "max_action_ratio", "objective", "batch_ms", "speedup",
-    "tokens_per_s", "freeze_ratio", "solver", "actions", "per_rank", "memory", NULL};
+    "tokens_per_s", "freeze_ratio", "solver", "actions", "per_rank", "memory", "aux", NULL};
 static const char *const batch_fields[] = {"unfrozen", "all_frozen", "planned", NULL};
 static const char *const tokens_fields[] = {"unfrozen", "planned", NULL};
 static const char *const ratio_fields[] = {"mean", "per_stage", NULL};
@@ -123,7 +124,7 @@ int tf_plan_to_json(const tf_plan *plan, char **json, tf_error *err)
         add_pair_name(o, plan, i);
         cJSON_AddItemToArray(actions, o);
     }
-    if (tf_plan_json_add_ranks(root, plan)) {
+    if (tf_plan_json_add_ranks(root, plan) || tf_plan_json_add_aux(root, plan)) {
         cJSON_Delete(root);
         return tf_fail(err, TF_ENOMEM, "out of memory writing the plan");
     }
@@ -617,6 +618,7 @@ static int parse_plan(const cJSON *root, const char *where, tf_plan *plan, tf_er
         (rc = parse_plan_actions(&ctx, root, &shape, plan, err)) ||
         (rc = parse_plan_caps(&ctx, root, plan, err)) ||
         (rc = tf_plan_json_parse_ranks(&ctx, root, plan, err)) ||
+        (rc = tf_plan_json_parse_aux(&ctx, root, plan, err)) ||
         (rc = parse_plan_solver(&ctx, root, plan, err)))
         return rc;
     return recompute_figures(plan, where, err);

@@ -11,7 +11,7 @@
 
 static const char *const rank_fields[] = {
     "rank", "idle_ms", "bubbles", "static_bytes", "peak_bytes", "peak_action", "limit_bytes",
-    NULL};
+    "aux", NULL};
 static const char *const pair_fields[] = {"unfrozen", "planned", NULL};
 static const char *const memory_fields[] = {"stages", "freeze_saves_memory", "limit_bytes",
                                             NULL};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json_util.h"
+#include "aux_json.h"
 #include "memory_json.h"
 #include "tf/util.h"
 
@@ -22,7 +23,7 @@ static const char *const stage_fields[] = {
     "forward_ms", "backward_ms", "backward_frozen_ms", "backward_input_ms",
     "backward_weight_ms", "backward_weight_frozen_ms", "parameters", "static_bytes",
     "activation_bytes", "activation_frozen_bytes", "weight_grad_bytes", "checkpoint_bytes",
-    "recompute_ms", NULL};
+    "recompute_ms", "aux", NULL};
 static const char *const override_fields[] = {
     "rank", "stage", "microbatch", "type", "ms", "frozen_ms", NULL};
 static const char *const pair_fields[] = {"pair", "ms", "frozen_ms", NULL};
@@ -375,8 +376,14 @@ static int parse_stages(const tfj_ctx *ctx, const cJSON *root, const stage_use *
         tfj_ctx at;
         tfj_index(&stages_at, s, &at);
         int given = 0;
+        tf_aux_list aux = {p->aux, p->n_aux};
         if ((rc = parse_stage(&at, entry, use[s], &p->stages[s], err)) ||
             (rc = tf_stage_memory_parse(&at, entry, &p->memory[s], &given, err)))
+            return rc;
+        rc = tf_aux_list_parse(&at, entry, "aux", s, stages, &aux, err);
+        p->aux = aux.work;
+        p->n_aux = aux.n;
+        if (rc)
             return rc;
         any_memory |= given;
         s++;
@@ -755,6 +762,7 @@ int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
         tfj_add_number(o, "parameters", st->parameters);
         if (p->memory)
             tf_stage_memory_to_json(&p->memory[k], o);
+        tf_aux_list_to_json(p->aux, p->n_aux, k, o, "aux");
         cJSON_AddItemToArray(stages, o);
     }
     if (p->memory_limit)
@@ -811,6 +819,7 @@ void tf_profile_free(tf_profile *p)
     tf_schedule_free(&p->schedule);
     free(p->memory);
     free(p->memory_limit);
+    free(p->aux);
     free(p->max_freeze_ratio);
     free(p->stages);
     free(p->overrides);

@@ -416,9 +416,10 @@ static int parse_rows(const char *const *const *rows, const int *row_len, int mi
 
 /* Counts the actions of one (stage, microbatch), keys[from..to), by type;
  * at[type] gets the position of the last of each. */
-static void count_types(const cell_key *keys, int from, int to, int n[4], int at[4])
+static void count_types(const cell_key *keys, int from, int to, int n[TF_ACTION_TYPES],
+                        int at[TF_ACTION_TYPES])
 {
-    for (int t = 0; t < 4; t++)
+    for (int t = 0; t < TF_ACTION_TYPES; t++)
         n[t] = 0, at[t] = -1;
     for (int k = from; k < to; k++) {
         n[keys[k].type]++;
@@ -447,7 +448,7 @@ static int convert_old_backwards(tf_schedule *s, const cell_naming *naming, tf_c
                       keys[end].microbatch == keys[k].microbatch;
              end++)
             ;
-        int count[4], at[4];
+        int count[TF_ACTION_TYPES], at[TF_ACTION_TYPES];
         count_types(keys, k, end, count, at);
         if (count[TF_ACT_B] != 1 || count[TF_ACT_W] != 1 || count[TF_ACT_I] != 0 ||
             at[TF_ACT_W] < at[TF_ACT_B] ||

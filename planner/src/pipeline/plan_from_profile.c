@@ -30,6 +30,7 @@ void tf_plan_options_init(tf_plan_options *o)
     tf_freeze_control_init(&o->control);
     o->memory_limit = 0.0;
     o->freeze_saves_memory = 1;
+    o->aux_margin = TF_AUX_DEFAULT_MARGIN;
 }
 
 /* The schedule the LP solves, with what it needs: the profile's own, or
@@ -260,6 +261,20 @@ static int prepare(plan_work *w, tf_error *err)
     return rc;
 }
 
+/* The profile's aux work into the plan, to be placed in its bubbles. */
+static int copy_aux(tf_plan *plan, const tf_profile *p, const tf_plan_options *o)
+{
+    plan->aux_margin = o ? o->aux_margin : TF_AUX_DEFAULT_MARGIN;
+    if (!p->n_aux)
+        return 0;
+    plan->aux_work = malloc((size_t)p->n_aux * sizeof *plan->aux_work);
+    if (!plan->aux_work)
+        return TF_ENOMEM;
+    memcpy(plan->aux_work, p->aux, (size_t)p->n_aux * sizeof *p->aux);
+    plan->n_aux_work = p->n_aux;
+    return 0;
+}
+
 /* The plan's shape and settings, before its actions are filled. */
 static int plan_init(tf_plan *plan, const plan_work *w, const tf_schedule *s)
 {
@@ -290,7 +305,7 @@ static int plan_init(tf_plan *plan, const plan_work *w, const tf_schedule *s)
             return TF_ENOMEM;
         memcpy(plan->memory_limit, w->limit, (size_t)s->ranks * sizeof *w->limit);
     }
-    return 0;
+    return copy_aux(plan, p, w->o);
 }
 
 /* The solver's name, version and figures into the plan. */
@@ -432,8 +447,12 @@ static int make_plan(const tf_profile *p, const tf_plan_options *o, int solve, t
     memset(out, 0, sizeof *out);
     const double per_action = o ? o->max_action_ratio : 1.0;
     int rc = 0;
+    const double margin = o ? o->aux_margin : TF_AUX_DEFAULT_MARGIN;
     if (solve && !(per_action > 0.0 && per_action <= 1.0))
         rc = tf_fail(err, TF_EINVAL, "max_action_ratio = %g: must be in (0, 1]", per_action);
+    else if (!(margin >= 0.0 && margin <= TF_AUX_MAX_MARGIN))
+        rc = tf_fail(err, TF_EINVAL, "aux_margin = %g: must be in [0, %g]", margin,
+                     TF_AUX_MAX_MARGIN);
     if (!rc)
         rc = tf_dag_build(&p->schedule, p->p2p_ms, &g, err);
     if (!rc)

@@ -581,6 +581,8 @@ static double draw_legend(tf_canvas *c, const tl_model *m, const frame *f, doubl
         x += w;
     }
     legend_swatch(c, &x, &y, f, TL_BUBBLE_FILL, "idle window");
+    if (m->plan->n_aux_work)
+        legend_swatch(c, &x, &y, f, TL_AUX_FILL, "aux work in the idle time");
     if (m->n_panels > 1)
         legend_swatch(c, &x, &y, f, "#eeeeee", "idle (unfrozen)");
     if (m->plan->memory)

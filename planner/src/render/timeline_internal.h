@@ -110,8 +110,9 @@ void tl_draw_memory_lane(struct tf_canvas *c, const tl_model *m, const tl_panel 
 /* Shades rank r's idle windows in the planned panel p (the plan's
  * per_rank bubbles), its timeline lane spanning [top, top + TL_ROW_H]: one
  * mark per window, id <prefix>_bubble_<r>_<k>, class "bubble", whose
- * tooltip gives the window.  Work placed into a window is to be drawn over
- * its mark, here. */
+ * tooltip gives the window; then the aux work placed in the windows during
+ * the step (the plan's aux slices of step 0) over them, id
+ * <prefix>_aux_<r>_<k>, class "aux". */
 void tl_draw_bubbles(struct tf_canvas *c, const tl_model *m, const tl_panel *p,
                      const tl_frame *f, int r, double top);
 
@@ -120,6 +121,7 @@ void tl_draw_bubbles(struct tf_canvas *c, const tl_model *m, const tl_panel *p,
 #define TL_STATIC_FILL "#6baed6"
 #define TL_LIMIT_COLOUR "#c0392b"
 #define TL_BUBBLE_FILL "#fbe3c4"
+#define TL_AUX_FILL "#2a9d8f" /* aux work placed in a bubble */
 
 /* The title's two lines (schedule and shape, or opt->title; then batch
  * times, speedup, mean freeze ratio and bubble) into line1 and line2 of

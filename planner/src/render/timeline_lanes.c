@@ -143,6 +143,32 @@ void tl_draw_memory_lane(tf_canvas *c, const tl_model *m, const tl_panel *p, con
     draw_peak(c, f, p, r, top);
 }
 
+/* The aux work placed in rank r's bubbles during the step itself
+ * (tf/aux.h; what spills to later steps is not in this step's picture). */
+static void draw_aux(tf_canvas *c, const tl_model *m, const tl_panel *p, const tl_frame *f,
+                     int r, double top)
+{
+    const tf_plan *plan = m->plan;
+    for (int k = 0; k < plan->aux.n_slices; k++) {
+        const tf_aux_slice *a = &plan->aux.slices[k];
+        if (a->rank != r || a->step != 0)
+            continue;
+        double x0 = tl_x(f, a->start_ms), x1 = tl_x(f, a->start_ms + a->ms);
+        if (x1 - x0 < 1.0)
+            x1 = x0 + 1.0; /* a sliver still shows */
+        const tf_aux_work *w = &plan->aux_work[a->work];
+        tf_canvas_mark *n = tf_canvas_rect(c, x0, top + 6, x1, top + TL_ROW_H - 6, TL_AUX_FILL);
+        tf_canvas_setf(n, "id", "%s_aux_%d_%d", p->id_prefix, r, k);
+        tf_canvas_set(n, "class", "aux");
+        if (a->microbatch >= 0)
+            tf_canvas_setf(n, "tooltip", "%s of stage %d, microbatch %d: %.3f to %.3f ms", w->name,
+                           w->stage, a->microbatch, a->start_ms, a->start_ms + a->ms);
+        else
+            tf_canvas_setf(n, "tooltip", "%s of stage %d, once per step: %.3f to %.3f ms",
+                           w->name, w->stage, a->start_ms, a->start_ms + a->ms);
+    }
+}
+
 void tl_draw_bubbles(tf_canvas *c, const tl_model *m, const tl_panel *p, const tl_frame *f,
                      int r, double top)
 {
@@ -161,4 +187,5 @@ void tl_draw_bubbles(tf_canvas *c, const tl_model *m, const tl_panel *p, const t
         tf_canvas_setf(n, "tooltip", "rank %d idle from %.3f to %.3f ms (%.3f ms)", r, from, to,
                        to - from);
     }
+    draw_aux(c, m, p, f, r, top);
 }

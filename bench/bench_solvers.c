@@ -2,26 +2,31 @@
  *
  *   bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]
  *                 [--objective least-freeze|spread] [--limit S] [--solvers LIST]
- *                 [--highs-dir DIR] [ACTIONS...]
+ *                 [--python PATH] [ACTIONS...]
  *
  * Default: 1F1B, 8 ranks, the schedule's default stages per rank, sizes
  * 2048 8192 32768 131072 actions, a limit of 300 s per solve, solvers
- * lp_solve,fast,clp,highs.  Each size is the jittered per-action profile of
+ * lp_solve,fast,clp,highs,scipy.  Each size is the jittered per-action profile of
  * bench_profile.h (the one bench-plan uses), with the microbatch count that
  * gives about that many actions (bench_microbatches_for; the row shows the
  * actual count), caps 0.8, objective least-freeze unless --objective says
- * spread (the CLP and HiGHS rows then say "n/a": they solve least-freeze
- * only).
+ * spread (the CLP, HiGHS and SciPy rows then say "n/a": they solve
+ * least-freeze only).
  *
  * What is timed: everything from the profile in memory to the plan result -
  * per-action durations, the DAG, the unfrozen and all-frozen bounds, the LP
  * (built and solved), the ratios, the planned longest path and the critical
  * actions.  For lp_solve and fast that is tf_plan_from_profile with
  * tf_plan_options.solver set and no fallback, so that each row is that
- * solver's own; for CLP the same steps in bench_clp.c.  Not
+ * solver's own; for CLP the same steps in bench_clp.c, for HiGHS and SciPy
+ * in bench_pylp.c.  Not
  * timed: generating the profile, reading profile.json and writing plan.json
  * (JSON I/O is the same for every solver).  `solve_s` is the solver's own
  * share (LP build and solves, as the plan's solver.seconds reports it).
+ * Both are wall-clock times; `cpu_s` is the CPU time the child (and, for
+ * the Python rows, its interpreter) used from the fork (ru_utime +
+ * ru_stime from wait4), the figure to read on a machine whose other jobs
+ * leave a solve only part of a core; a timeout's row has none.
  *
  * Every solve runs in its own fork()ed child, one at a time, which sends its
  * figures back through a pipe.  A child still running after the limit is
@@ -44,12 +49,14 @@
  *
  * CLP (COIN-OR, Debian package coinor-libclp-dev) is built in only when CMake
  * finds it; otherwise its rows say "not built".  HiGHS is not packaged for
- * Debian 12: its rows run the npm package `highs` (HiGHS compiled to
- * WebAssembly) under node, from --highs-dir (default bench/highs of the
- * source tree, installed there by `npm ci`), and say "not installed"
- * without it (bench_highs.h).  The HiGHS child runs node as a grandchild:
- * ru_maxrss from wait4 covers it (Linux folds a reaped child's peak into
- * its parent's), and a timeout kills the child's whole process group.
+ * Debian 12: its rows run native HiGHS through its Python interface
+ * (highspy), and the SciPy rows scipy.optimize.linprog(method="highs"),
+ * both by bench/solve_lp.py under --python (default: the PyTorch
+ * environment's python, which has both), and say "not installed" where it
+ * cannot import them (bench_pylp.h).  Their child runs Python as a
+ * grandchild: ru_maxrss from wait4 covers it (Linux folds a reaped child's
+ * peak into its parent's), and a timeout kills the child's whole process
+ * group.
  *
  * Exit status (the toolkit's, cli.h): 0 when every solve finished or timed
  * out (timeouts are measurements), 1 when a profile could not be made or
@@ -79,12 +86,19 @@
 #include "tf/planner.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
-#include "bench_highs.h"
+#include "bench_pylp.h"
 #ifdef TF_BENCH_HAVE_CLP
 #include "bench_clp.h"
 #endif
 
-enum { SOLVER_LP_SOLVE = 0, SOLVER_FAST = 1, SOLVER_CLP = 2, SOLVER_HIGHS = 3, N_SOLVERS = 4 };
+enum {
+    SOLVER_LP_SOLVE = 0,
+    SOLVER_FAST = 1,
+    SOLVER_CLP = 2,
+    SOLVER_HIGHS = 3,
+    SOLVER_SCIPY = 4,
+    N_SOLVERS = 5
+};
 
 /* The name of a SOLVER_* index, as --solvers and the rows spell it. */
 static const char *solver_label(int solver)
@@ -93,8 +107,23 @@ static const char *solver_label(int solver)
     case SOLVER_LP_SOLVE: return "lp_solve";
     case SOLVER_FAST: return "fast";
     case SOLVER_CLP: return "clp";
-    default: return "highs";
+    case SOLVER_HIGHS: return "highs";
+    default: return "scipy";
     }
+}
+
+/* Whether the Python solvers can run: per bench_pylp_solver, its version,
+ * or why it cannot run. */
+typedef struct python_rows {
+    int available[2];
+    char text[2][4200];
+} python_rows;
+
+/* Whether a SOLVER_* index runs in Python (bench_pylp.h), and which. */
+static int python_solver(int solver, bench_pylp_solver *which)
+{
+    *which = solver == SOLVER_SCIPY ? BENCH_PYLP_SCIPY : BENCH_PYLP_HIGHS;
+    return solver == SOLVER_HIGHS || solver == SOLVER_SCIPY;
 }
 
 #define MAX_SIZES 64
@@ -106,7 +135,7 @@ typedef struct bench_options {
     double limit;                /* seconds per solve */
     tf_objective objective;
     int use[N_SOLVERS];          /* solvers to run */
-    const char *highs_dir;       /* bench/highs: solve.mjs and node_modules */
+    bench_pylp python;           /* the Python solvers' interpreter and script */
     const char *profile_dir;     /* where to save each size's profile, or NULL */
     tf_cli_list actions;         /* the ACTIONS operands */
     int sizes[MAX_SIZES];
@@ -139,13 +168,14 @@ typedef struct measurement {
     run_outcome outcome;
     solve_report report;
     double peak_mib;             /* child's ru_maxrss */
+    double cpu_seconds;          /* child's user + system time */
     int wait_status;             /* for RUN_CRASHED */
 } measurement;
 
 static const char synopsis[] =
     "usage: bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]\n"
     "                     [--objective least-freeze|spread] [--limit S]\n"
-    "                     [--solvers LIST] [--highs-dir DIR]\n"
+    "                     [--solvers LIST] [--python PATH]\n"
     "                     [--save-profiles DIR] [ACTIONS...]\n"
     "\n"
     "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
@@ -157,14 +187,14 @@ static const char synopsis[] =
 static void notes(FILE *f)
 {
     tf_cli_print_schedules(f);
-    fprintf(f, "--highs-dir by default: %s\n", TF_BENCH_HIGHS_DIR);
+    fprintf(f, "--python by default: %s\n", TF_BENCH_PYTHON);
 }
 
 /* --solvers LIST into use[N_SOLVERS] (TF_CLI_CUSTOM). */
 static int parse_solvers(const char *list, void *field, const char **expected)
 {
     int *use = field, any = 0;
-    *expected = "a comma-separated list of lp_solve, fast, clp, highs";
+    *expected = "a comma-separated list of lp_solve, fast, clp, highs, scipy";
     for (int s = 0; s < N_SOLVERS; s++)
         use[s] = 0;
     const char *p = list;
@@ -196,13 +226,13 @@ static const tf_cli_option options[] = {
     {"stages-per-rank", 0, TF_CLI_INT, AT(stages_per_rank), 1, 64, .arg = "V",
      .help = "stages per rank (default: the schedule's)"},
     {"objective", 0, TF_CLI_CUSTOM, AT(objective), .parse = tf_cli_objective, .arg = "NAME",
-     .help = "least-freeze (default) or spread (not for clp, highs)"},
+     .help = "least-freeze (default) or spread (not for clp, highs, scipy)"},
     {"limit", 0, TF_CLI_NUMBER, AT(limit), 0, 86400, .flags = TF_CLI_ABOVE_MIN, .arg = "S",
      .help = "seconds per solve before the child is killed (default 300)"},
     {"solvers", 0, TF_CLI_CUSTOM, AT(use), .parse = parse_solvers, .arg = "LIST",
-     .help = "comma-separated subset of lp_solve,fast,clp,highs (default all)"},
-    {"highs-dir", 0, TF_CLI_PATH, AT(highs_dir), .arg = "DIR",
-     .help = "where solve.mjs and the npm package highs are"},
+     .help = "comma-separated subset of lp_solve,fast,clp,highs,scipy (default all)"},
+    {"python", 0, TF_CLI_PATH, AT(python.python), .arg = "PATH",
+     .help = "the python that runs the highs (highspy) and scipy rows"},
     {"save-profiles", 0, TF_CLI_PATH, AT(profile_dir), .arg = "DIR",
      .help = "also write each size's profile to DIR/profile-ACTIONS.json, to time tf-plan on "
              "it with its JSON I/O (an existing file is an error)"},
@@ -244,7 +274,8 @@ static int parse_args(int argc, char **argv, bench_options *o)
     o->limit = 300.0;
     for (int s = 0; s < N_SOLVERS; s++)
         o->use[s] = 1;
-    o->highs_dir = TF_BENCH_HIGHS_DIR;
+    o->python.python = TF_BENCH_PYTHON;
+    o->python.script = TF_BENCH_SOLVE_LP;
     int rc = tf_cli_parse(&program, argc, argv, o);
     if (rc == TF_CLI_CONTINUE) {
         rc = take_sizes(o);
@@ -297,10 +328,11 @@ static void child_solve(const tf_profile *p, int solver, const bench_options *o,
     memset(r, 0, sizeof *r);
     tf_error err = {0};
     double started = tf_now_seconds();
-    if (solver == SOLVER_HIGHS || solver == SOLVER_CLP) {
+    bench_pylp_solver which;
+    if (python_solver(solver, &which) || solver == SOLVER_CLP) {
         bench_lp_result lr;
-        if (solver == SOLVER_HIGHS)
-            r->rc = bench_highs_plan(p, o->highs_dir, &lr, &err);
+        if (solver != SOLVER_CLP)
+            r->rc = bench_pylp_plan(p, &o->python, which, &lr, &err);
 #ifdef TF_BENCH_HAVE_CLP
         else
             r->rc = bench_clp_plan(p, &lr, &err);
@@ -315,7 +347,7 @@ static void child_solve(const tf_profile *p, int solver, const bench_options *o,
             r->total_freeze = lr.total_freeze;
             r->variables = lr.columns;
             r->constraints = lr.rows;
-            snprintf(r->solver, sizeof r->solver, "%s", solver == SOLVER_HIGHS ? "highs" : "clp");
+            snprintf(r->solver, sizeof r->solver, "%s", solver_label(solver));
         }
     } else {
         tf_plan_options options;
@@ -393,7 +425,7 @@ static int measure(const tf_profile *p, int solver, const bench_options *o, meas
         return -1;
     }
     if (pid == 0) {
-        setpgid(0, 0); /* its own group, so a timeout also kills node (HiGHS) */
+        setpgid(0, 0); /* its own group, so a timeout also kills Python (HiGHS, SciPy) */
         close(fds[0]);
         solve_report r;
         child_solve(p, solver, o, &r);
@@ -428,6 +460,8 @@ static int measure(const tf_profile *p, int solver, const bench_options *o, meas
     while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
         ;
     m->peak_mib = (double)ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
+    m->cpu_seconds = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
     m->wait_status = status;
     if (timed_out)
         m->outcome = RUN_TIMEOUT;
@@ -438,37 +472,40 @@ static int measure(const tf_profile *p, int solver, const bench_options *o, meas
     return 0;
 }
 
-static void print_header(const bench_options *o, const char *highs_status)
+static void print_header(const bench_options *o, const python_rows *py)
 {
-    char version[32], highs_version[32];
-    bench_highs_version(o->highs_dir, highs_version, sizeof highs_version);
+    char version[32];
     printf("bench-solvers: %s, %d %s x %d %s per rank, %s, caps 0.8, "
            "limit %g s per solve\n",
            o->schedule, o->ranks, tf_plural(o->ranks, "rank", "ranks"), o->stages_per_rank,
            tf_plural(o->stages_per_rank, "stage", "stages"), tf_objective_name(o->objective),
            o->limit);
-    printf("solvers: lp_solve %s, fast (planner %s), clp %s, highs %s%s\n",
+    printf("solvers: lp_solve %s, fast (planner %s), clp %s, highs %s%s, scipy %s%s\n",
            tf_freeze_solver_version(version, sizeof version), TF_VERSION,
 #ifdef TF_BENCH_HAVE_CLP
            bench_clp_version(),
 #else
            "not built",
 #endif
-           highs_status ? highs_status : highs_version,
-           highs_status ? "" : " (npm package highs: HiGHS as WebAssembly, run by node)");
+           py->text[BENCH_PYLP_HIGHS],
+           py->available[BENCH_PYLP_HIGHS] ? " (native, through highspy)" : "",
+           py->text[BENCH_PYLP_SCIPY],
+           py->available[BENCH_PYLP_SCIPY] ? " (linprog, method highs)" : "");
+    if (py->available[BENCH_PYLP_HIGHS] || py->available[BENCH_PYLP_SCIPY])
+        printf("python: %s %s\n", o->python.python, o->python.script);
     printf("seconds: end to end in a fork()ed child (DAG, bounds, LP, plan; no JSON I/O); "
-           "solve_s: the solver's share\n");
+           "solve_s: the solver's share; cpu_s: the child's CPU time\n");
     printf("peak_MiB: the child's ru_maxrss, as measured; baselines: parent_MiB (parent's RSS "
            "at fork), idle_MiB (an idle child's peak)\n");
     printf("vars/cons: LP columns/rows (fast: network nodes/arcs)\n\n");
-    printf("%8s %6s  %-9s %-9s %9s %9s %9s %10s %8s %8s %8s %18s %14s  %s\n", "actions",
-           "micro", "solver", "status", "seconds", "solve_s", "peak_MiB", "parent_MiB",
+    printf("%8s %6s  %-9s %-9s %9s %9s %9s %9s %10s %8s %8s %8s %18s %14s  %s\n", "actions",
+           "micro", "solver", "status", "seconds", "solve_s", "cpu_s", "peak_MiB", "parent_MiB",
            "idle_MiB", "vars", "cons", "batch_ms", "total_freeze", "vs_lp_solve");
 }
 
 static void print_row(int actions, int microbatches, int solver, const measurement *m,
                       double parent_mib, double idle_mib, const measurement *reference,
-                      const bench_options *o, const char *highs_status)
+                      const bench_options *o, const python_rows *py)
 {
     const double limit = o->limit;
     printf("%8d %6d  %-9s ", actions, microbatches, solver_label(solver));
@@ -477,14 +514,15 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         printf("not built\n");
         return;
     case RUN_NOT_INSTALLED:
-        printf("not installed: %s\n", highs_status);
+        printf("%s\n", py->text[solver == SOLVER_SCIPY ? BENCH_PYLP_SCIPY : BENCH_PYLP_HIGHS]);
         return;
     case RUN_NOT_APPLICABLE:
         printf("n/a       (least-freeze only)\n");
         return;
     case RUN_TIMEOUT:
-        printf("%-9s %9s %9s %9.1f %10.1f %8.1f   (killed after %g s)\n", "timeout", "-", "-",
-               m->peak_mib, parent_mib, idle_mib, limit);
+        /* No cpu_s: a killed child never reaps its Python, whose time is lost. */
+        printf("%-9s %9s %9s %9s %9.1f %10.1f %8.1f   (killed after %g s)\n", "timeout", "-",
+               "-", "-", m->peak_mib, parent_mib, idle_mib, limit);
         return;
     case RUN_CRASHED:
         if (WIFSIGNALED(m->wait_status))
@@ -500,9 +538,9 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         break;
     }
     const solve_report *r = &m->report;
-    printf("%-9s %9.3f %9.3f %9.1f %10.1f %8.1f %8d %8d %18.9f %14.9f  ", "ok", r->seconds,
-           r->solve_seconds, m->peak_mib, parent_mib, idle_mib, r->variables, r->constraints,
-           r->batch_ms, r->total_freeze);
+    printf("%-9s %9.3f %9.3f %9.3f %9.1f %10.1f %8.1f %8d %8d %18.9f %14.9f  ", "ok", r->seconds,
+           r->solve_seconds, m->cpu_seconds, m->peak_mib, parent_mib, idle_mib, r->variables,
+           r->constraints, r->batch_ms, r->total_freeze);
     if (solver == SOLVER_LP_SOLVE)
         printf("reference\n");
     else if (!reference || reference->outcome != RUN_OK)
@@ -567,19 +605,20 @@ static int save_profile(const tf_profile *p, const char *dir, int actions)
 }
 
 /* A row that needs no child: RUN_NOT_APPLICABLE (a general solver with
- * spread), RUN_NOT_INSTALLED (HiGHS missing) or RUN_NOT_BUILT (CLP not
+ * spread), RUN_NOT_INSTALLED (a Python solver missing) or RUN_NOT_BUILT (CLP not
  * built in); RUN_OK when the solver runs. */
 static run_outcome row_without_child(int solver, const bench_options *o,
-                                     const char *highs_status)
+                                     const python_rows *py)
 {
 #ifndef TF_BENCH_HAVE_CLP
     if (solver == SOLVER_CLP)
         return RUN_NOT_BUILT;
 #endif
-    if ((solver == SOLVER_CLP || solver == SOLVER_HIGHS) &&
-        o->objective != TF_OBJECTIVE_LEAST_FREEZE)
+    bench_pylp_solver which;
+    int in_python = python_solver(solver, &which);
+    if ((solver == SOLVER_CLP || in_python) && o->objective != TF_OBJECTIVE_LEAST_FREEZE)
         return RUN_NOT_APPLICABLE;
-    if (solver == SOLVER_HIGHS && highs_status)
+    if (in_python && !py->available[which])
         return RUN_NOT_INSTALLED;
     return RUN_OK;
 }
@@ -588,7 +627,7 @@ static run_outcome row_without_child(int solver, const bench_options *o,
  * Returns 0, TF_EXIT_SOLVER when a solve failed or crashed (the other rows
  * still run), or -1 when a child could not be started. */
 static int run_solvers(const tf_profile *p, int microbatches, const bench_options *o,
-                       const char *highs_status)
+                       const python_rows *py)
 {
     const int actions = p->schedule.n_actions;
     double parent_mib = resident_mib(), idle_mib = idle_child_mib();
@@ -598,10 +637,9 @@ static int run_solvers(const tf_profile *p, int microbatches, const bench_option
     for (int s = 0; s < N_SOLVERS; s++) {
         if (!o->use[s])
             continue;
-        m[s].outcome = row_without_child(s, o, highs_status);
+        m[s].outcome = row_without_child(s, o, py);
         if (m[s].outcome != RUN_OK) {
-            print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib, NULL, o,
-                      highs_status);
+            print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib, NULL, o, py);
             continue;
         }
         if (measure(p, s, o, &m[s]))
@@ -609,7 +647,7 @@ static int run_solvers(const tf_profile *p, int microbatches, const bench_option
         if (m[s].outcome == RUN_FAILED || m[s].outcome == RUN_CRASHED)
             status = TF_EXIT_SOLVER;
         print_row(actions, microbatches, s, &m[s], parent_mib, idle_mib,
-                  o->use[SOLVER_LP_SOLVE] ? &m[SOLVER_LP_SOLVE] : NULL, o, highs_status);
+                  o->use[SOLVER_LP_SOLVE] ? &m[SOLVER_LP_SOLVE] : NULL, o, py);
         fflush(stdout);
     }
     print_speedups(actions, microbatches, o, m);
@@ -620,7 +658,7 @@ static int run_solvers(const tf_profile *p, int microbatches, const bench_option
 /* One size of about `size` actions: its profile, saved when asked, and
  * the solvers on it.  Returns as run_solvers does; a profile that cannot
  * be made is TF_EXIT_INPUT, one that cannot be saved -1. */
-static int bench_size(int size, const bench_options *o, const char *highs_status)
+static int bench_size(int size, const bench_options *o, const python_rows *py)
 {
     tf_error err = {0};
     int microbatches;
@@ -634,7 +672,7 @@ static int bench_size(int size, const bench_options *o, const char *highs_status
     }
     int rc = o->profile_dir && save_profile(&p, o->profile_dir, p.schedule.n_actions)
                  ? -1
-                 : run_solvers(&p, microbatches, o, highs_status);
+                 : run_solvers(&p, microbatches, o, py);
     tf_profile_free(&p);
     return rc;
 }
@@ -645,14 +683,19 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc != TF_CLI_CONTINUE)
         return rc;
-    char highs_why[4200];
-    const char *highs_status = NULL;
-    if (o.use[SOLVER_HIGHS] && !bench_highs_available(o.highs_dir, highs_why, sizeof highs_why))
-        highs_status = highs_why;
-    print_header(&o, highs_status);
+    python_rows py;
+    for (int s = SOLVER_HIGHS; s <= SOLVER_SCIPY; s++) {
+        bench_pylp_solver which;
+        python_solver(s, &which);
+        py.available[which] =
+            o.use[s] && bench_pylp_available(&o.python, which, py.text[which], sizeof py.text[0]);
+        if (!o.use[s])
+            snprintf(py.text[which], sizeof py.text[0], "not chosen");
+    }
+    print_header(&o, &py);
     int status = 0;
     for (int k = 0; k < o.n_sizes; k++) {
-        rc = bench_size(o.sizes[k], &o, highs_status);
+        rc = bench_size(o.sizes[k], &o, &py);
         if (rc < 0)
             return TF_EXIT_INPUT;
         if (rc)

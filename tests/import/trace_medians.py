@@ -4,32 +4,37 @@ checking tf-import (standard library only; an independent reading of the
 same rules, not a copy of the C code).
 
     trace_medians.py [--steps FIRST:LAST] TRACE... [--frozen TRACE...]
+    trace_medians.py --order TRACE...
 
 prints {"<stage><type><microbatch>": ms, ...} for the compute actions of all
-the traces.  With --frozen (a run with every parameter frozen), the F and I
-figures take the frozen run's samples too, since freezing does not change
-them; B and W keep the first run's alone.  For each step (ProfilerStep#N span), an action's time is its
+the traces; with --order, one list per trace of its compute actions in the
+order they started in its first step (an overlapped pair
+PP:(0F7;7B3)OVERLAP_F_B as its two actions, forward first).  With --frozen
+(a run with every parameter frozen), the F and I figures take the frozen
+run's samples too, since freezing does not change them; B and W keep the
+first run's alone.  For each step (ProfilerStep#N span), an action's time is its
 PP: span; on the CPU side its start moves to the end of the receive
 (gloo:recv, nccl:recv) posted in the matching PP:<stage>RECV_F/B<mb> span
 when that ends inside the action's span.  The median over steps is the
 middle value or the mean of the two middle ones.
 """
-import gzip
 import json
+import os
 import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "tools", "reference"))
+from drop_wait_spans import read_trace  # noqa: E402
+
 COMPUTE = re.compile(r"PP:(\d+)([FBIW])(\d+)$")
+PAIR = re.compile(r"PP:\((\d+[FBIW]\d+);(\d+[FBIW]\d+)\)OVERLAP_F_B$")
 RECV = re.compile(r"PP:(\d+)RECV_([FB])(\d+)$")
 
 
 def events(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    doc = json.loads(raw)
+    doc = read_trace(path)
     evs = doc if isinstance(doc, list) else doc["traceEvents"]
     return [e for e in evs if e.get("ph") == "X"]
 
@@ -93,8 +98,30 @@ def samples(paths, first, last):
     return per_cell
 
 
+def order(path):
+    """The compute actions of the trace at path in the order they started
+    in its first step (the whole trace without a step span)."""
+    _, annotations = side(events(path))
+    steps = steps_of(annotations)
+    lo, hi = steps[min(steps)] if steps else (float("-inf"), float("inf"))
+    cells = []
+    for e in sorted(annotations, key=lambda e: e["ts"]):
+        if not lo <= e["ts"] <= hi:
+            continue
+        m, pair = COMPUTE.match(e["name"]), PAIR.match(e["name"])
+        if m:
+            cells.append("".join(m.groups()))
+        elif pair:
+            cells += pair.groups()
+    return cells
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--order"]:
+        json.dump([order(path) for path in args[1:]], sys.stdout)
+        print()
+        return
     first, last = None, None
     if args[:1] == ["--steps"]:
         first, last = map(int, args[1].split(":"))

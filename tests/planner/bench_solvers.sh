@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test of bench-solvers on a tiny size: exit 0, every solver that is
-# there finishes, lp_solve and fast (and CLP and HiGHS when built and
+# there finishes, lp_solve and fast (and CLP, HiGHS and SciPy when built and
 # installed) report the same batch time (1e-9 relative) and total freeze
-# (1e-6); the time limit kills a solve (and HiGHS's node) and reports
-# "timeout"; a missing HiGHS says so; bad options are usage errors naming
-# the flag.  --save-profiles writes a profile that tf-plan plans to the
+# (1e-6); the time limit kills a solve (and the Python of HiGHS's) and
+# reports "timeout"; a missing Python solver says so; bad options are usage
+# errors naming the flag.  --save-profiles writes a profile that tf-plan plans to the
 # bench's batch time, and refuses to overwrite it.
 # Also the instances where the fast solver once stopped at a wrong answer
 # and lp_solve once cycled or aborted, both objectives.
@@ -20,7 +20,7 @@ agree() {
     $1 == "actions" { for (i = 1; i <= NF; i++) col[$i] = i; next }
     !("solver" in col) || $1 !~ /^[0-9]+$/ { next }
     $3 == "speed-up" { speedup = 1; next }
-    ($3 == "clp" || $3 == "highs") && ($4 == "not" || $4 == "n/a") { next }
+    ($3 == "clp" || $3 == "highs" || $3 == "scipy") && ($4 == "not" || $4 == "n/a") { next }
     $4 != "ok" { print "row not ok: " $0; bad = 1; next }
     { t[$3] = $col["batch_ms"]; f[$3] = $col["total_freeze"] }
     END {
@@ -55,11 +55,14 @@ check "speed-up of fast" grep -q 'speed-up  fast over lp_solve [0-9.]*x' "$work/
 # 4 x 64: the guard in freeze_lpsolve.c stops it and re-solves with the primal
 # simplex (for spread, from the slack basis, with a larger guard).  The fast
 # solver's master duals once drifted to 1e12 there and on the next two,
-# and it stopped with a total freeze up to 0.33 above the optimum.
-solvers_agree "Interleaved1F1B 4 ranks" --schedule Interleaved1F1B --ranks 4 1024
-solvers_agree "Interleaved1F1B 4 ranks, spread" --schedule Interleaved1F1B --ranks 4 --objective spread 1024
-solvers_agree "Interleaved1F1B 8 ranks" --schedule Interleaved1F1B --ranks 8 1024
-solvers_agree "ZBVZeroBubble 2 ranks" --schedule ZBVZeroBubble --ranks 2 1024
+# and it stopped with a total freeze up to 0.33 above the optimum.  (The
+# Python solvers, whose rows start Python each time, only in the smoke run.)
+native=--solvers=lp_solve,fast,clp
+solvers_agree "Interleaved1F1B 4 ranks" $native --schedule Interleaved1F1B --ranks 4 1024
+solvers_agree "Interleaved1F1B 4 ranks, spread" $native --schedule Interleaved1F1B --ranks 4 \
+  --objective spread 1024
+solvers_agree "Interleaved1F1B 8 ranks" $native --schedule Interleaved1F1B --ranks 8 1024
+solvers_agree "ZBVZeroBubble 2 ranks" $native --schedule ZBVZeroBubble --ranks 2 1024
 
 # Counts of one in the singular: the header, and too few actions for a microbatch.
 expect_status 0 "one rank" "$bench" --ranks 1 --solvers fast 2
@@ -77,19 +80,26 @@ expect_stdout "--option=value" "limit 60 s per solve"
 expect_status 0 "timeout" "$bench" --limit 0.001 --solvers lp_solve 2048
 check "timeout: reported" grep -Eq '^ +2048 +128 +lp_solve +timeout' "$work/out"
 
-# HiGHS missing: its row says why, the others run, exit 0.
-expect_status 0 "missing HiGHS" "$bench" --highs-dir "$work/none" --solvers fast,highs 256
-check "missing HiGHS: said" grep -Eq "^ +256 +16 +highs +not installed: no $work/none/solve.mjs" \
-  "$work/out"
+# The Python solvers missing: their rows say why, the others run, exit 0.
+expect_status 0 "missing Python solvers" "$bench" --python "$work/none/python" \
+  --solvers fast,highs,scipy 256
+check "missing HiGHS: said" grep -Eq \
+  "^ +256 +16 +highs +not installed \\($work/none/python cannot import highspy\\)" "$work/out"
+check "missing SciPy: said" grep -Eq \
+  "^ +256 +16 +scipy +not installed \\($work/none/python cannot import scipy\\)" "$work/out"
 
-# HiGHS installed: a timeout kills node with the child (its process group).
+# HiGHS installed: a timeout kills its Python with the child (its process
+# group).  The LP file goes under TMPDIR, so that pgrep sees this test's
+# Python only, not that of a benchmark running beside it.
 run "$bench" --solvers highs --limit 600 256
 if [ "$rc" -eq 0 ] && ! grep -q 'not installed' "$work/out"; then
-  expect_status 0 "HiGHS timeout" "$bench" --limit 0.5 --solvers highs 8192
+  mkdir "$work/tmp"
+  expect_status 0 "HiGHS timeout" env TMPDIR="$work/tmp" "$bench" --limit 0.5 --solvers highs 8192
   check "HiGHS timeout: reported" grep -Eq '^ +8192 +512 +highs +timeout' "$work/out"
   sleep 1
-  check "node still running after the timeout" \
-    bash -c '! pgrep -f "solve.mjs /tmp/tf-bench-highs" > /dev/null'
+  # [s]: the pattern must not match the command line of the bash running it.
+  check "Python still running after the timeout" \
+    bash -c "! pgrep -f '[s]olve_lp.py highs $work/tmp/tf-bench-pylp' > /dev/null"
 fi
 
 # --save-profiles: tf-plan, JSON in and out, finds the bench's batch time.
@@ -123,6 +133,7 @@ usage_error '--schedule: expected a built-in schedule (GPipe 1F1B' --schedule Zi
 usage_error ', got "Zigzag"' --schedule Zigzag 256
 usage_error '--limit: expected a number in (0, 86400], got "-1"' --limit -1 256
 usage_error '--solvers: expected a comma-separated list' --solvers lp_solve,simplex 256
+usage_error '--python: expected a file name' --python "" 256
 usage_error '--ranks: expected an integer' --ranks 0 256
 usage_error '--ranks: expected an integer in [1, 4096], got "0"' --ranks=0 256
 usage_error '--objective: expected least-freeze or spread, got "spready"' --objective spready 256

@@ -5,10 +5,9 @@
 # (or a field a reader lost) fails here.  A JSON file of no known kind fails
 # too, so that each new one is given its reader, or named below as a file
 # no program reads.  What is made in the tree rather than shipped with it is
-# left out: build folders (those holding a CMakeCache.txt), Python venvs
-# (a pyvenv.cfg: .venv-torch holds thousands of packages' JSON files) and
-# npm's node_modules.  Run by ctest with TF_PLAN, TF_DOT, TF_STUDY and
-# TF_SOURCE_DIR set.
+# left out: build folders (those holding a CMakeCache.txt) and Python venvs
+# (a pyvenv.cfg: .venv-torch holds thousands of packages' JSON files).  Run
+# by ctest with TF_PLAN, TF_DOT, TF_STUDY and TF_SOURCE_DIR set.
 . "$(dirname "$0")/../lib.sh"
 need TF_PLAN TF_DOT TF_STUDY TF_SOURCE_DIR
 src=$TF_SOURCE_DIR
@@ -17,8 +16,6 @@ src=$TF_SOURCE_DIR
 not_inputs=(
     docs/accuracy/shifted/config.json  # the records tools/accuracy-study writes of its settings
     docs/accuracy/text/config.json
-    bench/highs/package.json      # npm's, for the HiGHS benchmark's JavaScript solver
-    bench/highs/package-lock.json
 )
 
 # kind FILE: tf-profile, tf-plan, tf-study, torch-trace (tf-import's foreign
@@ -59,7 +56,7 @@ load() {
 
 mapfile -t made < <(find "$src" \( -name CMakeCache.txt -o -name pyvenv.cfg \) \
     -not -path '*/.git/*' -printf '%h\n')
-prune=(-name .git -o -name node_modules)
+prune=(-name .git)
 for d in "${made[@]}"; do prune+=(-o -path "$d"); done
 mapfile -t files < <(find "$src" \( "${prune[@]}" \) -prune -o -name '*.json' -type f -print |
     sort)

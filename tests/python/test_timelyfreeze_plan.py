@@ -18,20 +18,26 @@ SOURCE = os.environ.get("TF_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(SOURCE, "tools", "python"))
 
 from timelyfreeze_plan import (FreezeSchedule, FreezeSelector, PlanError, Rng,  # noqa: E402
-                               freeze_count, parse_plan, phase_factor)
+                               freeze_count, parse_plan, phase_factor, rank_stages)
 from timelyfreeze_plan.__main__ import main as cli_main  # noqa: E402
 from timelyfreeze_plan.selection import threefry4x64_20  # noqa: E402
 
 
-def plan_doc(ranks=2, microbatches=2, ratios=None):
-    ratios = ratios or {}
+def plan_doc(ranks=2, microbatches=2, ratios=None, recompute=None):
+    """A plan of `ranks` stages (one per rank), F and B per microbatch, B
+    with ratios[(stage, microbatch)] and, where given, recompute_ratio
+    recompute[(stage, microbatch)]."""
+    ratios, recompute = ratios or {}, recompute or {}
     actions = []
     for s in range(ranks):
         for m in range(microbatches):
             actions.append({"rank": s, "stage": s, "microbatch": m, "type": "F",
                             "freeze_ratio": 0})
-            actions.append({"rank": s, "stage": s, "microbatch": m, "type": "B",
-                            "freeze_ratio": ratios.get((s, m), 0.0)})
+            backward = {"rank": s, "stage": s, "microbatch": m, "type": "B",
+                        "freeze_ratio": ratios.get((s, m), 0.0)}
+            if (s, m) in recompute:
+                backward["recompute_ratio"] = recompute[(s, m)]
+            actions.append(backward)
     return {"format": "tf-plan", "ranks": ranks, "stages_per_rank": 1,
             "microbatches": microbatches, "actions": actions}
 
@@ -155,6 +161,30 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(plan.ratio(1, 1), 0.75)
         self.assertEqual(plan.ratio(0, 0), 0.0)
 
+    def test_reads_recompute_ratios(self):
+        plan = parse_plan(plan_doc(recompute={(0, 1): 0.5, (1, 0): 0.0}))
+        self.assertEqual(plan.recompute_ratio(0, 1), 0.5)
+        self.assertEqual(plan.recompute_ratio(1, 0), 0.0)
+        self.assertEqual(plan.recompute_ratio(1, 1), 0.0)     # absent: 0
+        # A split backward: its I carries it (formats.md); R actions are
+        # read past.
+        doc = plan_doc(ranks=1, microbatches=1)
+        doc["actions"] = [{"type": "R", "stage": 0, "microbatch": 0, "ms": 1.0},
+                          {"type": "I", "stage": 0, "microbatch": 0, "recompute_ratio": 0.25},
+                          {"type": "W", "stage": 0, "microbatch": 0, "freeze_ratio": 1.0}]
+        plan = parse_plan(doc)
+        self.assertEqual((plan.recompute_ratio(0, 0), plan.ratio(0, 0)), (0.25, 1.0))
+        sched = FreezeSchedule(plan, [4], warmup=5)
+        self.assertEqual([sched.recompute_count(0, 0, n) for n in (1, 2, 4, 6)], [0, 1, 1, 2])
+
+    def test_rank_stages_as_pytorch_places_them(self):
+        # 4 ranks: round robin for the looped schedules, a V for ZBV and
+        # DualPipeV (stage s on rank s, else 2P - 1 - s).
+        self.assertEqual(rank_stages("1F1B", 2, 4), [2])
+        self.assertEqual(rank_stages("Interleaved1F1B", 1, 4, 3), [1, 5, 9])
+        self.assertEqual(rank_stages("ZBVZeroBubble", 0, 4, 2), [0, 7])
+        self.assertEqual(rank_stages("DualPipeV", 3, 4, 2), [3, 4])
+
     def test_refuses_bad_plans(self):
         for doc, needle in [
             ({"format": "tf-profile"}, "expected a tf-plan plan"),
@@ -169,6 +199,10 @@ class PlanTest(unittest.TestCase):
                                         "freeze_ratio": 1.5}]), "freeze_ratio"),
             (dict(plan_doc(), actions=[{"type": "W", "stage": 0, "microbatch": 0}]),
              "freeze_ratio"),
+            (plan_doc(recompute={(1, 0): -0.5}), "$.actions[5].recompute_ratio: expected a "
+                                                 "number in [0, 1], got -0.5"),
+            (plan_doc(recompute={(0, 0): "half"}), "$.actions[1].recompute_ratio: expected a "
+                                                   "float"),
         ]:
             with self.assertRaises(PlanError) as cm:
                 parse_plan(doc, "p.json")

@@ -24,12 +24,10 @@ import tempfile
 
 SKIP = 77                      # SKIP_RETURN_CODE of these tests (tests/python/CMakeLists.txt)
 MINIMUM = (2, 4)               # torch.distributed.pipelining
-MICROBATCHES = 4
+MICROBATCHES = 8
 ROWS = 3                       # rows per microbatch
 WIDTHS = (6, 8, 3)             # in, hidden, out
-# model()'s modules (Linear, Tanh, Linear, Tanh, Linear, Tanh, Linear) on
-# each stage, by the number of stages.
-STAGES = {1: ((0, 7),), 2: ((0, 4), (4, 7)), 4: ((0, 2), (2, 4), (4, 6), (6, 7))}
+BLOCKS = 8                     # model()'s blocks: Linear and Tanh (the last: Linear)
 
 
 def torch_problem():
@@ -86,13 +84,19 @@ def run_ranks(fn, world, *args):
 
 
 def model():
-    """The same small MLP (and weights) in every process."""
+    """The same small MLP (and weights) in every process: BLOCKS blocks,
+    each a Linear and a Tanh, the last a Linear alone."""
     import torch
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(WIDTHS[0], WIDTHS[1]), torch.nn.Tanh(),
-                               torch.nn.Linear(WIDTHS[1], WIDTHS[1]), torch.nn.Tanh(),
-                               torch.nn.Linear(WIDTHS[1], WIDTHS[1]), torch.nn.Tanh(),
-                               torch.nn.Linear(WIDTHS[1], WIDTHS[2]))
+    blocks = []
+    for b in range(BLOCKS):
+        width_in = WIDTHS[0] if b == 0 else WIDTHS[1]
+        width_out = WIDTHS[2] if b == BLOCKS - 1 else WIDTHS[1]
+        layers = [torch.nn.Linear(width_in, width_out)]
+        if b < BLOCKS - 1:
+            layers.append(torch.nn.Tanh())
+        blocks.append(torch.nn.Sequential(*layers))
+    return torch.nn.Sequential(*blocks)
 
 
 def batch():
@@ -104,8 +108,10 @@ def batch():
 
 
 def stage_module(full, stage, stages):
-    first, end = STAGES[stages][stage]
-    return full[first:end]
+    """Stage `stage` of `stages` (1, 2, 4 or 8): its share of the blocks,
+    in order; its children (the blocks) are its checkpointable layers."""
+    per = BLOCKS // stages
+    return full[stage * per:(stage + 1) * per]
 
 
 def stage_tensors(stages):
@@ -114,38 +120,99 @@ def stage_tensors(stages):
     return [len(list(stage_module(full, s, stages).parameters())) for s in range(stages)]
 
 
-def stages_of(rank, world, stages, schedule):
-    """The stages a rank holds: one, or several in PyTorch's loop order
-    (rank, rank + world, ...), or V order for ZBVZeroBubble."""
-    if schedule == "ZBVZeroBubble":
-        return [rank, 2 * world - 1 - rank]
-    return list(range(rank, stages, world))
+def graph_tensors(output, params):
+    """The indices in params of the tensors whose gradients the graph of
+    `output` (a tensor) accumulates: its AccumulateGrad nodes' variables."""
+    index = {id(p): i for i, p in enumerate(params)}
+    found, seen = set(), set()
+    todo = [output.grad_fn] if output.grad_fn is not None else []
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) in index:
+            found.add(index[id(variable)])
+        todo.extend(fn for fn, _ in node.next_functions)
+    return sorted(found)
 
 
-def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None):
-    """One step of Schedule`schedule` (GPipe, 1F1B, InterleavedZeroBubble,
-    ZBVZeroBubble, ...) over MICROBATCHES of batch(), model() split into
-    `stages` (default: one per rank), this rank's stages attached to
-    `freezing` (a FreezeSchedule) when given.  Gradients are summed over
-    microbatches, not averaged (scale_grads=False where the schedule has the
-    choice).  Returns {"stages": {stage: its gradients (None where a tensor
-    got none) and the masks it applied}, and, from the rank with the last
-    stage, "losses" per microbatch and "output"}."""
+class StageRecorder:
+    """What a stage did, seen from outside the hook: the tensors in each
+    microbatch's graph (wrapping the stage's forward_one_chunk, outermost),
+    and how often each of its layers ran inside forward_one_chunk and inside
+    the backward calls (a forward pre-hook on the layer's Linear, which its
+    block calls again when it recomputes in a backward; a recomputation
+    stops as soon as it has what the backward needs, possibly inside the
+    Linear, so a hook after the forward would miss it)."""
+
+    PHASES = {"forward_one_chunk": "forward", "backward_one_chunk": "backward",
+              "backward_weight_one_chunk": "backward"}
+
+    def __init__(self, stage):
+        params = list(stage.submod.parameters())
+        self.params = params
+        self.in_graph = {}
+        layers = list(stage.submod.children())
+        index = {id(p): i for i, p in enumerate(params)}
+        self.layer_tensors = [[index[id(p)] for p in layer.parameters()] for layer in layers]
+        self.runs = {"forward": [0] * len(layers), "backward": [0] * len(layers)}
+        self.phase = None
+        for name, phase in self.PHASES.items():
+            self.wrap(stage, name, phase)
+        for i, layer in enumerate(layers):
+            layer[0].register_forward_pre_hook(lambda *_, i=i: self.count(i))
+
+    def wrap(self, stage, name, phase):
+        inner = getattr(stage, name)
+
+        def run(chunk_id, *args, **kwargs):
+            self.phase = phase
+            try:
+                output = inner(chunk_id, *args, **kwargs)
+            finally:
+                self.phase = None
+            if phase == "forward":
+                self.in_graph[chunk_id] = graph_tensors(output, self.params)
+            return output
+        setattr(stage, name, run)
+
+    def count(self, layer):
+        if self.phase is not None:      # not the stage's shape inference
+            self.runs[self.phase][layer] += 1
+
+
+def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None, annotated=False):
+    """One step of Schedule`schedule` (GPipe, 1F1B, Interleaved1F1B,
+    InterleavedZeroBubble, ZBVZeroBubble, ...) over MICROBATCHES of
+    batch(), model() split into `stages` (default: one per rank), this
+    rank's stages attached to `freezing` (a FreezeSchedule) when given.
+    Gradients are summed over microbatches, not averaged (scale_grads=False
+    where the schedule has the choice).  Returns {"stages": {stage: its
+    gradients (None where a tensor got none), the masks and recompute counts
+    the hook applied, the tensors in each microbatch's graph, the runs of
+    each layer in forwards and in backwards, and each layer's tensors}, and, from the rank with the last stage, "losses" per
+    microbatch and "output"}.  With `annotated`, the step runs under
+    torch.profiler after timelyfreeze_plan.annotate(pipe), and the result
+    has "spans": the rank's PP: compute spans (PP:<stage><type><mb>, a pair
+    whole), by start."""
     import torch
     from torch.distributed import pipelining
     from torch.distributed.pipelining.schedules import PipelineScheduleSingle
-    from timelyfreeze_plan import attach
+    from timelyfreeze_plan import annotate, attach, rank_stages
 
     stages = stages or world
     x, y = batch()
     full = model()
-    held, handles = [], {}
-    for s in stages_of(rank, world, stages, schedule):
+    held, handles, recorders = [], {}, {}
+    for s in rank_stages(schedule, rank, world, stages // world):
         width = WIDTHS[0] if s == 0 else WIDTHS[1]
         stage = pipelining.PipelineStage(stage_module(full, s, stages), s, stages,
                                          torch.device("cpu"),
                                          input_args=(torch.empty(ROWS, width),))
         handles[s] = attach(stage, freezing) if freezing is not None else None
+        recorders[s] = StageRecorder(stage)
         held.append(stage)
     kind = getattr(pipelining, "Schedule" + schedule)
     options = {}
@@ -156,16 +223,37 @@ def pipeline_step(rank, world, schedule="1F1B", stages=None, freezing=None):
     losses = []
     first, last = 0 in handles, stages - 1 in handles
     inputs = (x,) if first else ()
-    output = pipe.step(*inputs, target=y, losses=losses) if last else pipe.step(*inputs)
-    result = {"stages": {s.stage_index: {
-        "grads": [None if p.grad is None else p.grad.detach().clone()
-                  for p in s.submod.parameters()],
-        "masks": handles[s.stage_index].masks if freezing is not None else None}
-        for s in held}}
+    kwargs = {"target": y, "losses": losses} if last else {}
+    result = {"stages": {}}
+    if annotated:
+        annotate(pipe)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            output = pipe.step(*inputs, **kwargs)
+        spans = sorted((e.time_range.start, e.name) for e in prof.events()
+                       if re.match(r"PP:(\d+[FBIW]\d+|\(.*\)OVERLAP_F_B)$", e.name))
+        result["spans"] = [name for _, name in spans]
+    else:
+        output = pipe.step(*inputs, **kwargs)
+    for s in held:
+        handle, recorder = handles[s.stage_index], recorders[s.stage_index]
+        result["stages"][s.stage_index] = {
+            "grads": [None if p.grad is None else p.grad.detach().clone()
+                      for p in s.submod.parameters()],
+            "masks": handle.masks if handle else None,
+            "recomputed": handle.recomputed if handle else None,
+            "in_graph": recorder.in_graph, "runs": recorder.runs,
+            "layer_tensors": recorder.layer_tensors}
     if last:
         result["losses"] = [float(v.detach()) for v in losses]
         result["output"] = output.detach().clone()
     return result
+
+
+def pipeline_steps(rank, world, runs):
+    """pipeline_step for each (schedule, stages, freezing) of runs, one
+    after another in the same processes (starting processes that import
+    torch is the slow part); returns their results in order."""
+    return [pipeline_step(rank, world, *run) for run in runs]
 
 
 def merged(results):

@@ -35,6 +35,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
+from torch_pipeline import block  # the residual MLP block of the torch 2 runs too
+
 RANKS = 2
 MICROBATCHES = 4
 BATCH = 32          # rows per microbatch
@@ -59,20 +61,9 @@ def one_f_one_b(rank, ranks, microbatches):
     return order
 
 
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(WIDTH)
-        self.up = torch.nn.Linear(WIDTH, 2 * WIDTH)
-        self.down = torch.nn.Linear(2 * WIDTH, WIDTH)
-
-    def forward(self, x):
-        return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
-
-
 def make_stage(rank, frozen):
     torch.manual_seed(1234 + rank)
-    stage = torch.nn.Sequential(*[Block() for _ in range(LAYERS)])
+    stage = torch.nn.Sequential(*[block(WIDTH) for _ in range(LAYERS)])
     for p in stage.parameters():
         p.requires_grad_(not frozen)
     return stage

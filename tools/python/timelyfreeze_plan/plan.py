@@ -14,7 +14,9 @@ class PlanError(ValueError):
 class Plan:
     """What a run needs from a plan: its shape and, per (stage, microbatch),
     the freeze ratio of that microbatch's backward on that stage (the ratio
-    of its B action, or of its W action where the backward is split)."""
+    of its B action, or of its W action where the backward is split) and its
+    recompute ratio (the share of the stage's layers whose activations that
+    backward recomputes instead of keeping them from the forward)."""
 
     def __init__(self, ranks, stages, microbatches, ratios, schedule="", recompute=None):
         self.ranks = ranks
@@ -37,6 +39,21 @@ class Plan:
         return self.recompute.get((stage, microbatch), 0.0)
 
 
+# PyTorch's schedules that place stages in a V: stage s on rank s for s < P,
+# else on rank 2P - 1 - s (two stages per rank).
+V_SCHEDULES = ("ZBVZeroBubble", "DualPipeV")
+
+
+def rank_stages(schedule, rank, ranks, stages_per_rank=1):
+    """The stages rank `rank` of `ranks` holds under PyTorch's schedule
+    `schedule` (a name without "Schedule", e.g. "Interleaved1F1B"), in the
+    order its schedule class takes them: rank, rank + P, ... (round robin),
+    or rank and 2P - 1 - rank for a V schedule."""
+    if schedule in V_SCHEDULES:
+        return [rank, 2 * ranks - 1 - rank]
+    return list(range(rank, ranks * stages_per_rank, ranks))
+
+
 def _field(obj, key, kind, where, path):
     value = obj.get(key) if isinstance(obj, dict) else None
     ok = isinstance(value, kind) and not isinstance(value, bool)
@@ -46,6 +63,13 @@ def _field(obj, key, kind, where, path):
     if not ok:
         raise PlanError(f"{where}: {path}.{key}: expected a {kind.__name__}, got {value!r}")
     return value
+
+
+def _ratio(a, key, where, path):
+    r = float(_field(a, key, float, where, path))
+    if not 0.0 <= r <= 1.0:
+        raise PlanError(f"{where}: {path}.{key}: expected a number in [0, 1], got {r}")
+    return r
 
 
 def _count(doc, key, where):
@@ -83,17 +107,9 @@ def parse_plan(doc, where="plan.json"):
             raise PlanError(f"{where}: {path}: stage {stage}, microbatch {mb} is outside "
                             f"{stages} stages x {microbatches} microbatches")
         if kind in ("B", "W"):
-            r = float(_field(a, "freeze_ratio", float, where, path))
-            if not 0.0 <= r <= 1.0:
-                raise PlanError(f"{where}: {path}.freeze_ratio: expected a number in [0, 1], "
-                                f"got {r}")
-            ratios[(stage, mb)] = r
+            ratios[(stage, mb)] = _ratio(a, "freeze_ratio", where, path)
         if kind in ("B", "I") and "recompute_ratio" in a:
-            q = float(_field(a, "recompute_ratio", float, where, path))
-            if not 0.0 <= q <= 1.0:
-                raise PlanError(f"{where}: {path}.recompute_ratio: expected a number in [0, 1], "
-                                f"got {q}")
-            recompute[(stage, mb)] = q
+            recompute[(stage, mb)] = _ratio(a, "recompute_ratio", where, path)
     return Plan(ranks, stages, microbatches, ratios, str(doc.get("schedule", "")), recompute)
 
 

@@ -192,6 +192,14 @@ class FreezeSchedule:
         self._cache[stage] = (step, masks)
         return masks
 
+    def recompute_count(self, stage, microbatch, layers):
+        """How many of a stage's `layers` checkpointed layers (activation
+        checkpointing) the backward of (stage, microbatch) recomputes:
+        round(q layers) of its planned recompute ratio q, halves up.  The
+        ratio applies in full from the first step: it is what keeps a rank
+        under its memory limit, not a share of the freezing to ramp in."""
+        return freeze_count(self.plan.recompute_ratio(stage, microbatch), layers)
+
     def step_choices(self, step):
         """{(stage, microbatch): mask} for every stage at step."""
         return {(s, m): mask for s in range(self.plan.stages)

@@ -1,6 +1,6 @@
-/* bench_highs.c - the freeze LP through HiGHS run by node (see bench_highs.h). */
-#define _DEFAULT_SOURCE /* mkstemp, fdopen */
-#include "bench_highs.h"
+/* bench_pylp.c - the freeze LP through HiGHS from Python (see bench_pylp.h). */
+#define _DEFAULT_SOURCE /* mkstemps, fdopen */
+#include "bench_pylp.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -74,49 +74,34 @@ static int run_capture(char *const argv[], char **out)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int bench_highs_available(const char *dir, char *why, size_t size)
+/* The package a solver imports, and the expression that is its version. */
+static const char *const version_code[] = {
+    [BENCH_PYLP_HIGHS] = "import highspy; print(highspy.Highs().version())",
+    [BENCH_PYLP_SCIPY] = "import scipy, scipy.optimize; print(scipy.__version__)",
+};
+
+int bench_pylp_available(const bench_pylp *py, bench_pylp_solver solver, char *version,
+                         size_t size)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/solve.mjs", dir);
-    if (access(path, R_OK) != 0) {
-        snprintf(why, size, "no %s", path);
-        return 0;
-    }
-    snprintf(path, sizeof path, "%s/node_modules/highs/package.json", dir);
-    if (access(path, R_OK) != 0) {
-        snprintf(why, size, "not installed (npm ci --prefix %s)", dir);
+    if (access(py->script, R_OK) != 0) {
+        snprintf(version, size, "no %s", py->script);
         return 0;
     }
     char *out;
-    char *argv[] = {"node", "--version", NULL};
+    char *argv[] = {(char *)py->python, "-c", (char *)version_code[solver], NULL};
     int status = run_capture(argv, &out);
+    /* highspy prints a banner before the version: take the last line. */
+    const char *last = NULL;
+    for (char *line = out ? strtok(out, "\n") : NULL; line; line = strtok(NULL, "\n"))
+        last = line;
+    int ok = status == 0 && last;
+    if (ok)
+        snprintf(version, size, "%s", last);
+    else
+        snprintf(version, size, "not installed (%s cannot import %s)", py->python,
+                 solver == BENCH_PYLP_HIGHS ? "highspy" : "scipy");
     free(out);
-    if (status != 0) {
-        snprintf(why, size, "node not found");
-        return 0;
-    }
-    return 1;
-}
-
-void bench_highs_version(const char *dir, char *version, size_t size)
-{
-    snprintf(version, size, "unknown");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/node_modules/highs/package.json", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        char *at = strstr(line, "\"version\"");
-        char *open = at ? strchr(at + 9, '"') : NULL;
-        char *close = open ? strchr(open + 1, '"') : NULL;
-        if (close) {
-            snprintf(version, size, "%.*s", (int)(close - open - 1), open + 1);
-            break;
-        }
-    }
-    fclose(f);
+    return ok;
 }
 
 /* Writes the compact LP (bench_clp.h) in CPLEX LP format: columns s<i>
@@ -170,31 +155,31 @@ static int write_lp(FILE *f, const tf_schedule *s, const tf_dag *g, const double
     return ferror(f) ? -1 : 0;
 }
 
-/* Parses solve.mjs's output: "ok SECONDS T" and k ratios, or "error MSG".
+/* Parses solve_lp.py's output: "ok SECONDS T" and k ratios, or "error MSG".
  * Returns 0 or TF_ESOLVER with the message. */
 static int parse_output(const char *text, int k, double *ratio_by_index, double *seconds,
                         tf_error *err)
 {
     if (strncmp(text, "ok ", 3) != 0) {
         const char *msg = strncmp(text, "error ", 6) == 0 ? text + 6 : text;
-        return tf_fail(err, TF_ESOLVER, "HiGHS: %.*s", (int)strcspn(msg, "\n"), msg);
+        return tf_fail(err, TF_ESOLVER, "%.*s", (int)strcspn(msg, "\n"), msg);
     }
     char *end;
     *seconds = strtod(text + 3, &end);
     const char *p = strchr(text, '\n');
     for (int j = 0; j < k; j++) {
         if (!p)
-            return tf_fail(err, TF_ESOLVER, "HiGHS: %d ratios printed, expected %d", j, k);
+            return tf_fail(err, TF_ESOLVER, "%d ratios printed, expected %d", j, k);
         ratio_by_index[j] = strtod(p + 1, &end);
         if (end == p + 1)
-            return tf_fail(err, TF_ESOLVER, "HiGHS: ratio %d is not a number", j);
+            return tf_fail(err, TF_ESOLVER, "ratio %d is not a number", j);
         p = strchr(end, '\n');
     }
     return 0;
 }
 
-int bench_highs_plan(const tf_profile *p, const char *dir, bench_lp_result *out,
-                     tf_error *err)
+int bench_pylp_plan(const tf_profile *p, const bench_pylp *py, bench_pylp_solver solver,
+                    bench_lp_result *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     bench_lp_plan w;
@@ -204,7 +189,9 @@ int bench_highs_plan(const tf_profile *p, const char *dir, bench_lp_result *out,
     const int n = w.n;
     double *ratio_by_index = calloc((size_t)n + 1, sizeof *ratio_by_index);
     int *ratio_index = malloc(((size_t)n + 1) * sizeof *ratio_index);
-    char path[] = "/tmp/tf-bench-highs-XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    char path[4096]; /* the .lp: HiGHS reads a file by its extension */
+    snprintf(path, sizeof path, "%s/tf-bench-pylp-XXXXXX.lp", tmp && *tmp ? tmp : "/tmp");
     char *output = NULL;
     int fd = -1;
     if (!ratio_by_index || !ratio_index) {
@@ -215,7 +202,7 @@ int bench_highs_plan(const tf_profile *p, const char *dir, bench_lp_result *out,
     for (int i = 0; i < n; i++)
         ratio_index[i] =
             tf_action_freezable(&w.s->actions[i], w.max_ms[i], w.min_ms[i]) ? k++ : -1;
-    fd = mkstemp(path);
+    fd = mkstemps(path, 3);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         rc = tf_fail(err, TF_EIO, "cannot create %s: %s", path, strerror(errno));
@@ -229,18 +216,17 @@ int bench_highs_plan(const tf_profile *p, const char *dir, bench_lp_result *out,
         goto done;
     }
     out->columns = n + k + 1;
-    char script[4096];
-    snprintf(script, sizeof script, "%s/solve.mjs", dir);
-    char *argv[] = {"node", script, path, NULL};
+    char *argv[] = {(char *)py->python, (char *)py->script,
+                    solver == BENCH_PYLP_HIGHS ? "highs" : "scipy", path, NULL};
     int status = run_capture(argv, &output);
     if (!output) {
-        rc = tf_fail(err, TF_EIO, "cannot run node %s", script);
+        rc = tf_fail(err, TF_EIO, "cannot run %s %s", py->python, py->script);
         goto done;
     }
     if ((rc = parse_output(output, k, ratio_by_index, &out->solve_seconds, err)))
         goto done;
     if (status != 0) {
-        rc = tf_fail(err, TF_ESOLVER, "HiGHS: node exited with status %d", status);
+        rc = tf_fail(err, TF_ESOLVER, "%s exited with status %d", py->script, status);
         goto done;
     }
     for (int i = 0; i < n; i++)

@@ -47,6 +47,13 @@ typedef struct tfi_options {
     void *note_ctx;
 } tfi_options;
 
+/* Passes one line (printf's fmt, at most 511 bytes) to o->note, if any;
+ * `warning` as tfi_note_fn's. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void tfi_note(const tfi_options *o, int warning, const char *fmt, ...);
+
 /* Sets every field to its default: no traces, every step, the lag
  * measured, no progress lines, no notes. */
 void tfi_options_init(tfi_options *o);

@@ -3,7 +3,8 @@
 # with profile_memory=True (tests/import/fixtures/pp2-1f1b-mem-*): each
 # stage's static and activation bytes equal what trace_memory.py computes
 # from the same traces, tf-plan reads them and its peaks follow from them;
-# implausible events give a note and no memory fields; a broken [memory]
+# synthetic GPU traces give the bytes put in them; implausible events give
+# a note and no memory fields; a broken [memory]
 # event is refused; traces without memory events say nothing about memory.
 . "$(dirname "$0")/../lib.sh"
 need TF_IMPORT TF_PLAN TF_SOURCE_DIR
@@ -103,6 +104,19 @@ check "one trace without memory events: no memory fields" lacks activation_bytes
 echo '{}' > "$work/keep.json"
 expect_refused_with 1 "a [memory] event with a bad Bytes" "args.Bytes: expected a number" \
     "$work/keep.json" -- "$TF_IMPORT" "$work/badbytes0.json" "$m1" -o "$work/keep.json"
+
+# Synthetic GPU traces with known answers (make_traces.py): the GPU's events
+# are used, the CPU's small ones beside them ignored.
+mkdir -p "$work/gen"
+python3 "$here/make_traces.py" "$fx" "$work/gen" || fail "make_traces.py"
+expect_status 0 "synthetic GPU memory traces import" "$TF_IMPORT" \
+    "$work/gen/kineto-mem-rank0.json" "$work/gen/kineto-mem-rank1.json" -o "$work/k.json"
+check "GPU memory: the bytes make_traces.py put in" python3 -c '
+import json, sys
+got = [(s["static_bytes"], s["activation_bytes"]) for s in json.load(open(sys.argv[1]))["stages"]]
+assert got == [(3e9, 5e7), (2e9, 7e7)], got
+' "$work/k.json"
+check "GPU memory: no CPU warning" lacks "measured on the CPU" "$work/err"
 
 # The traces without memory events import as before, saying nothing of memory.
 expect_status 0 "traces without memory events" "$TF_IMPORT" "$fx/pp2-1f1b-rank0.json" \

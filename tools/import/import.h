@@ -13,6 +13,9 @@
  *    and W x 0.01;
  *  - these and the stage times are built from the samples by
  *    tf_profile_from_samples (tf/profile_samples.h), as tf-exec builds its;
+ *  - the stages' memory fields, when the traces hold profile_memory's
+ *    "[memory]" events: medians of the live bytes at a step's start and
+ *    of the growth across forwards and I actions (bytes.h);
  *  - p2p_ms: the median gap between a sender's end and the start of the
  *    action on another rank that waited for it, once the traces' clocks
  *    are on one time line (clock.c: baseTimeNanoseconds, else the messages

@@ -24,12 +24,17 @@ COMPUTE = re.compile(r"PP:(\d+)([FBIW])(\d+)$")
 RECV = re.compile(r"PP:(\d+)RECV_([FB])(\d+)$")
 
 
-def events(path):
+def load(path):
+    """The trace at path, plain or gzip JSON, as Python objects."""
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    doc = json.loads(raw)
+    return json.loads(raw)
+
+
+def events(path):
+    doc = load(path)
     evs = doc if isinstance(doc, list) else doc["traceEvents"]
     return [e for e in evs if e.get("ph") == "X"]
 

@@ -11,21 +11,13 @@ fixtures do.  Steps after the first; medians over steps and microbatches;
 the growth across a forward is the sum of Bytes of the device's [memory]
 events from its start to the start of the rank's next compute action.
 """
-import gzip
 import json
-import re
+import os
 import statistics
 import sys
 
-ACTION = re.compile(r"PP:(\d+)([FBIW])(\d+)$")
-
-
-def load(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return json.loads(data)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trace_medians import COMPUTE, load  # noqa: E402  (the trace reader, shared)
 
 
 def stage_figures(path):
@@ -38,7 +30,7 @@ def stage_figures(path):
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
                    if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#"))
     acts = sorted((e["ts"], int(m.group(1)), m.group(2)) for e in events
-                  if e.get("ph") == "X" and (m := ACTION.match(e.get("name", ""))))
+                  if e.get("ph") == "X" and (m := COMPUTE.match(e.get("name", ""))))
     static, growth = [], {}
     for start, end in steps[1:] if len(steps) > 1 else steps:
         inside = [a for a in acts if start <= a[0] < end]

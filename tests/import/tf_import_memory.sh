@@ -70,16 +70,23 @@ for s in json.load(open(sys.argv[1]))["stages"]:
 
 # Hand-made: a free of 1 TB inside every forward of stage 0 (a total that
 # cannot be) makes its activation growth negative: a note, no memory fields.
-python3 - "$m0" "$work/bad0.json" "$work/nomem1.json" "$m1" "$work/badbytes0.json" <<'PY'
+# An allocation of 1 TB in each, larger than any total the trace records,
+# likewise.
+python3 - "$m0" "$work/bad0.json" "$work/nomem1.json" "$m1" "$work/badbytes0.json" \
+    "$work/huge0.json" <<'PY'
 import gzip, json, sys
 doc = json.loads(gzip.open(sys.argv[1]).read())
-extra = [dict(e, name="[memory]", ph="i", cat="cpu_instant_event", ts=e["ts"] + 1,
-              args={"Bytes": -10**12, "Total Allocated": 0, "Device Type": 0,
-                    "Device Id": -1, "Addr": 1})
-         for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("name", "").startswith("PP:0F")]
-for e in extra:
-    e.pop("dur", None)
-json.dump(dict(doc, traceEvents=doc["traceEvents"] + extra), open(sys.argv[2], "w"))
+def with_forward_events(nbytes):
+    extra = [dict(e, name="[memory]", ph="i", cat="cpu_instant_event", ts=e["ts"] + 1,
+                  args={"Bytes": nbytes, "Total Allocated": 0, "Device Type": 0,
+                        "Device Id": -1, "Addr": 1})
+             for e in doc["traceEvents"]
+             if e.get("ph") == "X" and e.get("name", "").startswith("PP:0F")]
+    for e in extra:
+        e.pop("dur", None)
+    return dict(doc, traceEvents=doc["traceEvents"] + extra)
+json.dump(with_forward_events(-10**12), open(sys.argv[2], "w"))
+json.dump(with_forward_events(10**12), open(sys.argv[6], "w"))
 other = json.loads(gzip.open(sys.argv[4]).read())
 other["traceEvents"] = [e for e in other["traceEvents"] if e.get("name") != "[memory]"]
 json.dump(other, open(sys.argv[3], "w"))
@@ -95,6 +102,11 @@ import json, sys
 for s in json.load(open(sys.argv[1]))["stages"]:
     assert "static_bytes" not in s and "activation_bytes" not in s, s
 ' "$work/bad.json"
+
+expect_status 0 "a growth above every total imports" "$TF_IMPORT" "$work/huge0.json" "$m1" \
+    -o "$work/huge.json"
+expect_stderr "a growth above every total: the note" "stage 0's activation_bytes would be 1000000"
+check "a growth above every total: no memory fields" lacks activation_bytes "$work/huge.json"
 
 expect_status 0 "one trace without memory events" "$TF_IMPORT" "$m0" "$work/nomem1.json" \
     -o "$work/half.json"

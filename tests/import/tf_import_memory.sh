@@ -130,6 +130,20 @@ assert got == [(3e9, 5e7), (2e9, 7e7)], got
 ' "$work/k.json"
 check "GPU memory: no CPU warning" lacks "measured on the CPU" "$work/err"
 
+# Split backwards: what an I leaves for its W is the forward's bytes plus
+# the I's growth (make_traces.py: MEM_ACT + MEM_WG_NEW - MEM_I_FREES).
+expect_status 0 "synthetic split-backward memory traces import" "$TF_IMPORT" \
+    "$work/gen/kineto-split-mem-rank0.json" "$work/gen/kineto-split-mem-rank1.json" \
+    -o "$work/split.json"
+check "split: weight_grad_bytes from the I" python3 -c '
+import json, sys
+got = [(s["activation_bytes"], s["weight_grad_bytes"])
+       for s in json.load(open(sys.argv[1]))["stages"]]
+assert got == [(5e7, 3.8e7), (7e7, 4.9e7)], got
+' "$work/split.json"
+expect_status 0 "tf-plan plans the split profile with memory" "$TF_PLAN" "$work/split.json" \
+    -o "$work/split-plan.json"
+
 # The traces without memory events import as before, saying nothing of memory.
 expect_status 0 "traces without memory events" "$TF_IMPORT" "$fx/pp2-1f1b-rank0.json" \
     "$fx/pp2-1f1b-rank1.json.gz" -o "$work/plain.json"

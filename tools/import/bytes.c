@@ -135,18 +135,22 @@ static void sample_rank(const tfi_run *run, int r, const device_log *l, samples 
     }
 }
 
-/* The median of stage's samples into *out (NAN without any); a median
- * that is no size (negative, or above peak) is recorded as implausible. */
-static void stage_median(samples *s, int stage, double peak, const char *what, double *out,
-                         tfi_bytes *b)
+/* base plus the median of stage's samples into *out (NAN without any);
+ * a result that is no size (negative, or above peak) is recorded as
+ * implausible. */
+static void stage_median(samples *s, int stage, double base, double peak, const char *what,
+                         double *out, tfi_bytes *b)
 {
     *out = NAN;
     if (s->n[stage] == 0)
         return;
-    double m = tf_sample_statistic(s->x + (size_t)stage * (size_t)s->cap, s->n[stage]);
+    double m = base + tf_sample_statistic(s->x + (size_t)stage * (size_t)s->cap, s->n[stage]);
     if (m >= 0 && m <= peak) {
         *out = m;
-    } else if (b->implausible_stage < 0) {
+    } else if (b->implausible_stage < 0 || (strcmp(what, "activation_bytes") == 0 &&
+                                            strcmp(b->implausible_what, what) != 0)) {
+        /* The first of each kind, activation_bytes first: it decides whether
+         * any memory field is written. */
         b->implausible_stage = stage;
         b->implausible_what = what;
         b->implausible_value = m;
@@ -172,8 +176,12 @@ static int measure_rank(const tfi_run *run, const tf_schedule *s, int r, samples
             if (s->stage_rank[st] != r)
                 continue;
             b->static_bytes[st] = rank_static / s->stages_per_rank;
-            stage_median(act, st, l.peak, "activation_bytes", &b->activation[st], b);
-            stage_median(wg, st, l.peak, "weight_grad_bytes", &b->weight_grad[st], b);
+            stage_median(act, st, 0, l.peak, "activation_bytes", &b->activation[st], b);
+            /* After its I a microbatch holds what its F kept plus the I's growth
+             * (negative where the I frees some of it): G, as the planner counts
+             * it from the I's end. */
+            stage_median(wg, st, b->activation[st], l.peak, "weight_grad_bytes",
+                         &b->weight_grad[st], b);
         }
     }
     free(live);
@@ -244,6 +252,12 @@ static int refuse_memory(const tfi_options *o, const tfi_bytes *b, int ranks)
                  b->implausible_value);
         return 1;
     }
+    for (int st = 0; st < b->stages; st++)
+        if (isnan(b->activation[st])) {
+            tfi_note(o, 1, "memory: stage %d has no forward outside an overlapped pair to "
+                     "measure: no memory fields written", st);
+            return 1;
+        }
     return 0;
 }
 
@@ -282,8 +296,9 @@ int tfi_bytes_to_profile(const tfi_options *o, const tfi_bytes *run, const tfi_b
         m->activation_frozen_bytes = frozen_activation(o, frozen, st, m->activation_bytes);
     }
     if (run->implausible_stage >= 0)
-        tfi_note(o, 1, "memory: stage %d's weight_grad_bytes would be %.0f bytes, the median "
-                 "growth across its I actions, which is no size: left out",
+        tfi_note(o, 1, "memory: stage %d's weight_grad_bytes would be %.0f bytes, its "
+                 "activation_bytes plus the median growth across its I actions, which is no "
+                 "size: left out",
                  run->implausible_stage, run->implausible_value);
     if (run->cpu_ranks > 0)
         tfi_note(o, 1, "memory: %d %s measured on the CPU, where torch counts only what was "

@@ -26,13 +26,15 @@
 /* What one run's memory events say, per stage of the schedule; NAN where
  * not measured.  A figure whose median growth is negative or above the
  * largest live bytes the rank's trace records is not a size: it stays NAN
- * and `implausible` names the first such stage and figure. */
+ * and `implausible` names the first such stage and figure (an activation_bytes
+ * before any weight_grad_bytes). */
 typedef struct tfi_bytes {
     int traces_with_events;   /* traces holding "[memory]" events */
     double *static_bytes;     /* the live bytes before the rank's first action of a step,
                                  split evenly over the rank's stages */
     double *activation;       /* growth across a forward (F) */
-    double *weight_grad;      /* growth across a backward-input (I) */
+    double *weight_grad;      /* activation plus the growth across a backward-input (I):
+                                 what a microbatch holds from its I's end to its W */
     int stages;
     int cpu_ranks;            /* ranks measured on the CPU (no accelerator events) */
     int implausible_stage;    /* -1: none */

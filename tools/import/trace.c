@@ -245,22 +245,24 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-/* Makes room for one more of n items of `size` bytes in *items (room of
- * them now), doubling it, within TFI_MAX_SPANS; `what` names them. */
-static int grow(const tfi_trace *t, void **items, int n, int *room, size_t size,
-                const char *what, tf_error *err)
+/* Makes room for one more of the n items of `size` bytes at items (room
+ * of them now), doubling it, within TFI_MAX_SPANS; `what` names them.
+ * *out is the array to use from now on (items, or its larger copy). */
+static int grow(const tfi_trace *t, void *items, int n, int *room, size_t size,
+                const char *what, void **out, tf_error *err)
 {
+    *out = items;
     if (n < *room)
         return 0;
     if (*room >= TFI_MAX_SPANS)
         return tf_fail(err, TF_EINVAL, "%s: more than %d %s: too many to be one profiled run; "
                        "profile fewer steps", t->path, TFI_MAX_SPANS, what);
     int grown = *room ? 2 * *room : 1024;
-    void *bigger = realloc(*items, (size_t)grown * size);
+    void *bigger = realloc(items, (size_t)grown * size);
     if (!bigger)
         return tf_fail(err, TF_ENOMEM, "%s: out of memory after keeping %d %s (%zu MiB of "
                        "them)", t->path, n, what, ((size_t)n * size) >> 20);
-    *items = bigger;
+    *out = bigger;
     *room = grown;
     return 0;
 }
@@ -268,9 +270,11 @@ static int grow(const tfi_trace *t, void **items, int n, int *room, size_t size,
 /* Appends span s to t. */
 static int keep(tfi_trace *t, const tfi_span *s, int *room, tf_error *err)
 {
-    int rc = grow(t, (void **)&t->spans, t->n_spans, room, sizeof *s,
+    void *spans;
+    int rc = grow(t, t->spans, t->n_spans, room, sizeof *s,
                   "events tf-import reads (PP: annotations, ProfilerStep#N spans and receives)",
-                  err);
+                  &spans, err);
+    t->spans = spans;
     if (rc == 0)
         t->spans[t->n_spans++] = *s;
     return rc;
@@ -279,7 +283,9 @@ static int keep(tfi_trace *t, const tfi_span *s, int *room, tf_error *err)
 /* Appends memory event m to t. */
 static int keep_memory(tfi_trace *t, const tfi_mem_event *m, int *room, tf_error *err)
 {
-    int rc = grow(t, (void **)&t->mem, t->n_mem, room, sizeof *m, "[memory] events", err);
+    void *mem;
+    int rc = grow(t, t->mem, t->n_mem, room, sizeof *m, "[memory] events", &mem, err);
+    t->mem = mem;
     if (rc == 0)
         t->mem[t->n_mem++] = *m;
     return rc;

@@ -89,6 +89,7 @@ if python3 "$src/tests/import/make_traces.py" "$src/tests/import/fixtures" "$wor
     }
     g=$work/import-gen
     joined "$work/seed/fuzz_import/kineto" "$g/kineto-rank0.json" "$g/kineto-rank1.json"
+    joined "$work/seed/fuzz_import/memory" "$g/kineto-mem-rank0.json" "$g/kineto-mem-rank1.json"
     joined "$work/seed/fuzz_import/dualpipev" "$g/dualpipev-rank0.json" "$g/dualpipev-rank1.json"
     joined "$work/seed/fuzz_import/legacy" "$g/1f1b-rank0.json" "$g/1f1b-rank1.json"
     joined "$work/seed/fuzz_import/frozen" "$g/1f1b-rank0.json" "$g/1f1b-rank1.json" --frozen \

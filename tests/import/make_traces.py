@@ -12,6 +12,13 @@
   ranks x 2 stages, 4 microbatches) whose overlapped pairs are one
   `PP:(0F3;3B1)OVERLAP_F_B` span each, with known answers in
   dualpipev-expected.json: every lone action's and every pair's median;
+- kineto-mem-rank0.json, kineto-mem-rank1.json: the Kineto run with
+  profile_memory's [memory] events on the GPU (device 0: MEM_STATIC[rank]
+  allocated before the first step, each forward allocating MEM_ACT[stage]
+  that its backward frees) and on the CPU (small allocations to be ignored);
+  kineto-split-mem-rank0.json, ...-rank1.json: the same with each backward
+  split into I and W, an I allocating MEM_WG_NEW and freeing MEM_I_FREES, so
+  that weight_grad_bytes = MEM_ACT + MEM_WG_NEW - MEM_I_FREES;
 - broken variants, one per error tf-import must report;
 - missing-step-rank0.json: the real rank-0 fixture less one action in one
   step.
@@ -28,6 +35,10 @@ BASE1_NS = BASE0_NS + 5_000_192      # rank 1's clock starts 5.000192 ms later
 STEPS = {5: 0.0, 6: 100.0}           # ProfilerStep number -> start, ms
 SCALE = {5: 1.0, 6: 1.2}             # step 6 runs everything 20% slower
 F_MS, B_MS = {0: 1.0, 1: 1.5}, {0: 2.0, 1: 2.5}
+MEM_STATIC = {0: 3_000_000_000, 1: 2_000_000_000}   # bytes per rank
+MEM_ACT = {0: 50_000_000, 1: 70_000_000}            # bytes a forward keeps, per stage
+MEM_WG_NEW = {0: 8_000_000, 1: 9_000_000}           # an I's weight-gradient buffers
+MEM_I_FREES = {0: 20_000_000, 1: 30_000_000}        # what an I frees of its forward's bytes
 
 
 def one_f_one_b(rank, ranks=2, microbatches=4):
@@ -88,6 +99,64 @@ def kineto_rank(rank):
                                                     "world_size": 2},
             "baseTimeNanoseconds": BASE1_NS if rank else BASE0_NS,
             "displayTimeUnit": "ms", "traceEvents": events}
+
+
+def memory_event(ts, nbytes, total, device_type):
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 0,
+            "tid": 1, "ts": ts, "args": {"Total Reserved": 0, "Total Allocated": total,
+                                         "Bytes": nbytes, "Device Id": 0 if device_type else -1,
+                                         "Device Type": device_type, "Addr": 1}}
+
+
+def split_backwards(doc):
+    """Each PP:sBm span of doc becomes PP:sIm over its first half and PP:sWm
+    over its second."""
+    out = []
+    for e in doc["traceEvents"]:
+        name = e.get("name", "")
+        if e.get("ph") != "X" or not name.startswith("PP:") or "B" not in name:
+            out.append(e)
+            continue
+        half = e["dur"] / 2
+        out.append(dict(e, name=name.replace("B", "I"), dur=half))
+        out.append(dict(e, name=name.replace("B", "W"), ts=e["ts"] + half, dur=half))
+    doc["traceEvents"] = out
+    return doc
+
+
+def memory_changes(rank, gpu):
+    """(ts, bytes, device type) of the GPU's allocations and frees over the
+    annotations gpu (ts, dur, name), and small CPU ones beside them."""
+    changes = []
+    for ts, dur, name in gpu:
+        kind = name[len(f"PP:{rank}")]
+        if kind == "F":
+            changes += [(ts + 1, MEM_ACT[rank], 1), (ts + 2, 4096, 0)]
+        elif kind == "B":
+            changes += [(ts + dur - 1, -MEM_ACT[rank], 1), (ts + dur - 2, -4096, 0)]
+        elif kind == "I":   # gradient buffers for W, and part of the forward's bytes freed
+            changes += [(ts + 1, MEM_WG_NEW[rank], 1), (ts + dur - 1, -MEM_I_FREES[rank], 1),
+                        (ts + dur - 2, -4096, 0)]
+        elif kind == "W":
+            changes += [(ts + dur - 1, MEM_I_FREES[rank] - MEM_ACT[rank] - MEM_WG_NEW[rank], 1)]
+    return changes
+
+
+def kineto_memory_rank(rank, split=False):
+    """kineto_rank(rank) with [memory] events (see the module's docstring);
+    split: its backwards split into I and W (split_backwards)."""
+    doc = kineto_rank(rank)
+    if split:
+        doc = split_backwards(doc)
+    gpu = sorted((e["ts"], e["dur"], e["name"]) for e in doc["traceEvents"]
+                 if e.get("cat") == "gpu_user_annotation" and e["name"].startswith("PP:"))
+    first = min(e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X")
+    total = {0: 0, 1: 0}
+    for ts, nbytes, device in sorted([(first - 500, MEM_STATIC[rank], 1)] +
+                                     memory_changes(rank, gpu)):
+        total[device] += nbytes
+        doc["traceEvents"].append(memory_event(ts, nbytes, total[device], device))
+    return doc
 
 
 def expected():
@@ -266,6 +335,9 @@ def main():
     write(out, "kineto-rank0.json", rank0)
     write(out, "kineto-rank1.json", rank1)
     write(out, "kineto-expected.json", expected())
+    for r in (0, 1):
+        write(out, f"kineto-mem-rank{r}.json", kineto_memory_rank(r))
+        write(out, f"kineto-split-mem-rank{r}.json", kineto_memory_rank(r, split=True))
     write(out, "dualpipev-rank0.json", dualpipev_rank(0))
     write(out, "dualpipev-rank1.json", dualpipev_rank(1))
     write(out, "dualpipev-expected.json", dualpipev_expected())

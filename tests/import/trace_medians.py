@@ -33,6 +33,11 @@ PAIR = re.compile(r"PP:\((\d+[FBIW]\d+);(\d+[FBIW]\d+)\)OVERLAP_F_B$")
 RECV = re.compile(r"PP:(\d+)RECV_([FB])(\d+)$")
 
 
+# The trace at a path, plain or gzip JSON, as Python objects (the one
+# reader: trace_memory.py takes it from here).
+load = read_trace
+
+
 def events(path):
     doc = read_trace(path)
     evs = doc if isinstance(doc, list) else doc["traceEvents"]

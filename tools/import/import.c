@@ -8,13 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "observe.h"
 #include "tf/util.h"
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void note(const tfi_options *o, int warning, const char *fmt, ...)
+void tfi_note(const tfi_options *o, int warning, const char *fmt, ...)
 {
     if (!o->note)
         return;
@@ -92,13 +90,13 @@ static int check_not_unfrozen(const tfi_run *frozen, const tfi_run *run, tf_erro
 }
 
 /* Adds the samples of the frozen run (one trace per rank, the same
- * actions, its clocks checked as the run's are), or warns that there is
- * none.  run's traces are compared with it. */
+ * actions, its clocks checked as the run's are) and measures its bytes into
+ * *bytes, or warns that there is none.  run's traces are compared with it. */
 static int add_frozen_run(const tfi_options *o, const tfi_run *run, const tf_schedule *s,
-                          sample_buffer *set, tf_error *err)
+                          sample_buffer *set, tfi_bytes *bytes, tf_error *err)
 {
     if (o->n_frozen == 0) {
-        note(o, 1, "no --frozen traces: the frozen times are the reference's defaults, B x %g "
+        tfi_note(o, 1, "no --frozen traces: the frozen times are the reference's defaults, B x %g "
              "and W x %g; measure a run with every parameter frozen for real ones",
              TF_DEFAULT_B_FROZEN, TF_DEFAULT_W_FROZEN);
         return 0;
@@ -113,6 +111,8 @@ static int add_frozen_run(const tfi_options *o, const tfi_run *run, const tf_sch
         rc = check_not_unfrozen(&frozen, run, err);
     if (rc == 0)
         rc = add_run(set, &frozen, s, 1, err);
+    if (rc == 0)
+        rc = tfi_bytes_measure(&frozen, s, bytes, err);
     if (rc == 0 && o->p2p_ms < 0)
         rc = tfi_clock_check(&frozen, s, &clock, err);
     tfi_run_free(&frozen);
@@ -135,7 +135,7 @@ static void check_frozen_shorter(const tfi_options *o, const tf_profile *p)
         }
     }
     if (o->n_frozen > 0 && ms > 0 && frozen >= TFI_FROZEN_SUSPECT * ms)
-        note(o, 1, "the --frozen run's B and W take %.0f%% of the run's: was every parameter "
+        tfi_note(o, 1, "the --frozen run's B and W take %.0f%% of the run's: was every parameter "
              "frozen in it? (a frozen backward skips its weight gradients)", 100 * frozen / ms);
 }
 
@@ -155,14 +155,14 @@ static int build_profile(const tfi_options *o, const tf_schedule *s, const sampl
     if (rc)
         return rc;
     if (report.capped)
-        note(o, 0, "%d frozen times exceeded their unfrozen time (measurement noise) and were "
+        tfi_note(o, 0, "%d frozen times exceeded their unfrozen time (measurement noise) and were "
              "set equal to it", report.capped);
     if (report.split_stages)
-        note(o, 0, "%d %s no full backward of its own (split into I and W, or every B in an "
+        tfi_note(o, 0, "%d %s no full backward of its own (split into I and W, or every B in an "
              "overlapped pair): backward_ms is I + W", report.split_stages,
              report.split_stages == 1 ? "stage has" : "stages have");
     if (out->n_pairs > 0)
-        note(o, 0, "%d overlapped pairs (OVERLAP_F_B) timed as one span each; tf-plan splits "
+        tfi_note(o, 0, "%d overlapped pairs (OVERLAP_F_B) timed as one span each; tf-plan splits "
              "each over its forward and backward (docs/formats.md)", out->n_pairs);
     check_frozen_shorter(o, out);
     return 0;
@@ -178,18 +178,18 @@ static int measured_lag(const tfi_options *o, const tfi_run *run, const tf_sched
         return rc;
     *lag = c.lag_ms;
     if (c.kind == TFI_CLOCK_ONE_RANK)
-        note(o, 0, "p2p_ms = 0: one rank, so nothing passes between ranks");
+        tfi_note(o, 0, "p2p_ms = 0: one rank, so nothing passes between ranks");
     else if (c.kind == TFI_CLOCK_UNALIGNED)
-        note(o, 0, "p2p_ms = 0: the traces share no clock (no baseTimeNanoseconds) and some "
+        tfi_note(o, 0, "p2p_ms = 0: the traces share no clock (no baseTimeNanoseconds) and some "
              "pair of ranks sends data one way only, so their clocks cannot be aligned");
     else if (c.timed == 0)
-        note(o, 0, "p2p_ms = 0: the CPU-side traces show no receive event (gloo:recv, "
+        tfi_note(o, 0, "p2p_ms = 0: the CPU-side traces show no receive event (gloo:recv, "
              "nccl:recv) in the RECV spans of the actions that take another rank's data, so "
              "when that data arrived is unknown");
     else if (c.samples == 0)
-        note(o, 0, "p2p_ms = 0: no action was seen waiting for another rank's data alone");
+        tfi_note(o, 0, "p2p_ms = 0: no action was seen waiting for another rank's data alone");
     else
-        note(o, 0, "p2p_ms = %.4g: median of %d gaps between a sender's end and its receiver's "
+        tfi_note(o, 0, "p2p_ms = %.4g: median of %d gaps between a sender's end and its receiver's "
              "start%s", c.lag_ms, c.samples,
              c.kind == TFI_CLOCK_MESSAGES ? " (the traces share no clock: aligned by their "
                                             "messages, data taken to travel as fast each way)"
@@ -203,7 +203,7 @@ static int lag_of(const tfi_options *o, const tfi_run *run, const tf_schedule *s
 {
     if (o->p2p_ms >= 0) {
         *lag = o->p2p_ms;
-        note(o, 0, "p2p_ms = %g, as given by --p2p-ms: the traces' clocks were not read", *lag);
+        tfi_note(o, 0, "p2p_ms = %g, as given by --p2p-ms: the traces' clocks were not read", *lag);
     } else {
         int rc = measured_lag(o, run, s, lag, err);
         if (rc)
@@ -227,7 +227,7 @@ static void describe(const tfi_options *o, const tfi_run *run, const tf_schedule
     static const char *const from[] = {"from distributedInfo.rank",
                                        "from the stages they run: rank r runs stage r",
                                        "in the order of the files"};
-    note(o, 0, "%d %s (%s) x %d %s per rank, %d %s, schedule %s; %d %s (%s to %s); %s-side "
+    tfi_note(o, 0, "%d %s (%s) x %d %s per rank, %d %s, schedule %s; %d %s (%s to %s); %s-side "
          "annotations", run->ranks, tf_plural(run->ranks, "rank", "ranks"), from[run->rank_source],
          s->stages_per_rank, tf_plural(s->stages_per_rank, "stage", "stages"), s->microbatches,
          tf_plural(s->microbatches, "microbatch", "microbatches"), s->name, run->n_steps,
@@ -235,12 +235,12 @@ static void describe(const tfi_options *o, const tfi_run *run, const tf_schedule
          tfi_step_label(run->steps[0], first), tfi_step_label(run->steps[run->n_steps - 1], last),
          gpu == run->ranks ? "GPU" : gpu == 0 ? "CPU" : "GPU- and CPU");
     if (run->reordered)
-        note(o, 0, "the traces were not given in rank order: rank 0 is %s", run->traces[0].path);
+        tfi_note(o, 0, "the traces were not given in rank order: rank 0 is %s", run->traces[0].path);
     if (trimmed)
-        note(o, 0, "%d action spans started before their input arrived; their wait was taken "
+        tfi_note(o, 0, "%d action spans started before their input arrived; their wait was taken "
              "off", trimmed);
     if (outside)
-        note(o, 0, "%d PP: events outside every ProfilerStep#N span were ignored", outside);
+        tfi_note(o, 0, "%d PP: events outside every ProfilerStep#N span were ignored", outside);
 }
 
 /* Each path may be given once: as a trace of one rank, or as a frozen one. */
@@ -274,6 +274,7 @@ int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err)
     tfi_run run = {0};
     tf_schedule s = {0};
     sample_buffer set = {0};
+    tfi_bytes bytes = {.implausible_stage = -1}, frozen_bytes = {.implausible_stage = -1};
     double lag = 0;
     int rc = check_paths(o, err);
     if (rc == 0)
@@ -290,14 +291,21 @@ int tfi_import(const tfi_options *o, tf_profile *out, tf_error *err)
                          tf_plural(run.ranks, "rank", "ranks"));
         rc = lag_of(o, &run, &s, &lag, err);
     }
+    if (rc == 0)
+        rc = tfi_bytes_measure(&run, &s, &bytes, err);
     tfi_run_drop_steps(&run);
     if (rc == 0)
-        rc = add_frozen_run(o, &run, &s, &set, err);
+        rc = add_frozen_run(o, &run, &s, &set, &frozen_bytes, err);
     tf_progress_note(o->progress, "building the profile from %zu samples", set.n);
     if (rc == 0)
         rc = build_profile(o, &s, &set, out, err);
     if (rc == 0)
         out->p2p_ms = lag;
+    if (rc == 0 && (rc = tfi_bytes_to_profile(o, &bytes, o->n_frozen ? &frozen_bytes : NULL, out,
+                                              err)))
+        tf_profile_free(out);
+    tfi_bytes_free(&bytes);
+    tfi_bytes_free(&frozen_bytes);
     free(set.x);
     tf_schedule_free(&s);
     tfi_run_free(&run);

@@ -13,6 +13,9 @@
  *    and W x 0.01;
  *  - these and the stage times are built from the samples by
  *    tf_profile_from_samples (tf/profile_samples.h), as tf-exec builds its;
+ *  - the stages' memory fields, when the traces hold profile_memory's
+ *    "[memory]" events: medians of the live bytes at a step's start and
+ *    of the growth across forwards and I actions (bytes.h);
  *  - p2p_ms: the median gap between a sender's end and the start of the
  *    action on another rank that waited for it, once the traces' clocks
  *    are on one time line (clock.c: baseTimeNanoseconds, else the messages
@@ -46,6 +49,13 @@ typedef struct tfi_options {
     tfi_note_fn note;           /* may be NULL */
     void *note_ctx;
 } tfi_options;
+
+/* Passes one line (printf's fmt, at most 511 bytes) to o->note, if any;
+ * `warning` as tfi_note_fn's. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void tfi_note(const tfi_options *o, int warning, const char *fmt, ...);
 
 /* Sets every field to its default: no traces, every step, the lag
  * measured, no progress lines, no notes. */

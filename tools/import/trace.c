@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "jscan.h"
+#include "tf/memory.h"
 
 /* Event names longer than this are kept cut short: no name tf-import
  * reads comes near it. */
@@ -22,12 +23,17 @@ typedef struct time_field {
     char text[SMALL_CAP + 8];/* the value as written, for messages */
 } time_field;
 
+/* The args of a "[memory]" event that tf-import reads, in this order. */
+static const char *const MEM_ARGS[] = {"Bytes", "Total Allocated", "Device Type", "Device Id"};
+enum { N_MEM_ARGS = 4 };
+
 /* The fields of one event that tf-import reads. */
 typedef struct event {
     tfi_js_text name, cat, ph, key;
     int seen_name, seen_cat, seen_ph;  /* the first occurrence counts */
     int has_name, has_cat, has_ph;     /* ... and it was a string */
     time_field ts, dur;
+    time_field args[N_MEM_ARGS];       /* MEM_ARGS, when args is an object */
 } event;
 
 /* Reads 1-6 digits at *p into *value (<= TFI_MAX_INDEX); advances *p. */
@@ -170,11 +176,32 @@ static int read_text(tfi_jscan *j, tfi_js_text *into, int *seen, int *has)
     return tfi_js_string(j, into);
 }
 
+/* Reads the members of args that a "[memory]" event carries (MEM_ARGS),
+ * skipping every other; args of any other kind is skipped. */
+static int read_args(tfi_jscan *j, event *e)
+{
+    if (tfi_js_peek(j) != '{')
+        return tfi_js_skip(j);
+    long members = 0;
+    int rc = tfi_js_enter(j, '{'), more = 0;
+    while (rc == 0 && (more = tfi_js_more(j, '}', &members)) == 1) {
+        if ((rc = tfi_js_key(j, &e->key)))
+            break;
+        int k = 0;
+        while (k < N_MEM_ARGS && (e->key.truncated || strcmp(e->key.s, MEM_ARGS[k]) != 0))
+            k++;
+        rc = k < N_MEM_ARGS && !e->args[k].seen ? read_time(j, e, &e->args[k]) : tfi_js_skip(j);
+    }
+    return rc ? rc : (more < 0 ? more : 0);
+}
+
 /* Reads the members of one event object into e. */
 static int read_event(tfi_jscan *j, event *e)
 {
     e->seen_name = e->seen_cat = e->seen_ph = e->has_name = e->has_cat = e->has_ph = 0;
     e->ts.seen = e->ts.number = e->dur.seen = e->dur.number = 0;
+    for (int k = 0; k < N_MEM_ARGS; k++)
+        e->args[k].seen = e->args[k].number = 0;
     long members = 0;
     int rc = tfi_js_enter(j, '{'), more = 0;
     while (rc == 0 && (more = tfi_js_more(j, '}', &members)) == 1) {
@@ -189,6 +216,8 @@ static int read_event(tfi_jscan *j, event *e)
             rc = read_text(j, &e->cat, &e->seen_cat, &e->has_cat);
         else if ((strcmp(k, "ts") == 0 && !e->ts.seen) || (strcmp(k, "dur") == 0 && !e->dur.seen))
             rc = read_time(j, e, k[0] == 't' ? &e->ts : &e->dur);
+        else if (strcmp(k, "args") == 0)
+            rc = read_args(j, e);
         else
             rc = tfi_js_skip(j);
     }
@@ -216,25 +245,50 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
     return h;
 }
 
-/* Appends span s to t (growing its array), within TFI_MAX_SPANS. */
+/* Makes room for one more of the n items of `size` bytes at items (room
+ * of them now), doubling it, within TFI_MAX_SPANS; `what` names them.
+ * *out is the array to use from now on (items, or its larger copy). */
+static int grow(const tfi_trace *t, void *items, int n, int *room, size_t size,
+                const char *what, void **out, tf_error *err)
+{
+    *out = items;
+    if (n < *room)
+        return 0;
+    if (*room >= TFI_MAX_SPANS)
+        return tf_fail(err, TF_EINVAL, "%s: more than %d %s: too many to be one profiled run; "
+                       "profile fewer steps", t->path, TFI_MAX_SPANS, what);
+    int grown = *room ? 2 * *room : 1024;
+    void *bigger = realloc(items, (size_t)grown * size);
+    if (!bigger)
+        return tf_fail(err, TF_ENOMEM, "%s: out of memory after keeping %d %s (%zu MiB of "
+                       "them)", t->path, n, what, ((size_t)n * size) >> 20);
+    *out = bigger;
+    *room = grown;
+    return 0;
+}
+
+/* Appends span s to t. */
 static int keep(tfi_trace *t, const tfi_span *s, int *room, tf_error *err)
 {
-    if (t->n_spans == *room) {
-        if (*room >= TFI_MAX_SPANS)
-            return tf_fail(err, TF_EINVAL, "%s: more than %d events tf-import reads (PP: "
-                           "annotations, ProfilerStep#N spans and receives): too many to be one "
-                           "profiled run; profile fewer steps", t->path, TFI_MAX_SPANS);
-        int grown = *room ? 2 * *room : 1024;
-        tfi_span *bigger = realloc(t->spans, (size_t)grown * sizeof *bigger);
-        if (!bigger)
-            return tf_fail(err, TF_ENOMEM, "%s: out of memory after keeping %d events "
-                           "(%zu MiB of them)", t->path, t->n_spans,
-                           ((size_t)t->n_spans * sizeof *bigger) >> 20);
-        t->spans = bigger;
-        *room = grown;
-    }
-    t->spans[t->n_spans++] = *s;
-    return 0;
+    void *spans;
+    int rc = grow(t, t->spans, t->n_spans, room, sizeof *s,
+                  "events tf-import reads (PP: annotations, ProfilerStep#N spans and receives)",
+                  &spans, err);
+    t->spans = spans;
+    if (rc == 0)
+        t->spans[t->n_spans++] = *s;
+    return rc;
+}
+
+/* Appends memory event m to t. */
+static int keep_memory(tfi_trace *t, const tfi_mem_event *m, int *room, tf_error *err)
+{
+    void *mem;
+    int rc = grow(t, t->mem, t->n_mem, room, sizeof *m, "[memory] events", &mem, err);
+    t->mem = mem;
+    if (rc == 0)
+        t->mem[t->n_mem++] = *m;
+    return rc;
 }
 
 /* Records the first unreadable PP: name of a side. */
@@ -247,9 +301,42 @@ static void note_bad_name(tfi_trace *t, const tfi_span *s, const char *name)
     snprintf(bad->name, sizeof bad->name, "%s", name);
 }
 
-/* Turns event i into a span of t when it is one tf-import reads. */
+/* Checks arg k of "[memory]" event i: a finite number within [lo, hi]. */
+static int check_mem_arg(const char *path, long i, const event *e, int k, double lo, double hi,
+                         tf_error *err)
+{
+    const time_field *a = &e->args[k];
+    if (a->number && isfinite(a->value) && a->value >= lo && a->value <= hi)
+        return 0;
+    return tf_fail(err, TF_EINVAL, "%s: event %ld (\"[memory]\"): args.%s: expected a number "
+                   "from %g to %g, got %s", path, i, MEM_ARGS[k], lo, hi,
+                   a->seen ? a->text : "nothing");
+}
+
+/* Appends "[memory]" event i to t's memory events, its fields checked. */
+static int take_memory(tfi_trace *t, long i, const event *e, int *room, tf_error *err)
+{
+    static const double range[N_MEM_ARGS][2] = {
+        {-TF_MAX_BYTES, TF_MAX_BYTES}, {0, TF_MAX_BYTES}, {0, 32767}, {-1, 32767}};
+    int rc = check_time(t->path, i, e, "ts", &e->ts, err);
+    for (int k = 0; rc == 0 && k < N_MEM_ARGS; k++)
+        rc = check_mem_arg(t->path, i, e, k, range[k][0], range[k][1], err);
+    if (rc)
+        return rc;
+    tfi_mem_event m = {.ts = e->ts.value, .bytes = e->args[0].value,
+                       .total = e->args[1].value, .index = (int)i,
+                       .device_type = (int16_t)e->args[2].value,
+                       .device_id = (int16_t)e->args[3].value};
+    return keep_memory(t, &m, room, err);
+}
+
+/* Turns event i into a span or a memory event of t when it is one
+ * tf-import reads; room[0] and room[1] are the two arrays' room. */
 static int take_event(tfi_trace *t, long i, const event *e, int *room, tf_error *err)
 {
+    if (e->has_name && e->has_ph && strcmp(e->name.s, "[memory]") == 0 &&
+        (strcmp(e->ph.s, "i") == 0 || strcmp(e->ph.s, "I") == 0))
+        return take_memory(t, i, e, room + 1, err);
     if (!e->has_name || !e->has_ph || strcmp(e->ph.s, "X") != 0)
         return 0;
     tfi_span s = {.index = (int)i};
@@ -283,14 +370,14 @@ static int read_events(tfi_jscan *j, tfi_trace *t, tf_progress *progress, tf_err
     event e = {.name = {name, sizeof name, 0, 0}, .cat = {cat, sizeof cat, 0, 0},
                .ph = {ph, sizeof ph, 0, 0}, .key = {key, sizeof key, 0, 0}};
     long count = 0;
-    int room = 0, more = 0, rc = tfi_js_enter(j, '[');
+    int room[2] = {0, 0}, more = 0, rc = tfi_js_enter(j, '[');
     while (rc == 0 && (more = tfi_js_more(j, ']', &count)) == 1) {
         if (count > 2000000000L)
             return tf_fail(err, TF_EINVAL, "%s: more than 2e9 events", t->path);
         if (tfi_js_peek(j) != '{')
             rc = tfi_js_skip(j);
         else if ((rc = read_event(j, &e)) == 0)
-            rc = take_event(t, count - 1, &e, &room, err);
+            rc = take_event(t, count - 1, &e, room, err);
         if ((count & 0xffff) == 0 && tf_progress_due(progress))
             tf_progress_note(progress, "reading %s: %llu MB, %ld events", t->path,
                              (unsigned long long)(tfi_js_consumed(j) / 1000000), count);
@@ -438,15 +525,25 @@ static int by_start(const void *pa, const void *pb)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-/* Sorts the spans by start unless they already are (as writers mostly
+/* Sorts n items of base by cmp unless they already are (as writers mostly
  * leave them). */
-static void sort_spans(tfi_trace *t)
+static void sort_unless_sorted(void *base, int n, size_t size,
+                               int (*cmp)(const void *, const void *))
 {
-    for (int i = 1; i < t->n_spans; i++)
-        if (by_start(&t->spans[i - 1], &t->spans[i]) > 0) {
-            qsort(t->spans, (size_t)t->n_spans, sizeof *t->spans, by_start);
+    const char *p = base;
+    for (int i = 1; i < n; i++)
+        if (cmp(p + (size_t)(i - 1) * size, p + (size_t)i * size) > 0) {
+            qsort(base, (size_t)n, size, cmp);
             return;
         }
+}
+
+static int mem_by_time(const void *pa, const void *pb)
+{
+    const tfi_mem_event *a = pa, *b = pb;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
 }
 
 int tfi_trace_load(const char *path, tf_progress *progress, tfi_trace *out, tf_error *err)
@@ -469,7 +566,8 @@ int tfi_trace_load(const char *path, tf_progress *progress, tfi_trace *out, tf_e
     }
     out->fingerprint = hash_bytes(out->fingerprint, &out->base_ns, sizeof out->base_ns);
     out->fingerprint = hash_bytes(out->fingerprint, &out->rank, sizeof out->rank);
-    sort_spans(out);
+    sort_unless_sorted(out->spans, out->n_spans, sizeof *out->spans, by_start);
+    sort_unless_sorted(out->mem, out->n_mem, sizeof *out->mem, mem_by_time);
     return 0;
 }
 
@@ -483,6 +581,7 @@ void tfi_trace_drop_spans(tfi_trace *t)
 void tfi_trace_free(tfi_trace *t)
 {
     free(t->spans);
+    free(t->mem);
     free(t->path);
     memset(t, 0, sizeof *t);
 }

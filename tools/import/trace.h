@@ -12,6 +12,10 @@
  *  - `ProfilerStep#N` spans, one per profiled training step;
  *  - CPU-side receive events (c10d names them "<backend>:recv...",
  *    e.g. "gloo:recv"), which end when the received data has arrived.
+ * and, when the profiler recorded memory (profile_memory=True), Kineto's
+ * "[memory]" instant events ("ph": "i"): each allocation or free, its time,
+ * the signed "Bytes" and the "Total Allocated" after it, and the device
+ * ("Device Type", "Device Id"), 32 bytes each (tfi_mem_event).
  * So memory follows the events kept, about 32 bytes each, not the text.
  */
 #ifndef TFI_TRACE_H
@@ -60,6 +64,16 @@ typedef struct tfi_span {
     } u;
 } tfi_span;
 
+/* One allocation (bytes > 0) or free (bytes < 0) on one device. */
+typedef struct tfi_mem_event {
+    double ts;               /* microseconds on the trace's own clock */
+    double bytes;            /* "Bytes": signed */
+    double total;            /* "Total Allocated" on its device after it */
+    int index;               /* position in the file's event list (sort ties) */
+    int16_t device_type;     /* "Device Type": 0 the CPU, else an accelerator */
+    int16_t device_id;       /* "Device Id" */
+} tfi_mem_event;
+
 /* The first `PP:` name of one side that is none of the runtime's. */
 typedef struct tfi_bad_name {
     int index;               /* event position; -1: none */
@@ -78,6 +92,8 @@ typedef struct tfi_trace {
     tfi_bad_name bad[2];     /* per side, as pp_events */
     tfi_span *spans;         /* sorted by start (ties: file order) */
     int n_spans;
+    tfi_mem_event *mem;      /* "[memory]" events, sorted by time (ties: file order) */
+    int n_mem;
 } tfi_trace;
 
 /* Reads the trace at path (gzip is recognised by its magic bytes, whatever
@@ -86,13 +102,16 @@ typedef struct tfi_trace {
  * or TF_EIO (unreadable file, broken gzip), TF_ENOMEM ("out of memory"
  * with the events read so far), or TF_EINVAL for a file that is not a
  * trace, an event with a bad field, a bad baseTimeNanoseconds or
- * distributedInfo, more than TFI_MAX_SPANS events kept, or more than
+ * distributedInfo, a "[memory]" event whose ts, Bytes, Total Allocated,
+ * Device Type or Device Id is not a finite number in range, more than
+ * TFI_MAX_SPANS events kept (spans and memory events each), or more than
  * TFI_MAX_TRACE_BYTES of text; the message names the file and, where there
  * is one, the event and value.  On error *out is zeroed. */
 int tfi_trace_load(const char *path, tf_progress *progress, tfi_trace *out, tf_error *err);
 
-/* Frees the spans of t, keeping its path, metadata and fingerprint (what
- * messages and checks need once its steps are cut). */
+/* Frees the spans of t, keeping its path, metadata, fingerprint and
+ * memory events (what messages, checks and the memory fields need once its
+ * steps are cut). */
 void tfi_trace_drop_spans(tfi_trace *t);
 
 /* Frees what t owns and zeroes it.  t may be zeroed already. */

@@ -23,7 +23,9 @@ ProfilerStep#N span):
 writes DIR/unfrozen/rank0.json, rank1.json and DIR/frozen/rank0.json,
 rank1.json (Chrome traces as torch.profiler exports them); with --gzip the
 unfrozen run's last rank is written as rank1.json.gz instead (torch.profiler
-compresses a trace whose name ends in .gz, as TensorBoard's handler does).  Needs torch with
+compresses a trace whose name ends in .gz, as TensorBoard's handler does).  With --memory the
+profiler records every allocation and free (profile_memory=True: Kineto's "[memory]" instant
+events, what tf-import reads the memory fields from; Kineto builds only).  Needs torch with
 torch.distributed and gloo (Debian 12's python3-torch 1.13 has them); no GPU.
 """
 import argparse
@@ -155,7 +157,8 @@ def worker(rank, args, frozen, out_dir, port):
     def save(prof):
         prof.export_chrome_trace(path)
 
-    with profile(activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=save) as prof:
+    with profile(activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=save,
+                 profile_memory=args.memory) as prof:
         for _ in range(total):
             data = [torch.randn(BATCH, WIDTH, generator=gen) for _ in range(MICROBATCHES)]
             target = [torch.randn(BATCH, WIDTH, generator=gen) for _ in range(MICROBATCHES)]
@@ -173,6 +176,8 @@ def main():
     ap.add_argument("--out", required=True, help="folder for unfrozen/ and frozen/")
     ap.add_argument("--steps", type=int, default=3, help="recorded steps (default 3)")
     ap.add_argument("--port", type=int, default=29517, help="rendezvous port on 127.0.0.1")
+    ap.add_argument("--memory", action="store_true",
+                    help="profile_memory=True: [memory] events of every allocation and free")
     ap.add_argument("--gzip", action="store_true",
                     help="write the unfrozen run's last rank as .json.gz")
     args = ap.parse_args()

@@ -68,7 +68,7 @@ typedef struct tf_study {
     int has_measured;
     int has_bytes;
     tf_activation_bytes measured;   /* one layer, per microbatch */
-    double measured_static;         /* static bytes per layer; < 0: parameters x bytes_per_parameter */
+    double measured_static;         /* static bytes per layer; < 0: parameters x bytes each */
     double first_static, first_activation; /* first_stage_extra_bytes */
     double last_static, last_activation;   /* last_stage_extra_bytes */
 

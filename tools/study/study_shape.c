@@ -201,8 +201,10 @@ int study_parse_shape(const tfj_ctx *model_at, const cJSON *model, int layer_par
                            &s->n_sequence_parallel, err)))
         return rc;
     if (s->has_measured) {
-        rc = study_parse_measured(model_at, model, layer_parameters_given, s, err);
-        return rc || s->measured_static >= 0 ? rc : read_static(model_at, model, s, err);
+        if ((rc = study_parse_measured(model_at, model, layer_parameters_given, s, err)))
+            return rc;
+        /* Without static bytes per layer, the parameters' bytes, as a shape's. */
+        return s->measured_static >= 0 ? 0 : read_static(model_at, model, s, err);
     }
     if (!s->has_shape)
         return 0;

@@ -73,8 +73,9 @@ static const tf_cli_option options[] = {
      .help = "auto (default), lp_solve or fast, as in tf-plan"},
     {"gpu-memory", 0, TF_CLI_SIZE, AT(gpu_memory), 1, 1.152921504606846976e18, .arg = "SIZE",
      .help = "each GPU's memory (80GiB = 80 x 2^30 bytes, 80GB = 80e9, or bytes), over the "
-             "study's gpu_memory_bytes; needs the model's shape. Every configuration is planned "
-             "within it less memory_headroom_bytes and marked fits true or false"},
+             "study's gpu_memory_bytes; needs the model's bytes (its shape or measured bytes "
+             "per layer). Every configuration is planned within it less "
+             "memory_headroom_bytes and marked fits true or false"},
     {"quiet", 'q', TF_CLI_FLAG, AT(quiet), .help = "no summary and no progress bar"},
 };
 

@@ -280,6 +280,49 @@ static void test_fit_by_recomputation(void **state)
     tf_study_free(&s);
 }
 
+/* Measured bytes per layer under recomputation: "full" keeps each layer's
+ * checkpoint alone (A = A_f = C) while the ends keep theirs; "auto" keeps
+ * everything and lets the planner recompute the layers, from the same
+ * checkpoint, at the stage's forward time. */
+static const char *const measured_study =
+    "{ \"model\": { \"layers\": 4, \"layer_forward_ms\": 1.5, \"layer_backward_ms\": 3,"
+    "  \"microbatch_tokens\": 512, \"activation_bytes_per_layer\": 1000,"
+    "  \"checkpoint_bytes_per_layer\": 100, \"static_bytes_per_layer\": 7,"
+    "  \"first_stage_extra_bytes\": { \"activation_bytes\": 50 },"
+    "  \"recompute\": [\"full\", \"auto\"] },"
+    "  \"sweep\": { \"schedule\": \"1F1B\", \"ranks\": 2, \"microbatches\": 2 } }";
+
+static void test_measured_recompute(void **state)
+{
+    (void)state;
+    tf_study s;
+    tf_error err = {0};
+    tf_study_config *configs;
+    int n;
+    assert_int_equal(tf_study_parse(measured_study, "measured.json", &s, &err), 0);
+    assert_int_equal(tf_study_configs(&s, &configs, &n, &err), 0);
+    assert_int_equal(n, 2);
+    tf_profile full, with_auto;
+    assert_int_equal(configs[0].recompute, TF_RECOMPUTE_FULL);
+    assert_int_equal(tf_study_make_profile(&s, &configs[0], &full, &err), 0);
+    assert_int_equal(tf_study_make_profile(&s, &configs[1], &with_auto, &err), 0);
+    const tf_stage_memory *f0 = &full.memory[0], *a0 = &with_auto.memory[0];
+    assert_float_equal(f0->activation_bytes, 2 * 100 + 50, 0);
+    assert_float_equal(f0->activation_frozen_bytes, 2 * 100 + 50, 0);
+    assert_float_equal(f0->static_bytes, 2 * 7, 0);
+    assert_false(f0->recomputes);
+    /* The backward re-runs the stage's two layers' forward. */
+    assert_float_equal(full.stages[0].backward_ms, 2 * 3 + 2 * 1.5, 1e-12);
+    assert_float_equal(a0->activation_bytes, 2 * 1000 + 50, 0);
+    assert_float_equal(a0->checkpoint_bytes, 2 * 100 + 50, 0);
+    assert_true(a0->recomputes);
+    assert_float_equal(a0->recompute_ms, 2 * 1.5, 1e-12);
+    tf_profile_free(&full);
+    tf_profile_free(&with_auto);
+    free(configs);
+    tf_study_free(&s);
+}
+
 /* Megatron-LM's theoretical_memory_usage for the first stage of the 1T
  * run (t = 8, p = 64, 1F1B, sequence parallelism and selective
  * recomputation, 18 bytes a parameter), written out here, against the
@@ -330,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_figure_1),
         cmocka_unit_test(test_megatron_total),
         cmocka_unit_test(test_fit_by_recomputation),
+        cmocka_unit_test(test_measured_recompute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -318,7 +318,7 @@ sys.exit(1 if bad or not rows else 0)
 PY
 expect_stdout "memory: the summary names no fastest fitting configuration" \
     'Fastest that fits (tokens/s per GPU): ZBVZeroBubble, 4 ranks x 2, 32 microbatches'
-expect_refused_with 1 "--gpu-memory without a shape" "--gpu-memory: $work/good.json: the model has no shape" \
+expect_refused_with 1 "--gpu-memory without bytes" "--gpu-memory: $work/good.json: the model has no bytes" \
     -- "$TF_STUDY" "$work/good.json" -q --gpu-memory 80GiB
 expect_refused_with 2 "bad --gpu-memory" "--gpu-memory" \
     -- "$TF_STUDY" "$work/good.json" -q --gpu-memory 80XB
@@ -345,11 +345,128 @@ bad_memory "sequence_parallel" "$shape, \"sequence_parallel\": \"yes\"" "" \
 bad_memory "distributed optimizer and bytes" \
     "$shape, \"distributed_optimizer\": true, \"bytes_per_parameter\": 16" "" \
     '$.model.bytes_per_parameter: give bytes_per_parameter or distributed_optimizer, not both'
-bad_memory "gpu memory without a shape" '"microbatch_tokens": 10' '"gpu_memory_bytes": 8e10,' \
-    '$.gpu_memory_bytes: a memory limit needs the model'"'"'s shape'
+bad_memory "gpu memory without bytes" '"microbatch_tokens": 10' '"gpu_memory_bytes": 8e10,' \
+    '$.gpu_memory_bytes: a memory limit needs the model'"'"'s bytes'
 bad_memory "headroom" "$shape" '"gpu_memory_bytes": 8e10, "memory_headroom_bytes": 9e10,' \
     '$.memory_headroom_bytes: the headroom must be less than gpu_memory_bytes'
 bad_memory "gpu memory negative" "$shape" '"gpu_memory_bytes": -1,' '$.gpu_memory_bytes'
+
+# --- measured bytes per layer ---------------------------------------------
+# 4 layers on 1F1B's 2 ranks, 2 layers a stage, no freezing.  Per layer:
+# A = 1e9, A_f = 0.6e9, G = 0.8e9, C = 0.2e9, static 3e9; the first stage
+# adds 1e9 static and 0.5e9 activation, the last 2e9 and 4e9 (activations
+# at the ends are kept through freezing and recomputation).  So stage 0:
+# static 7e9, A 2.5e9, A_f 1.7e9, G 1.6e9, C 0.9e9; stage 1: 8e9, 6e9,
+# 5.2e9, 1.6e9, 4.4e9.  Rank r keeps min(P - r, M) microbatches: rank 0
+# peaks at 7e9 + 2 x 2.5e9 = 12e9, rank 1 at 8e9 + 1 x 6e9 = 14e9.
+measured='"activation_bytes_per_layer": 1e9, "activation_frozen_bytes_per_layer": 6e8,
+  "weight_grad_bytes_per_layer": 8e8, "checkpoint_bytes_per_layer": 2e8,
+  "static_bytes_per_layer": 3e9,
+  "first_stage_extra_bytes": { "static_bytes": 1e9, "activation_bytes": 5e8 },
+  "last_stage_extra_bytes": { "static_bytes": 2e9, "activation_bytes": 4e9 }'
+measured_study() {
+    printf '{ %s "model": { "layers": 4, "layer_forward_ms": 1, "layer_backward_ms": 2,\n  "microbatch_tokens": 1024, %s },\n  "sweep": { "schedule": "1F1B", "ranks": 2, "microbatches": 4, "max_freeze_ratio": 0 } }\n' \
+        "$1" "$2" >"$3"
+}
+measured_study "" "$measured" "$work/measured.json"
+expect_status 0 "measured bytes" "$TF_STUDY" "$work/measured.json" -q -o "$work/measured.csv" \
+    --profiles "$work/measured-profiles"
+check "measured bytes: a stage's profile bytes are not the per-layer values x 2 layers + the ends" \
+    python3 - "$work/measured-profiles/1F1B-p2-v1-m4-cap0-p2p0-none-sp0.profile.json" <<'PY'
+import json, sys
+stages = json.load(open(sys.argv[1]))["stages"]
+want = [dict(static_bytes=7e9, activation_bytes=2.5e9, activation_frozen_bytes=1.7e9,
+             weight_grad_bytes=1.6e9),
+        dict(static_bytes=8e9, activation_bytes=6e9, activation_frozen_bytes=5.2e9,
+             weight_grad_bytes=1.6e9)]
+for k, w in enumerate(want):
+    for key, value in w.items():
+        got = stages[k].get(key, 0)
+        if abs(got - value) > 1:
+            sys.exit(f"stage {k} {key}: {got}, expected {value}")
+PY
+# The layers' activations alone peak on rank 0: 2 microbatches x 2e9.
+check "measured bytes: the peak is not rank 1's 14e9 bytes, the layers' not rank 0's 4e9" \
+    python3 - "$work/measured.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+bytes_of = lambda key: float(rows[0][key]) * 2**30   # the CSV's GiB to 10 digits
+sys.exit(0 if len(rows) == 1 and abs(bytes_of("peak_memory_gib") / 14e9 - 1) < 1e-9
+         and abs(bytes_of("peak_activation_gib") / 4e9 - 1) < 1e-9 else 1)
+PY
+# The limit at the peak fits, a byte below it does not (nothing can be
+# frozen or recomputed to make room).
+expect_status 0 "measured bytes at the limit" "$TF_STUDY" "$work/measured.json" -q \
+    -o "$work/fit.csv" --gpu-memory 14000000000
+check "measured bytes: a 14e9-byte GPU does not fit the 14e9-byte peak" \
+    grep -q ',true,none$' <(tail -1 "$work/fit.csv")
+expect_status 0 "measured bytes below the limit" "$TF_STUDY" "$work/measured.json" -q \
+    -o "$work/nofit.csv" --gpu-memory 13999999999
+check "measured bytes: a GPU a byte below the 14e9-byte peak fits it" \
+    grep -q ',false,$' <(tail -1 "$work/nofit.csv")
+# Without static_bytes_per_layer, layer_parameters x bytes_per_parameter:
+# 2 layers x 1e8 x 16 bytes, and the ends' static bytes, on each stage.
+measured_study "" '"activation_bytes_per_layer": 1e9, "layer_parameters": 1e8,
+  "bytes_per_parameter": 16, "last_stage_extra_bytes": { "static_bytes": 2e9 }' \
+    "$work/per-parameter.json"
+expect_status 0 "measured bytes per parameter" "$TF_STUDY" "$work/per-parameter.json" -q \
+    --profiles "$work/per-parameter"
+check "measured bytes: static bytes are not parameters x bytes_per_parameter" \
+    python3 - "$work/per-parameter/1F1B-p2-v1-m4-cap0-p2p0-none-sp0.profile.json" <<'PY'
+import json, sys
+stages = json.load(open(sys.argv[1]))["stages"]
+sys.exit(0 if [s["static_bytes"] for s in stages] == [3.2e9, 5.2e9] else 1)
+PY
+
+# Each bad measured value is refused, naming the field and the value.
+bad_measured() {
+    measured_study "" "$2" "$work/badmeasured.json"
+    expect_refused_with 1 "$1" "$3" -- "$TF_STUDY" "$work/badmeasured.json" -q
+}
+bad_measured "measured negative" '"activation_bytes_per_layer": -1, "static_bytes_per_layer": 0' \
+    '$.model.activation_bytes_per_layer: expected a finite number in [0, 1.15292e+18], got -1'
+bad_measured "measured string" '"activation_bytes_per_layer": "1GB", "static_bytes_per_layer": 0' \
+    '$.model.activation_bytes_per_layer: expected a finite number in [0, 1.15292e+18], got "1GB"'
+bad_measured "frozen above full" \
+    '"activation_bytes_per_layer": 1e9, "activation_frozen_bytes_per_layer": 2e9, "static_bytes_per_layer": 0' \
+    '$.model.activation_frozen_bytes_per_layer: frozen bytes must not exceed activation_bytes_per_layer, got 2000000000'
+bad_measured "checkpoint above full" \
+    '"activation_bytes_per_layer": 1e9, "checkpoint_bytes_per_layer": 2e9, "static_bytes_per_layer": 0' \
+    '$.model.checkpoint_bytes_per_layer: a checkpoint must not exceed activation_bytes_per_layer'
+bad_measured "weight grad negative" \
+    '"activation_bytes_per_layer": 1e9, "weight_grad_bytes_per_layer": -5, "static_bytes_per_layer": 0' \
+    '$.model.weight_grad_bytes_per_layer: expected a finite number'
+bad_measured "static negative" '"activation_bytes_per_layer": 1e9, "static_bytes_per_layer": -1' \
+    '$.model.static_bytes_per_layer: expected a finite number'
+bad_measured "no static bytes" '"activation_bytes_per_layer": 1e9' \
+    '$.model.static_bytes_per_layer: expected the static bytes per layer (or layer_parameters'
+bad_measured "static both ways" \
+    '"activation_bytes_per_layer": 1e9, "static_bytes_per_layer": 1, "bytes_per_parameter": 16' \
+    '$.model.bytes_per_parameter: give static_bytes_per_layer or bytes per parameter, not both'
+bad_measured "extra negative" \
+    '"activation_bytes_per_layer": 1e9, "static_bytes_per_layer": 0, "first_stage_extra_bytes": { "activation_bytes": -2 }' \
+    '$.model.first_stage_extra_bytes.activation_bytes: expected a finite number'
+bad_measured "extra unknown field" \
+    '"activation_bytes_per_layer": 1e9, "static_bytes_per_layer": 0, "last_stage_extra_bytes": { "logits": 2 }' \
+    '$.model.last_stage_extra_bytes'
+bad_measured "extra not an object" \
+    '"activation_bytes_per_layer": 1e9, "static_bytes_per_layer": 0, "last_stage_extra_bytes": 2' \
+    '$.model.last_stage_extra_bytes'
+bad_measured "measured field without activation" '"static_bytes_per_layer": 1e9' \
+    '$.model.static_bytes_per_layer: a measured byte field needs activation_bytes_per_layer'
+bad_measured "measured and shape" "$shape, \"activation_bytes_per_layer\": 1e9" \
+    '$.model.activation_bytes_per_layer: one source of bytes: give the model'"'"'s shape (hidden'
+bad_measured "shape field with measured" \
+    '"activation_bytes_per_layer": 1e9, "static_bytes_per_layer": 0, "sequence_parallel": true' \
+    '$.model.sequence_parallel: one source of bytes'
+bad_measured "selective with measured" \
+    '"activation_bytes_per_layer": 1e9, "static_bytes_per_layer": 0, "recompute": "selective"' \
+    '$.model.recompute: "selective" needs the model'"'"'s shape'
+bad_measured "full without a checkpoint" \
+    '"activation_bytes_per_layer": 1e9, "static_bytes_per_layer": 0, "recompute": ["none", "full"]' \
+    '$.model.checkpoint_bytes_per_layer: expected the bytes a recomputed layer keeps'
+bad_measured "recompute without bytes" '"recompute": "auto"' \
+    '$.model.recompute: needs the model'"'"'s bytes'
 
 # The model's recompute and sequence_parallel lists count toward the sweep's
 # size limit: 8 of them x 12501 microbatch counts is over 100,000.

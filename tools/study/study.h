@@ -5,8 +5,9 @@
  * freeze caps and p2p lags.  Every configuration of the sweep becomes an
  * in-memory tf_profile (layers split into contiguous, balanced stages), is
  * planned with tf_plan_from_profile, and yields one result row.  A model
- * given by its transformer shape also gets each stage's bytes
- * (study_memory.h), each row the largest rank's peak, and with a GPU memory
+ * given by its transformer shape (study_memory.h) or by measured bytes per
+ * layer also gets each stage's bytes, each row the largest rank's peak, and
+ * with a GPU memory
  * each configuration is planned within it and marked as fitting or not.
  *
  * Memory: every struct that owns memory has a *_free function that frees it
@@ -48,8 +49,9 @@ typedef struct tf_study {
     double microbatch_tokens;     /* > 0 */
     char profile_path[512];       /* resolved "profile" path, "" if none */
 
-    /* Memory from the model's shape (study_memory.h); has_shape 0: none,
-     * and the sweep's recompute and sequence_parallel lists are empty. */
+    /* Memory from the model's shape (study_memory.h); has_shape 0: none.
+     * Without bytes the recompute and sequence_parallel lists hold one
+     * value each ("none", false). */
     int has_shape;
     tf_transformer_shape shape;
     double bytes_per_parameter;   /* static bytes per parameter (weights, grads, optimizer) */
@@ -59,6 +61,16 @@ typedef struct tf_study {
     int n_recompute;
     int *sequence_parallel;       /* 0/1, swept */
     int n_sequence_parallel;
+
+    /* Bytes given directly, measured per layer (study_shape.h); never
+     * together with a shape.  has_bytes: the shape or these, so stages
+     * get bytes. */
+    int has_measured;
+    int has_bytes;
+    tf_activation_bytes measured;   /* one layer, per microbatch */
+    double measured_static;         /* static bytes per layer; < 0: parameters x bytes each */
+    double first_static, first_activation; /* first_stage_extra_bytes */
+    double last_static, last_activation;   /* last_stage_extra_bytes */
 
     /* The sweep: every combination of these values is one configuration. */
     char (*schedule)[64];         /* canonical built-in names */
@@ -90,7 +102,7 @@ void tf_study_free(tf_study *s);
 
 /* Sets each GPU's memory (tf-study --gpu-memory), over the study's
  * gpu_memory_bytes.  Returns 0, or TF_EINVAL (err says why) when the study
- * has no shape to count bytes with or its memory_headroom_bytes is not
+ * has no bytes (no shape, no measured bytes) or its memory_headroom_bytes is not
  * below bytes; s is then unchanged. */
 int tf_study_set_gpu_memory(tf_study *s, double bytes, tf_error *err);
 
@@ -102,7 +114,7 @@ typedef struct tf_study_config {
     int microbatches;
     double max_freeze_ratio;
     double p2p_ms;
-    int recompute;                /* tf_recompute; -1: the study has no shape */
+    int recompute;                /* tf_recompute; -1: the study has no bytes */
     int sequence_parallel;        /* 0/1 (0 without a shape) */
 } tf_study_config;
 
@@ -112,7 +124,7 @@ int tf_study_default_stages_per_rank(const char *schedule);
 
 /* Expands the sweep into *configs (malloc'd, caller frees) in the order
  * schedule, ranks, stages_per_rank, microbatches, max_freeze_ratio, p2p_ms,
- * then, with a shape, sequence_parallel and recompute (the last varies
+ * then, with bytes, sequence_parallel and recompute (the last varies
  * fastest).  stages_per_rank values apply to schedules that
  * accept several (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble); GPipe
  * and 1F1B always use 1, ZBVZeroBubble and DualPipeV 2.  Returns 0 or
@@ -160,7 +172,7 @@ typedef struct tf_study_row {
     int lp_variables, lp_constraints;
     double solve_seconds;         /* the planner's LP build and solve time */
     char solver[32];              /* the solver that ran: "lp_solve" or "fast" */
-    /* Memory (a study with a shape; else all 0 and fits -1).  Peaks are
+    /* Memory (a study with bytes; else all 0 and fits -1).  Peaks are
      * the largest rank's, from the planner's liveness over the order under
      * the plan's freeze and recompute ratios. */
     double peak_memory_bytes;     /* static + every activation */
@@ -204,7 +216,7 @@ typedef struct tf_study_result {
     double wall_seconds;          /* the whole run */
     int vary_ranks, vary_stages_per_rank, vary_microbatches, vary_cap, vary_p2p; /* > 1 value */
     int vary_recompute, vary_sequence_parallel;
-    int has_memory;               /* the study has a shape: rows carry memory figures */
+    int has_memory;               /* the study has bytes: rows carry memory figures */
     double memory_limit_bytes;    /* gpu memory less headroom; 0: none */
 } tf_study_result;
 

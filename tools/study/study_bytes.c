@@ -14,31 +14,61 @@ static void add_activation(tf_stage_memory *m, const tf_activation_bytes *b, dou
     m->checkpoint_bytes += n * b->checkpoint;
 }
 
-/* The first and the last stage's extra bytes: kept through recomputation
- * (checkpointed), as the layers' recomputation does not re-run them. */
+/* One layer's bytes per microbatch under c: the shape's count, or the
+ * measured bytes (of which full recomputation keeps the checkpoint). */
+static void layer_bytes(const tf_study *s, const tf_study_config *c, tf_activation_bytes *out)
+{
+    if (s->has_shape) {
+        tf_transformer_layer_bytes(&s->shape, c->sequence_parallel, (tf_recompute)c->recompute,
+                                   out);
+        return;
+    }
+    *out = s->measured;
+    if (c->recompute == TF_RECOMPUTE_FULL)
+        tf_activation_keep_checkpoint(out);
+}
+
+/* The first and the last stage's extra bytes: kept through freezing and
+ * recomputation (checkpointed), as the layers' recomputation does not
+ * re-run them. */
 static void add_ends(const tf_study *s, const tf_study_config *c, int k, int stages,
                      tf_stage_memory *m)
 {
     const tf_transformer_shape *shape = &s->shape;
     if (k == 0) {
-        double e = tf_transformer_embedding_bytes(shape, c->sequence_parallel);
+        double e = s->has_shape ? tf_transformer_embedding_bytes(shape, c->sequence_parallel)
+                                : s->first_activation;
         tf_activation_bytes b = {e, e, 0.0, e};
         add_activation(m, &b, 1.0);
+        m->static_bytes += s->first_static;
     }
     if (k == stages - 1) {
-        tf_activation_bytes b;
-        tf_transformer_head_bytes(shape, c->sequence_parallel, &b);
+        tf_activation_bytes b = {s->last_activation, s->last_activation, 0.0, 0.0};
+        if (s->has_shape)
+            tf_transformer_head_bytes(shape, c->sequence_parallel, &b);
         b.checkpoint = b.activation_frozen;
         add_activation(m, &b, 1.0);
+        m->static_bytes += s->last_static;
     }
+}
+
+/* Bytes a stage of `layers` layers holding `parameters` holds all step:
+ * the measured static bytes per layer, else the parameters' bytes (and,
+ * with a shape, the p2p receive buffers). */
+static double stage_static(const tf_study *s, const tf_study_config *c, int layers,
+                           double parameters)
+{
+    if (s->has_measured && s->measured_static >= 0)
+        return layers * s->measured_static;
+    return parameters * s->bytes_per_parameter +
+           (s->has_shape ? tf_transformer_p2p_bytes(&s->shape, c->sequence_parallel) : 0.0);
 }
 
 void study_stage_bytes(const tf_study *s, const tf_study_config *c, const int *first_layer,
                        int stages, int layers_only, tf_stage_memory *out)
 {
     tf_activation_bytes layer;
-    tf_transformer_layer_bytes(&s->shape, c->sequence_parallel, (tf_recompute)c->recompute,
-                               &layer);
+    layer_bytes(s, c, &layer);
     for (int k = 0; k < stages; k++) {
         tf_stage_memory *m = &out[k];
         memset(m, 0, sizeof *m);
@@ -47,15 +77,15 @@ void study_stage_bytes(const tf_study *s, const tf_study_config *c, const int *f
             forward_ms += s->layer[i].forward_ms;
             parameters += s->layer[i].parameters;
         }
-        add_activation(m, &layer, first_layer[k + 1] - first_layer[k]);
+        const int layers = first_layer[k + 1] - first_layer[k];
+        add_activation(m, &layer, layers);
         m->recomputes = c->recompute == TF_RECOMPUTE_AUTO;
         m->recompute_ms = m->recomputes ? forward_ms : 0.0;
         if (layers_only)
             continue;
         parameters += (k == 0 ? s->embedding.parameters : 0.0) +
                       (k == stages - 1 ? s->head.parameters : 0.0);
-        m->static_bytes = parameters * s->bytes_per_parameter +
-                          tf_transformer_p2p_bytes(&s->shape, c->sequence_parallel);
+        m->static_bytes = stage_static(s, c, layers, parameters);
         add_ends(s, c, k, stages, m);
     }
 }

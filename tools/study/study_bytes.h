@@ -8,12 +8,15 @@
 
 /* The bytes of every stage of configuration c (stages, layers
  * first_layer[k] .. first_layer[k + 1] - 1 on stage k) into out[stages]:
- * with layers_only 0 everything the stage holds (static bytes of its
- * parameters and p2p buffers, its layers' activations, the embedding's on
- * the first stage and the output layer's on the last); with layers_only 1
- * the transformer layers' activations alone (what peak_activation counts).
- * Under "auto" recomputation a stage may recompute its layers (checkpoint
- * and the layers' forward time).  The study must have a shape. */
+ * with layers_only 0 everything the stage holds (static bytes: measured
+ * per layer, or of its parameters, with a shape plus p2p buffers; its
+ * layers' activations; the embedding's, or the first stage's measured
+ * extra, on the first stage and the output layer's, or the last stage's
+ * extra, on the last); with layers_only 1 the transformer layers'
+ * activations alone (what peak_activation counts).  Under "auto"
+ * recomputation a stage may recompute its layers (checkpoint and the
+ * layers' forward time).  The study must have bytes (a shape or measured
+ * ones). */
 void study_stage_bytes(const tf_study *s, const tf_study_config *c, const int *first_layer,
                        int stages, int layers_only, tf_stage_memory *out);
 

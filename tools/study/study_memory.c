@@ -123,11 +123,16 @@ void tf_transformer_layer_bytes(const tf_transformer_shape *m, int sequence_para
     out->checkpoint = m->bytes_per_value * sbh(m) * replicated(m, sequence_parallel);
     out->weight_grad = gemm_inputs + gemm_output_grads(m, sequence_parallel);
     if (r == TF_RECOMPUTE_FULL) {
-        out->activation = out->activation_frozen = out->checkpoint;
+        tf_activation_keep_checkpoint(out);
         return;
     }
     out->activation = all - (r == TF_RECOMPUTE_SELECTIVE ? scores : 0.0);
     out->activation_frozen = out->activation - weight_only;
+}
+
+void tf_activation_keep_checkpoint(tf_activation_bytes *b)
+{
+    b->activation = b->activation_frozen = b->checkpoint;
 }
 
 double tf_transformer_embedding_bytes(const tf_transformer_shape *m, int sequence_parallel)

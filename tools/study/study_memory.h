@@ -63,6 +63,11 @@ typedef struct tf_activation_bytes {
 void tf_transformer_layer_bytes(const tf_transformer_shape *m, int sequence_parallel,
                                 tf_recompute r, tf_activation_bytes *out);
 
+/* Full recomputation of a layer whose forward would keep b: only its
+ * checkpoint stays, frozen or not (A = A_f = C; G unchanged, as the
+ * recomputed forward rebuilds what W needs). */
+void tf_activation_keep_checkpoint(tf_activation_bytes *b);
+
 /* The first stage's extra activation: the embedding's dropout mask (0
  * without dropout). */
 double tf_transformer_embedding_bytes(const tf_transformer_shape *m, int sequence_parallel);

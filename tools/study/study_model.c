@@ -58,8 +58,8 @@ int tf_study_configs(const tf_study *s, tf_study_config **configs, int *n, tf_er
                                 x->max_freeze_ratio = s->max_freeze_ratio[r];
                                 x->p2p_ms = s->p2p_ms[p];
                                 x->sequence_parallel =
-                                    s->has_shape ? s->sequence_parallel[q / n_rc] : 0;
-                                x->recompute = s->has_shape ? s->recompute[q % n_rc] : -1;
+                                    s->has_bytes ? s->sequence_parallel[q / n_rc] : 0;
+                                x->recompute = s->has_bytes ? s->recompute[q % n_rc] : -1;
                             }
     }
     *configs = c;
@@ -189,8 +189,9 @@ static void add_extra(tf_stage_times *st, const tf_stage_times *x)
     }
 }
 
-/* With the study's shape: every stage's bytes into out->memory, the
- * layers' activations alone into *layers (malloc'd, caller frees; NULL:
+/* With the study's bytes (shape or measured): every stage's bytes into
+ * out->memory, the layers' activations alone into *layers (malloc'd,
+ * caller frees; NULL:
  * not wanted), each rank's limit (gpu memory less headroom) into
  * out->memory_limit, and full recomputation's time into the backwards. */
 static int add_memory(const tf_study *s, const tf_study_config *c, const int *first,
@@ -215,7 +216,7 @@ static int add_memory(const tf_study *s, const tf_study_config *c, const int *fi
 }
 
 /* tf_study_make_profile; also reports the split in *layers_min/max and,
- * with a shape, the layers' bytes alone in *layers (study_stage_bytes). */
+ * with bytes, the layers' bytes alone in *layers (study_stage_bytes). */
 static int build_profile(const tf_study *s, const tf_study_config *c, tf_profile *out,
                          int *layers_min, int *layers_max, tf_stage_memory **layers,
                          tf_error *err)
@@ -264,7 +265,7 @@ static int build_profile(const tf_study *s, const tf_study_config *c, tf_profile
                                              st->backward_weight_ms);
         out->max_freeze_ratio[k] = c->max_freeze_ratio;
     }
-    if (s->has_shape && (rc = add_memory(s, c, first, out, layers, err))) {
+    if (s->has_bytes && (rc = add_memory(s, c, first, out, layers, err))) {
         free(first);
         if (layers) {
             free(*layers);

@@ -64,19 +64,17 @@ static const char *const sweep_fields[] = {
 static const tfj_format study_format = {
     .name = "tf-study", .required = 0, .version = STUDY_VERSION, .fields = study_fields};
 
-/* Fills out (FIELD_COUNT + the counts of extra and more + 1 names) with
- * the layer keys (layer 1) or the stage keys (layer 0) of fields[], then
- * extra and more (either may be NULL). */
-static void known_fields(int layer, const char *const *extra, const char *const *more,
-                         const char **out)
+/* Fills out (FIELD_COUNT + the names of every list in lists + 1) with the
+ * layer keys (layer 1) or the stage keys (layer 0) of fields[], then the
+ * names of each list of lists (NULL-ended; may be NULL). */
+static void known_fields(int layer, const char *const *const *lists, const char **out)
 {
     int n = 0;
     for (int f = 0; f < FIELD_COUNT; f++)
         out[n++] = layer ? fields[f].layer_key : fields[f].stage_key;
-    for (; extra && *extra; extra++)
-        out[n++] = *extra;
-    for (; more && *more; more++)
-        out[n++] = *more;
+    for (; lists && *lists; lists++)
+        for (const char *const *name = *lists; *name; name++)
+            out[n++] = *name;
     out[n] = NULL;
 }
 
@@ -320,7 +318,7 @@ static int read_extra_cost(const tfj_ctx *model_at, const cJSON *model, const ch
     tfj_ctx at;
     tfj_child(model_at, key, &at);
     const char *known[FIELD_COUNT + 1];
-    known_fields(0, NULL, NULL, known);
+    known_fields(0, NULL, known);
     if ((rc = tfj_check_fields(&at, o, known, err)))
         return rc;
     int given[FIELD_COUNT] = {0};
@@ -363,8 +361,10 @@ static int parse_model(const tfj_ctx *root_at, const cJSON *root, tf_study *s, t
         return rc;
     tfj_ctx at;
     tfj_child(root_at, "model", &at);
-    const char *known[FIELD_COUNT + sizeof model_fields / sizeof *model_fields + 32];
-    known_fields(1, model_fields, study_shape_fields, known);
+    const char *known[FIELD_COUNT + sizeof model_fields / sizeof *model_fields + 40];
+    const char *const *const lists[] = {model_fields, study_shape_fields, study_bytes_fields,
+                                        study_measured_fields, NULL};
+    known_fields(1, lists, known);
     if ((rc = tfj_check_fields(&at, model, known, err)) ||
         (rc = tfj_int(&at, model, "layers", 1, 0, 1, TF_STUDY_MAX_LAYERS, &s->layers, err)))
         return rc;

@@ -6,7 +6,7 @@
  * tokens/s per GPU, the unfrozen throughput solid and the gain from the
  * freeze plan pale after it (the whole bar is the planned throughput).
  * Middle panel: the speedup (unfrozen / planned batch time) from 1x.  With
- * the model's shape, a right panel: the largest rank's peak bytes under the
+ * the model's bytes, a right panel: the largest rank's peak bytes under the
  * plan, the GPU's limit dashed across it; a configuration that does not
  * fit is drawn grey (its throughput and speedup are the plan without a
  * limit, which it cannot run) with its peak in red, and the fastest that

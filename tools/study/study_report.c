@@ -16,7 +16,7 @@ static const char *const csv_columns =
     "batch_ms_planned,speedup,bubble_ratio_unfrozen,bubble_ratio_planned,mean_freeze_ratio,"
     "tokens_per_s_unfrozen,tokens_per_s_planned,tokens_per_s_per_gpu_planned,lp_variables,"
     "lp_constraints,solve_seconds";
-/* Appended when the study has a shape (docs/tf-study.md). */
+/* Appended when the study has bytes (docs/tf-study.md). */
 static const char *const csv_memory_columns =
     ",recompute,sequence_parallel,peak_memory_gib,peak_activation_gib,fits,fit_by";
 

@@ -193,7 +193,7 @@ int tf_study_run(const tf_study *s, const tf_study_run_options *o, tf_study_resu
     out->vary_p2p = s->n_p2p_ms > 1;
     out->vary_recompute = s->n_recompute > 1;
     out->vary_sequence_parallel = s->n_sequence_parallel > 1;
-    out->has_memory = s->has_shape;
+    out->has_memory = s->has_bytes;
     out->memory_limit_bytes =
         s->gpu_memory_bytes > 0 ? s->gpu_memory_bytes - s->memory_headroom_bytes : 0.0;
     out->wall_seconds = tf_now_seconds() - started;

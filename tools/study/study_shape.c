@@ -1,5 +1,6 @@
-/* study_shape.c - reading a study's model shape, recomputation and GPU
- * memory (docs/tf-study.md, "Memory from the model's shape"). */
+/* study_shape.c - reading a study's model shape, which source its bytes
+ * come from, recomputation and GPU memory (docs/tf-study.md, "Memory from
+ * the model's shape"). */
 #include "study_shape.h"
 
 #include <math.h>
@@ -10,9 +11,11 @@
 
 const char *const study_shape_fields[] = {
     "hidden", "heads", "kv_heads", "sequence_length", "microbatch_size", "ffn_hidden", "vocab",
-    "bytes_per_value", "tensor_parallel", "sequence_parallel", "recompute", "gated_ffn",
-    "dropout", "flash_attention", "bytes_per_parameter", "data_parallel",
-    "distributed_optimizer", NULL};
+    "bytes_per_value", "tensor_parallel", "sequence_parallel", "gated_ffn", "dropout",
+    "flash_attention", NULL};
+
+const char *const study_bytes_fields[] = {"recompute", "bytes_per_parameter",
+                                          "distributed_optimizer", "data_parallel", NULL};
 
 /* A dimension bounded far above any real model, so every product of them
  * stays exact in a double. */
@@ -125,15 +128,45 @@ static int read_static(const tfj_ctx *at, const cJSON *model, tf_study *s, tf_er
                       0, 1024, &s->bytes_per_parameter, err);
 }
 
-/* Is any shape field but `hidden` given?  Names it in *key. */
-static int shape_field_given(const cJSON *model, const char **key)
+/* Refuses the first field of list that model gives, saying what; 0 when
+ * it gives none. */
+static int refuse_given(const tfj_ctx *model_at, const cJSON *model, const char *const *list,
+                        const char *what, tf_error *err)
 {
-    for (const char *const *f = study_shape_fields; *f; f++)
+    for (const char *const *f = list; *f; f++)
         if (tfj_has(model, *f)) {
-            *key = *f;
-            return 1;
+            tfj_ctx at;
+            tfj_child(model_at, *f, &at);
+            return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(model, *f), what, err);
         }
     return 0;
+}
+
+/* One source of bytes: the shape's fields, the measured ones, and those
+ * either needs, each only where its source is given. */
+static int check_bytes_source(const tfj_ctx *model_at, const cJSON *model, const tf_study *s,
+                              tf_error *err)
+{
+    static const char *const both = "one source of bytes: give the model's shape (hidden, "
+                                    "heads, ...) or measured bytes "
+                                    "(activation_bytes_per_layer, ...), not both";
+    if (s->has_shape)
+        return refuse_given(model_at, model, study_measured_fields, both, err);
+    if (s->has_measured)
+        return refuse_given(model_at, model, study_shape_fields, both, err);
+    int rc = refuse_given(model_at, model, study_shape_fields,
+                          "a shape field needs the model's shape (hidden, heads, "
+                          "sequence_length, microbatch_size)",
+                          err);
+    if (!rc)
+        rc = refuse_given(model_at, model, study_measured_fields,
+                          "a measured byte field needs activation_bytes_per_layer", err);
+    if (!rc)
+        rc = refuse_given(model_at, model, study_bytes_fields,
+                          "needs the model's bytes: its shape (hidden, heads, "
+                          "sequence_length, microbatch_size) or activation_bytes_per_layer",
+                          err);
+    return rc;
 }
 
 /* Fills the parameters a shape implies where the model gave none: given
@@ -157,22 +190,22 @@ static void apply_shape(int layer_parameters_given, tf_study *s)
 int study_parse_shape(const tfj_ctx *model_at, const cJSON *model, int layer_parameters_given,
                       tf_study *s, tf_error *err)
 {
-    const char *key = NULL;
     s->has_shape = tfj_has(model, "hidden");
-    if (!s->has_shape && shape_field_given(model, &key)) {
-        tfj_ctx at;
-        tfj_child(model_at, key, &at);
-        return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(model, key),
-                        "a shape field needs the model's shape (hidden, heads, "
-                        "sequence_length, microbatch_size)",
-                        err);
-    }
+    s->has_measured = tfj_has(model, "activation_bytes_per_layer");
+    s->has_bytes = s->has_shape || s->has_measured;
     int rc;
-    if ((rc = read_choices(model_at, model, "recompute", 1, TF_RECOMPUTE_NONE, &s->recompute,
+    if ((rc = check_bytes_source(model_at, model, s, err)) ||
+        (rc = read_choices(model_at, model, "recompute", 1, TF_RECOMPUTE_NONE, &s->recompute,
                            &s->n_recompute, err)) ||
         (rc = read_choices(model_at, model, "sequence_parallel", 0, 0, &s->sequence_parallel,
                            &s->n_sequence_parallel, err)))
         return rc;
+    if (s->has_measured) {
+        if ((rc = study_parse_measured(model_at, model, layer_parameters_given, s, err)))
+            return rc;
+        /* Without static bytes per layer, the parameters' bytes, as a shape's. */
+        return s->measured_static >= 0 ? 0 : read_static(model_at, model, s, err);
+    }
     if (!s->has_shape)
         return 0;
     if ((rc = read_dimensions(model_at, model, &s->shape, err)) ||
@@ -185,10 +218,11 @@ int study_parse_shape(const tfj_ctx *model_at, const cJSON *model, int layer_par
 
 int tf_study_set_gpu_memory(tf_study *s, double bytes, tf_error *err)
 {
-    if (!s->has_shape)
+    if (!s->has_bytes)
         return tf_fail(err, TF_EINVAL,
-                       "--gpu-memory: %s: the model has no shape (model.hidden, heads, "
-                       "sequence_length, microbatch_size) to count bytes with",
+                       "--gpu-memory: %s: the model has no bytes to count: neither a shape "
+                       "(model.hidden, heads, sequence_length, microbatch_size) nor "
+                       "model.activation_bytes_per_layer",
                        s->source);
     if (s->memory_headroom_bytes >= bytes)
         return tf_fail(err, TF_EINVAL,
@@ -208,12 +242,13 @@ int study_parse_gpu_memory(const tfj_ctx *root_at, const cJSON *root, tf_study *
         (rc = tfj_number(root_at, root, "memory_headroom_bytes", 0, 0.0, 0.0, TF_MAX_BYTES,
                          &s->memory_headroom_bytes, err)))
         return rc;
-    if (s->gpu_memory_bytes > 0 && !s->has_shape) {
+    if (s->gpu_memory_bytes > 0 && !s->has_bytes) {
         tfj_ctx at;
         tfj_child(root_at, "gpu_memory_bytes", &at);
         return tfj_fail(&at, cJSON_GetObjectItemCaseSensitive(root, "gpu_memory_bytes"),
-                        "a memory limit needs the model's shape (model.hidden, heads, "
-                        "sequence_length, microbatch_size) to count bytes",
+                        "a memory limit needs the model's bytes: its shape (model.hidden, "
+                        "heads, sequence_length, microbatch_size) or "
+                        "model.activation_bytes_per_layer",
                         err);
     }
     if (s->gpu_memory_bytes > 0 && s->memory_headroom_bytes >= s->gpu_memory_bytes) {

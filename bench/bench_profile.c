@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tf/memory.h"
+#include "tf/planner.h"
 #include "tf/schedule.h"
 #include "tf/util.h"
 
@@ -93,4 +95,48 @@ int bench_make_profile(const char *schedule, int ranks, int stages_per_rank, int
             o->frozen_ms = -1;
     }
     return 0;
+}
+
+/* The largest peak over the ranks with nothing frozen or recomputed. */
+static int unfrozen_peak(const tf_profile *p, double *peak, tf_error *err)
+{
+    tf_memory_model m;
+    int rc = tf_memory_model_build(&p->schedule, p->memory, NULL, &m, err);
+    tf_memory_peak *peaks = rc ? NULL : malloc(((size_t)m.ranks + 1) * sizeof *peaks);
+    if (!rc && !peaks)
+        rc = tf_fail(err, TF_ENOMEM, "out of memory counting the unfrozen peaks");
+    *peak = 0.0;
+    if (!rc) {
+        tf_memory_peaks(&m, NULL, NULL, peaks);
+        for (int r = 0; r < m.ranks; r++)
+            *peak = peaks[r].bytes > *peak ? peaks[r].bytes : *peak;
+    }
+    free(peaks);
+    tf_memory_model_free(&m); /* zeroed when the build failed */
+    return rc;
+}
+
+int bench_add_memory(tf_profile *p, double share, tf_error *err)
+{
+    const double gib = 1073741824.0;
+    const int stages = p->schedule.stages, ranks = p->schedule.ranks;
+    p->memory = calloc((size_t)stages + 1, sizeof *p->memory);
+    if (!p->memory)
+        return tf_fail(err, TF_ENOMEM, "out of memory giving the profile memory");
+    for (int s = 0; s < stages; s++)
+        p->memory[s] = (tf_stage_memory){20 * gib, 2 * gib, 1.2 * gib, 1 * gib, 0.25 * gib,
+                                         p->stages[s].forward_ms, 1};
+    double floor = 0.0, peak = 0.0;
+    int rc = unfrozen_peak(p, &peak, err);
+    if (!rc)
+        rc = tf_plan_memory_floor(p, NULL, &floor, err);
+    if (!rc && !(p->memory_limit = calloc((size_t)ranks + 1, sizeof *p->memory_limit)))
+        rc = tf_fail(err, TF_ENOMEM, "out of memory giving the profile memory");
+    for (int r = 0; r < ranks && !rc; r++)
+        p->memory_limit[r] = floor + share * (peak - floor);
+    if (rc) {
+        free(p->memory);
+        p->memory = NULL;
+    }
+    return rc;
 }

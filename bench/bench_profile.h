@@ -35,4 +35,14 @@ int bench_microbatches_for(const char *schedule, int ranks, int stages_per_rank,
 int bench_make_profile(const char *schedule, int ranks, int stages_per_rank, int microbatches,
                        tf_profile *p, tf_error *err);
 
+/* Gives p memory (tf/memory.h) and a limit that binds: every stage holds
+ * 20 GiB static, 2 GiB of activations per microbatch (1.2 GiB when its
+ * backward is fully frozen), 1 GiB of weight gradients from I to W, a
+ * 0.25 GiB checkpoint and recompute_ms = its forward_ms; every rank's
+ * limit lies `share` (in (0, 1)) of the way from the smallest limit any
+ * plan meets (tf_plan_memory_floor) to the largest unfrozen peak, so the
+ * deeper ranks must freeze or recompute.  Returns 0, or the planner's
+ * error; on error p keeps no memory. */
+int bench_add_memory(tf_profile *p, double share, tf_error *err);
+
 #endif

@@ -137,6 +137,7 @@ typedef struct bench_options {
     int use[N_SOLVERS];          /* solvers to run */
     bench_pylp python;           /* the Python solvers' interpreter and script */
     const char *profile_dir;     /* where to save each size's profile, or NULL */
+    double memory;               /* > 0: memory and a limit that binds (bench_add_memory) */
     tf_cli_list actions;         /* the ACTIONS operands */
     int sizes[MAX_SIZES];
     int n_sizes;
@@ -233,6 +234,10 @@ static const tf_cli_option options[] = {
      .help = "comma-separated subset of lp_solve,fast,clp,highs,scipy (default all)"},
     {"python", 0, TF_CLI_PATH, AT(python.python), .arg = "PATH",
      .help = "the python that runs the highs (highspy) and scipy rows"},
+    {"memory", 0, TF_CLI_NUMBER, AT(memory), 0, 1, .flags = TF_CLI_ABOVE_MIN, .arg = "F",
+     .help = "give each profile memory and a limit F of the way (0 < F <= 1; 1 binds nowhere) "
+             "from the smallest any plan meets to the largest unfrozen peak (lp_solve's memory "
+             "rows; the fast row times its fallback to lp_solve; the others n/a)"},
     {"save-profiles", 0, TF_CLI_PATH, AT(profile_dir), .arg = "DIR",
      .help = "also write each size's profile to DIR/profile-ACTIONS.json, to time tf-plan on "
              "it with its JSON I/O (an existing file is an error)"},
@@ -353,7 +358,9 @@ static void child_solve(const tf_profile *p, int solver, const bench_options *o,
         tf_plan_options options;
         tf_plan_options_init(&options);
         options.solver = solver == SOLVER_FAST ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
-        options.control.fallback = 0;
+        /* The fast solver hands memory rows to lp_solve: its row then
+         * times that fallback, the cost a user of --solver fast sees. */
+        options.control.fallback = o->memory > 0;
         options.objective = o->objective;
         tf_plan plan;
         r->rc = tf_plan_from_profile(p, &options, &plan, &err);
@@ -517,7 +524,8 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         printf("%s\n", py->text[solver == SOLVER_SCIPY ? BENCH_PYLP_SCIPY : BENCH_PYLP_HIGHS]);
         return;
     case RUN_NOT_APPLICABLE:
-        printf("n/a       (least-freeze only)\n");
+        printf(o->memory > 0 ? "n/a       (time only: no memory rows)\n"
+                             : "n/a       (least-freeze only)\n");
         return;
     case RUN_TIMEOUT:
         /* No cpu_s: a killed child never reaps its Python, whose time is lost. */
@@ -538,7 +546,9 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         break;
     }
     const solve_report *r = &m->report;
-    printf("%-9s %9.3f %9.3f %9.3f %9.1f %10.1f %8.1f %8d %8d %18.9f %14.9f  ", "ok", r->seconds,
+    /* "fallback": the fast solver declined (memory rows) and lp_solve solved. */
+    const char *status = strcmp(r->solver, solver_label(solver)) ? "fallback" : "ok";
+    printf("%-9s %9.3f %9.3f %9.3f %9.1f %10.1f %8.1f %8d %8d %18.9f %14.9f  ", status, r->seconds,
            r->solve_seconds, m->cpu_seconds, m->peak_mib, parent_mib, idle_mib, r->variables,
            r->constraints, r->batch_ms, r->total_freeze);
     if (solver == SOLVER_LP_SOLVE)
@@ -605,7 +615,7 @@ static int save_profile(const tf_profile *p, const char *dir, int actions)
 }
 
 /* A row that needs no child: RUN_NOT_APPLICABLE (a general solver with
- * spread), RUN_NOT_INSTALLED (a Python solver missing) or RUN_NOT_BUILT (CLP not
+ * spread or memory rows), RUN_NOT_INSTALLED (a Python solver missing) or RUN_NOT_BUILT (CLP not
  * built in); RUN_OK when the solver runs. */
 static run_outcome row_without_child(int solver, const bench_options *o,
                                      const python_rows *py)
@@ -616,7 +626,8 @@ static run_outcome row_without_child(int solver, const bench_options *o,
 #endif
     bench_pylp_solver which;
     int in_python = python_solver(solver, &which);
-    if ((solver == SOLVER_CLP || in_python) && o->objective != TF_OBJECTIVE_LEAST_FREEZE)
+    if ((solver == SOLVER_CLP || in_python) &&
+        (o->objective != TF_OBJECTIVE_LEAST_FREEZE || o->memory > 0))
         return RUN_NOT_APPLICABLE;
     if (in_python && !py->available[which])
         return RUN_NOT_INSTALLED;
@@ -670,6 +681,16 @@ static int bench_size(int size, const bench_options *o, const python_rows *py)
                 err.msg);
         return TF_EXIT_INPUT;
     }
+    if (o->memory > 0 && bench_add_memory(&p, o->memory, &err)) {
+        fprintf(stderr, "bench-solvers: %d %s: %s\n", size, tf_plural(size, "action", "actions"),
+                err.msg);
+        tf_profile_free(&p);
+        return TF_EXIT_INPUT;
+    }
+    if (o->memory > 0)
+        printf("memory: %d actions, every rank's limit %.3f GiB (%g of the way from the "
+               "smallest any plan meets to the largest unfrozen peak)\n",
+               p.schedule.n_actions, p.memory_limit[0] / 1073741824.0, o->memory);
     int rc = o->profile_dir && save_profile(&p, o->profile_dir, p.schedule.n_actions)
                  ? -1
                  : run_solvers(&p, microbatches, o, py);

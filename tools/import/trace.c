@@ -78,6 +78,9 @@ static int parse_pair(const char *p, tfi_span *s)
 static int parse_pp(const char *name, tfi_span *s)
 {
     static const struct { const char *word; tfi_pp_kind kind; } words[] = {
+        /* The waits first: "W" would take their first letter. */
+        {"WAIT_SEND_F", TFI_PP_WAIT}, {"WAIT_SEND_B", TFI_PP_WAIT},
+        {"WAIT_REDUCE_GRAD", TFI_PP_STAGE_ONLY},
         {"SEND_F", TFI_PP_SEND_F}, {"RECV_F", TFI_PP_RECV_F}, {"SEND_B", TFI_PP_SEND_B},
         {"RECV_B", TFI_PP_RECV_B}, {"UNSHARD", TFI_PP_STAGE_ONLY},
         {"RESHARD", TFI_PP_STAGE_ONLY}, {"REDUCE_GRAD", TFI_PP_STAGE_ONLY},

@@ -45,7 +45,8 @@ typedef enum {
     TFI_PP_RECV_F,
     TFI_PP_SEND_B,
     TFI_PP_RECV_B,
-    TFI_PP_STAGE_ONLY, /* UNSHARD, RESHARD, REDUCE_GRAD: no microbatch */
+    TFI_PP_STAGE_ONLY, /* UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD: no microbatch */
+    TFI_PP_WAIT,       /* WAIT_SEND_F, WAIT_SEND_B: the runtime waiting on a send; not read */
     TFI_PP_OVERLAP     /* (aFm;bBn)OVERLAP_F_B: two actions */
 } tfi_pp_kind;
 

@@ -16,8 +16,8 @@
 #
 # PY (default .venv-torch/bin/python), TF_IMPORT and TF_PLAN (default
 # build/tools/import/tf-import and build/planner/tf-plan) name the programs.
-# tf-import reads the multi-stage schedules' traces once the runtime's wait
-# spans are dropped (drop_wait_spans.py), which this script does for it.
+# tf-import passes over the runtime's wait spans; the copies this script
+# imports leave them out (drop_wait_spans.py), which changes nothing it reads.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -84,6 +84,20 @@ int tf_memory_limit_parse(const tfj_ctx *ctx, const cJSON *v, int ranks, double 
     return 0;
 }
 
+void tf_memory_limit_to_json(cJSON *o, const char *key, const double *limit, int ranks)
+{
+    int same = 1;
+    for (int r = 1; r < ranks; r++)
+        same &= limit[r] == limit[0];
+    if (same) {
+        tfj_add_number(o, key, limit[0]);
+        return;
+    }
+    cJSON *array = cJSON_AddArrayToObject(o, key);
+    for (int r = 0; array && r < ranks; r++)
+        cJSON_AddItemToArray(array, tfj_create_number(limit[r]));
+}
+
 void tf_stage_memory_to_json(const tf_stage_memory *m, cJSON *o)
 {
     tfj_add_number(o, "static_bytes", m->static_bytes);

@@ -25,6 +25,10 @@ int tf_stage_memory_parse(const tfj_ctx *ctx, const cJSON *o, tf_stage_memory *m
 int tf_memory_limit_parse(const tfj_ctx *ctx, const cJSON *v, int ranks, double **limit,
                           tf_error *err);
 
+/* Adds a memory limit under key of o: one number when every rank has the
+ * same limit, else one per rank (what tf_memory_limit_parse reads). */
+void tf_memory_limit_to_json(cJSON *o, const char *key, const double *limit, int ranks);
+
 /* Adds m's fields to object o (the recomputation pair only when the stage
  * recomputes). */
 void tf_stage_memory_to_json(const tf_stage_memory *m, cJSON *o);

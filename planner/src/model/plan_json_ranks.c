@@ -64,21 +64,6 @@ static cJSON *rank_object(const tf_plan *plan, int r)
     return o;
 }
 
-/* One number when every rank has the same limit, else one per rank. */
-static void add_limit(cJSON *o, const double *limit, int ranks)
-{
-    int same = 1;
-    for (int r = 1; r < ranks; r++)
-        same &= limit[r] == limit[0];
-    if (same) {
-        tfj_add_number(o, "limit_bytes", limit[0]);
-        return;
-    }
-    cJSON *array = cJSON_AddArrayToObject(o, "limit_bytes");
-    for (int r = 0; array && r < ranks; r++)
-        cJSON_AddItemToArray(array, tfj_create_number(limit[r]));
-}
-
 int tf_plan_json_add_ranks(cJSON *root, const tf_plan *plan)
 {
     const tf_schedule *s = &plan->schedule;
@@ -106,7 +91,7 @@ int tf_plan_json_add_ranks(cJSON *root, const tf_plan *plan)
     }
     cJSON_AddBoolToObject(memory, "freeze_saves_memory", plan->freeze_saves_memory);
     if (plan->memory_limit)
-        add_limit(memory, plan->memory_limit, s->ranks);
+        tf_memory_limit_to_json(memory, "limit_bytes", plan->memory_limit, s->ranks);
     return 0;
 }
 

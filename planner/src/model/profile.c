@@ -691,21 +691,6 @@ static void add_pairs(cJSON *root, const tf_profile *p)
     }
 }
 
-/* One number when every rank has the same limit, else one per rank. */
-static void add_memory_limit(cJSON *root, const double *limit, int ranks)
-{
-    int same = 1;
-    for (int r = 1; r < ranks; r++)
-        same &= limit[r] == limit[0];
-    if (same) {
-        tfj_add_number(root, "memory_limit_bytes", limit[0]);
-        return;
-    }
-    cJSON *array = cJSON_AddArrayToObject(root, "memory_limit_bytes");
-    for (int r = 0; r < ranks && array; r++)
-        cJSON_AddItemToArray(array, tfj_create_number(limit[r]));
-}
-
 int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
 {
     const tf_schedule *s = &p->schedule;
@@ -747,7 +732,7 @@ int tf_profile_to_json(const tf_profile *p, char **json, tf_error *err)
         cJSON_AddItemToArray(stages, o);
     }
     if (p->memory_limit)
-        add_memory_limit(root, p->memory_limit, s->ranks);
+        tf_memory_limit_to_json(root, "memory_limit_bytes", p->memory_limit, s->ranks);
     if (p->n_overrides > 0) {
         cJSON *actions = cJSON_AddArrayToObject(root, "actions");
         for (int k = 0; k < p->n_overrides; k++) {

@@ -194,7 +194,8 @@ static int check_pair(const tf_schedule *s, const int *columns, const cell_namin
     char here[1200], there[1200], text[32], other[32];
     int any = at[TF_ACT_F] >= 0 ? at[TF_ACT_F]
             : at[TF_ACT_B] >= 0 ? at[TF_ACT_B]
-            : at[TF_ACT_I] >= 0 ? at[TF_ACT_I] : at[TF_ACT_W];
+            : at[TF_ACT_I] >= 0 ? at[TF_ACT_I]
+            : at[TF_ACT_W] >= 0 ? at[TF_ACT_W] : at[TF_ACT_R]; /* an R alone: still named */
     const tf_action *a = &s->actions[any];
     if (at[TF_ACT_F] < 0) {
         name_cell(there, sizeof there, naming, a->rank, columns[any]);

@@ -79,6 +79,11 @@ typedef struct tf_aux_placement {
     int n_slices;
 } tf_aux_placement;
 
+/* The steps the slowest rank's work takes to complete (the largest
+ * refresh_steps of a rank with aux work), 0 when some rank's never does,
+ * 1 when no rank has any. */
+int tf_aux_refresh_steps(const tf_aux_placement *p);
+
 /* Frees what a placement owns and zeroes it. */
 void tf_aux_placement_free(tf_aux_placement *p);
 

@@ -178,6 +178,21 @@ int tf_aux_place_rank(const tf_aux_rank_input *in, tf_aux_placement *out, int *c
               : 0;
 }
 
+int tf_aux_refresh_steps(const tf_aux_placement *p)
+{
+    int slowest = 1;
+    for (int r = 0; r < p->ranks; r++) {
+        const tf_aux_rank *a = &p->per_rank[r];
+        if (a->demand_ms <= 0)
+            continue;
+        if (a->refresh_steps == 0)
+            return 0;
+        if (a->refresh_steps > slowest)
+            slowest = a->refresh_steps;
+    }
+    return slowest;
+}
+
 void tf_aux_placement_free(tf_aux_placement *p)
 {
     free(p->per_rank);

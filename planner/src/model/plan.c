@@ -236,17 +236,12 @@ static void print_memory(const tf_plan *plan, FILE *f)
 static void print_aux(const tf_plan *plan, FILE *f)
 {
     double demand = 0.0, placed = 0.0, exact = 0.0;
-    int refresh = 1;
     for (int r = 0; r < plan->aux.ranks; r++) {
-        const tf_aux_rank *a = &plan->aux.per_rank[r];
-        demand += a->demand_ms;
-        placed += a->placed_ms;
-        exact += a->exact_ms;
-        if (a->demand_ms > 0 && (a->refresh_steps == 0 || refresh == 0))
-            refresh = 0;
-        else if (a->refresh_steps > refresh)
-            refresh = a->refresh_steps;
+        demand += plan->aux.per_rank[r].demand_ms;
+        placed += plan->aux.per_rank[r].placed_ms;
+        exact += plan->aux.per_rank[r].exact_ms;
     }
+    const int refresh = tf_aux_refresh_steps(&plan->aux);
     fprintf(f, "aux work      placed %.2f of %.2f ms per step (first fit; %.2f split), ", placed,
             demand, exact);
     if (refresh == 0)

@@ -41,15 +41,10 @@ static int arm_at(const tf_profile *p, const tf_plan_options *base, double x, tf
     memset(arm, 0, sizeof *arm);
     arm->max_action_ratio = x;
     arm->batch_ms = plan.batch_ms_planned;
-    arm->refresh_steps = 1;
+    arm->refresh_steps = tf_aux_refresh_steps(&plan.aux);
     for (int r = 0; r < plan.aux.ranks; r++) {
-        const tf_aux_rank *a = &plan.aux.per_rank[r];
-        arm->demand_ms += a->demand_ms;
-        arm->placed_ms += a->placed_ms;
-        if (a->demand_ms > 0 && (a->refresh_steps == 0 || arm->refresh_steps == 0))
-            arm->refresh_steps = 0;
-        else if (a->refresh_steps > arm->refresh_steps)
-            arm->refresh_steps = a->refresh_steps;
+        arm->demand_ms += plan.aux.per_rank[r].demand_ms;
+        arm->placed_ms += plan.aux.per_rank[r].placed_ms;
     }
     tf_plan_free(&plan);
     return 0;

@@ -264,6 +264,7 @@ typedef struct dw_state {
     int *tree_arc, *alt_arc; /* nodes: the warm-start tree */
     double *duration;      /* n: durations at the last priced point */
     double *finish;        /* n: scratch for the warm-start longest path */
+    double *late;          /* n: scratch for relax_point's latest finish times */
     double *cost_r;        /* n: pricing cost per unit of ratio */
     double *cost_master;   /* n: cost_r at the master's duals */
     double *dual_centre, *dual_smooth; /* n_caps: smoothing centre, duals priced;
@@ -436,6 +437,61 @@ static int price(dw_state *w, double nu, double *value)
     }
     *value = total;
     return 0;
+}
+
+/* Among the pricing's optimal points, one that freezes less: the priced
+ * point freezes some actions more than its makespan needs (where their
+ * pricing cost is 0, any ratio is optimal), and every such ratio takes up
+ * room under a cap that the master could give to another column.  Each
+ * freezable action, in topological order, gets the longest duration that
+ * still finishes by its latest finish time under the point's makespan
+ * (computed with the point's durations); starting no later than before, it
+ * leaves every later action its old room, so the point stays in X with a
+ * makespan no larger.  Only ratios whose cost at the master's duals is not
+ * negative shrink, so the point's reduced cost can only fall: it is still
+ * a valid column, and a stage that ends because it prices out at nothing
+ * ends no sooner.  On 1F1B with 64 ranks and 8,192 actions this cut the
+ * batch-time stage from 179 to 112 pricings and the run 2.8-fold
+ * (docs/fast-solver.md). */
+static void relax_point(dw_state *w)
+{
+    const fast_net *g = w->g;
+    const tf_dag *d = w->d;
+    const int n = g->n;
+    double *late = w->late, *start = w->finish;
+    for (int k = n - 1; k >= 0; k--) {
+        int u = d->topo[k];
+        double lf = w->point_T;
+        for (int e = d->succ_offset[u]; e < d->succ_offset[u + 1]; e++) {
+            int v = d->succ[e];
+            lf = fmin(lf, late[v] - w->duration[v] - d->lag[e]);
+        }
+        late[u] = lf;
+        start[u] = 0.0;
+    }
+    double T = 0.0;
+    for (int k = 0; k < n; k++) {
+        int u = d->topo[k];
+        int j = g->freeze_index[u];
+        if (j >= 0 && w->cost_master[u] >= 0.0) {
+            double room = fmin(w->max_ms[u], late[u] - start[u]);
+            if (room > w->duration[u]) {
+                double r = (w->max_ms[u] - room) / g->span[u];
+                r = r < 0.0 ? 0.0 : r;
+                if (r < w->point_r[j]) {
+                    w->point_r[j] = r;
+                    w->duration[u] = w->max_ms[u] - r * g->span[u];
+                }
+            }
+        }
+        double f = start[u] + w->duration[u];
+        T = fmax(T, f);
+        for (int e = d->succ_offset[u]; e < d->succ_offset[u + 1]; e++) {
+            int v = d->succ[e];
+            start[v] = fmax(start[v], f + d->lag[e]);
+        }
+    }
+    w->point_T = fmin(w->point_T, T);
 }
 
 enum { OBJECTIVE_T, OBJECTIVE_SUM };
@@ -705,6 +761,7 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
             if (rc)
                 return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
                                "fast solver: network simplex failed while minimising %s", step);
+            relax_point(w);
             if (nu >= 0.0) {
                 /* Lagrangian bound at the duals priced: value + sum y_c b_c
                  * (with nu < 0 the pricing was clipped and bounds nothing). */
@@ -747,6 +804,7 @@ static void dw_free(dw_state *w)
     free(w->alt_arc);
     free(w->duration);
     free(w->finish);
+    free(w->late);
     free(w->cost_r);
     free(w->cost_master);
     free(w->dual_centre);
@@ -1037,12 +1095,13 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
         w.alt_arc = malloc(nodes * sizeof *w.alt_arc);
         w.duration = malloc(nn * sizeof *w.duration);
         w.finish = malloc(nn * sizeof *w.finish);
+        w.late = malloc(nn * sizeof *w.late);
         w.cost_r = calloc(nn, sizeof *w.cost_r);
         w.cost_master = calloc(nn, sizeof *w.cost_master);
         w.dual_centre = calloc((size_t)s->stages + 1, sizeof *w.dual_centre);
         w.dual_smooth = calloc((size_t)s->stages + 1, sizeof *w.dual_smooth);
         w.point_r = calloc((size_t)net.k + 1, sizeof *w.point_r);
-        if (!w.demand || !w.tree_arc || !w.alt_arc || !w.duration || !w.finish || !w.cost_r ||
+        if (!w.demand || !w.tree_arc || !w.alt_arc || !w.duration || !w.finish || !w.late || !w.cost_r ||
             !w.point_r || !w.cost_master || !w.dual_centre || !w.dual_smooth ||
             tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
             master_init(&w, p->cap)) {

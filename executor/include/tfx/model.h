@@ -135,6 +135,8 @@ typedef struct tfx_activation_slot {
     float *lnf, *mean_f, *rstd_f; /* final norm, last stage */
     float *dlogits;    /* last stage: N x V, logits then their gradient */
     double loss_sum;   /* last stage: summed token losses of the microbatch */
+    unsigned char *held; /* which of the microbatch's buffers the stage allocated
+                            (model.c's table order) */
 } tfx_activation_slot;
 
 /* Gradients one block's backward_input leaves for backward_weight. */
@@ -160,6 +162,18 @@ typedef struct tfx_dw_counts {
     long skipped;      /* tensor dW computations skipped because frozen */
 } tfx_dw_counts;
 
+/* Bytes a rank holds for its backwards (every stage of the rank adds its
+ * microbatch buffers as it allocates them and takes them off as it frees
+ * them): held now, and the most held since peak was last set.  One rank's
+ * stages run on one thread, so a meter needs no lock. */
+typedef struct tfx_mem_meter {
+    long long held, peak;
+} tfx_mem_meter;
+
+/* The passes of a microbatch through a stage: forward, full backward,
+ * backward for the input (dX) and for the weights (dW). */
+typedef enum { TFX_PASS_F = 0, TFX_PASS_B = 1, TFX_PASS_I = 2, TFX_PASS_W = 3 } tfx_pass;
+
 typedef struct tfx_stage {
     const tfx_model_layout *layout;
     int stage;
@@ -172,8 +186,18 @@ typedef struct tfx_stage {
     long *adam_t;               /* optimizer steps taken per tensor */
     int microbatches;
     tfx_activation_slot *act;   /* microbatches */
-    int n_grad_slots;           /* microbatches if backward is split, else 1 */
-    tfx_gradient_slot *gslot;
+    int n_grad_slots;           /* microbatches if backward is split, else 0 */
+    tfx_gradient_slot *gslot;   /* n_grad_slots: what each I leaves for its W */
+    tfx_gradient_slot work;     /* the gradients a backward works in when no slot of
+                                   its own keeps them */
+    tfx_activation_slot spare;  /* one block's dW-only inputs, tokens, targets, final
+                                   norm: written by forwards that do not keep them */
+    float *spare_out;           /* N x C: the output of a stage that sends it */
+    int lazy;                   /* microbatch buffers held from hold to release */
+    tfx_mem_meter *meter;       /* the rank's, or NULL */
+    long long held_bytes;       /* microbatch buffers this stage holds now */
+    long long static_bytes;     /* everything else it holds, all the time */
+    struct tfx_mb_buf *buf_table; /* model.c's scratch: one microbatch's buffer table */
     int32_t *positions;         /* N: position of each token in its sequence */
     float *scratch;             /* N x C: position rows, attention's output gradient */
     float *att_scratch;         /* B x h x T x T: attention's backward */
@@ -190,18 +214,42 @@ typedef struct tfx_stage_spec {
     int microbatches;               /* in flight at once: one activation slot each */
     int split_backward;             /* 1: a gradient slot per microbatch, for deferred W */
     uint64_t seed;                  /* of the initial parameters */
+    int lazy;                       /* 0: every microbatch buffer held from creation on;
+                                       1: only from tfx_stage_hold to tfx_stage_release */
+    tfx_mem_meter *meter;           /* counts the microbatch buffers (NULL: none) */
 } tfx_stage_spec;
 
 /* Allocates the stage spec describes: its parameters (initialised from
- * the seed), optimizer state and buffers.  Returns 0 or TF_ENOMEM; on
+ * the seed), optimizer state and buffers (of a lazy stage, not yet those
+ * of its microbatches).  Returns 0 or TF_ENOMEM; on
  * error everything is released. */
 int tfx_stage_create(const tfx_stage_spec *spec, tfx_stage *out, tf_error *err);
 void tfx_stage_destroy(tfx_stage *s);
 
+/* A lazy stage's microbatch buffers (no-ops for one that is not).
+ *
+ * tfx_stage_hold, before pass F of microbatch mb (and before its receive),
+ * allocates what that forward keeps for the backward; before pass B or I,
+ * with split backward, the gradients the W will read.  A buffer that only
+ * the dW of a tensor frozen in `frozen` (the microbatch's mask over the
+ * stage's tensors, NULL: none frozen) would read is not kept: the pass
+ * writes it in a stage buffer instead.  The same mask must be given to the
+ * microbatch's every hold and release, and may freeze only tensors whose
+ * dW its backward_weight skips (NULL is always safe).  Returns 0 or TF_ENOMEM (what was held stays held
+ * until released).
+ *
+ * tfx_stage_release, after the pass (and its send), frees what nothing
+ * later reads: after B and W everything of mb, after I all but what the
+ * dW of an unfrozen tensor reads; after F nothing. */
+int tfx_stage_hold(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen,
+                   tf_error *err);
+void tfx_stage_release(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen);
+
 /* Boundary buffers (device memory, N x C): where a received activation goes
  * (stages > 0), the activation to send (all but the last), where a received
  * gradient goes (all but the last), and the input gradient to send
- * (stages > 0). */
+ * (stages > 0).  On a lazy stage, valid from the hold of the pass that
+ * receives (F, or B / I) or sends them until its release. */
 float *tfx_stage_input(tfx_stage *s, int mb);
 const float *tfx_stage_output(const tfx_stage *s, int mb);
 float *tfx_stage_grad_in(tfx_stage *s, int mb);

@@ -90,6 +90,9 @@ typedef struct tfx_step_input {
     int apply_optimizer;         /* run AdamW after the actions */
     int forward_only;            /* only the F actions: the loss, no gradients (an
                                     evaluation; apply_optimizer must be 0) */
+    int frozen_saves_memory;     /* a forward does not keep what only the dW of its
+                                    microbatch's frozen tensors would read (0: it keeps
+                                    everything; the results are the same bit for bit) */
     int rescale_frozen;          /* after the actions, scale the gradient of a tensor
                                     frozen in k of the M microbatches by M / (M - k), so
                                     that it estimates the mean gradient, not a shrunk one */
@@ -145,6 +148,23 @@ const double *tfx_pipeline_rank_clock_ms(const tfx_pipeline *p);
  * compute, inside the timed part), as a slower device would; factor 1 or a
  * rank not run by this process leaves it alone.  Not during a step. */
 void tfx_pipeline_set_slowdown(tfx_pipeline *p, int rank, double factor);
+
+/* The change of the held bytes of its stage (model.h's tfx_stage_hold to
+ * tfx_stage_release) that each action of the last step made: what a
+ * forward kept, minus what a backward freed (n_actions; 0 for actions of
+ * other processes). */
+const double *tfx_pipeline_action_bytes(const tfx_pipeline *p);
+
+/* A rank's bytes: static (parameters, gradients, optimizer state, scratch:
+ * held all the time), the microbatch buffers held now (after a step: 0),
+ * and the most of those held at once during the last step. */
+typedef struct tfx_rank_memory {
+    long long static_bytes, held_bytes, peak_bytes;
+} tfx_rank_memory;
+
+/* Fills *out for `rank`; returns 1, or 0 (and zeroes) for a rank of
+ * another process. */
+int tfx_pipeline_rank_memory(const tfx_pipeline *p, int rank, tfx_rank_memory *out);
 
 typedef enum {
     TFX_BUF_PARAM = 0, TFX_BUF_GRAD = 1, TFX_BUF_ADAM_M = 2, TFX_BUF_ADAM_V = 3

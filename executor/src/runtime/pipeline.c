@@ -183,8 +183,9 @@ static int create_stages(tfx_pipeline *p, tf_error *err)
         int r = s->stage_rank[st];
         if (!tfx_pipeline_is_local(p, r))
             continue;
-        const tfx_stage_spec spec = {&p->layout, st, p->backends[r], s->microbatches,
-                                     p->split_backward, p->opts.seed};
+        const tfx_stage_spec spec = {&p->layout,    st,          p->backends[r],
+                                     s->microbatches, p->split_backward, p->opts.seed,
+                                     1,              &p->meters[r]};
         int rc = tfx_stage_create(&spec, &p->stages[st], err);
         if (rc < 0)
             return rc;
@@ -213,6 +214,8 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
     TFX_CALLOC(p->action_start_ms, s->n_actions);
     TFX_CALLOC(p->action_enter_ms, s->n_actions);
     TFX_CALLOC(p->rank_clock_ms, s->ranks);
+    TFX_CALLOC(p->action_bytes, s->n_actions);
+    TFX_CALLOC(p->meters, s->ranks);
     p->slow_rank = -1;
     p->slow_factor = 1.0;
     p->clock_id = tfx_clock_id();
@@ -258,6 +261,8 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
     free(p->action_start_ms);
     free(p->action_enter_ms);
     free(p->rank_clock_ms);
+    free(p->action_bytes);
+    free(p->meters);
     tfx_model_layout_free(&p->layout);
     tf_schedule_free(&p->schedule);
     free(p);
@@ -296,6 +301,24 @@ const double *tfx_pipeline_action_start_ms(const tfx_pipeline *p)
 const double *tfx_pipeline_action_enter_ms(const tfx_pipeline *p)
 {
     return p->action_enter_ms;
+}
+
+const double *tfx_pipeline_action_bytes(const tfx_pipeline *p)
+{
+    return p->action_bytes;
+}
+
+int tfx_pipeline_rank_memory(const tfx_pipeline *p, int rank, tfx_rank_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rank < 0 || rank >= p->schedule.ranks || !tfx_pipeline_is_local(p, rank))
+        return 0;
+    for (int st = 0; st < p->schedule.stages; st++)
+        if (p->schedule.stage_rank[st] == rank)
+            out->static_bytes += p->stages[st].static_bytes;
+    out->held_bytes = p->meters[rank].held;
+    out->peak_bytes = p->meters[rank].peak;
+    return 1;
 }
 
 const double *tfx_pipeline_rank_clock_ms(const tfx_pipeline *p)

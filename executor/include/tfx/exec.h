@@ -77,6 +77,9 @@ typedef struct tfx_exec_options {
     int eval_every;             /* validation loss every N steps; 0: after the last only */
     int eval_batches;           /* held-out batches per evaluation (default 4) */
     int freeze_rescale;         /* scale frozen tensors' gradients (tfx_step_input) */
+    int no_freeze_memory;       /* a frozen backward's forward keeps every activation
+                                   (tfx_step_input.frozen_saves_memory off) */
+    uint64_t memory_limit;      /* auto_plan: every rank's limit in bytes (0: none) */
     const char *checkpoint_dir; /* save / resume here */
     int checkpoint_every;       /* steps between saves (default 10; the end always) */
     uint64_t seed;
@@ -115,6 +118,11 @@ typedef struct tfx_train_summary {
     double frozen_replay_ms;    /* (frozen) step's measured action times; 0 if none */
     int plans;                  /* --auto-plan: plans solved (the first and re-plans) */
     long dw_gemms, dw_gemms_unfrozen;       /* executed, and without any freezing */
+    int memory_ranks;           /* ranks below with figures (this process's) */
+    long long static_bytes[64]; /* per rank: static bytes */
+    long long peak_bytes[64];   /* per rank: the most microbatch bytes held in a step */
+    long over_limit_steps;      /* steps in which some rank's static + peak exceeded
+                                   memory_limit (0 without one) */
 } tfx_train_summary;
 
 /* Profiles the schedule and writes o->profile_out atomically.  Returns 0 or

@@ -166,6 +166,9 @@ typedef struct tfx_rank_memory {
  * another process. */
 int tfx_pipeline_rank_memory(const tfx_pipeline *p, int rank, tfx_rank_memory *out);
 
+/* The static bytes of stage `stage` (0 for a stage of another process). */
+long long tfx_pipeline_stage_static_bytes(const tfx_pipeline *p, int stage);
+
 typedef enum {
     TFX_BUF_PARAM = 0, TFX_BUF_GRAD = 1, TFX_BUF_ADAM_M = 2, TFX_BUF_ADAM_V = 3
 } tfx_buffer_kind;

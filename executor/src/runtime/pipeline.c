@@ -308,6 +308,11 @@ const double *tfx_pipeline_action_bytes(const tfx_pipeline *p)
     return p->action_bytes;
 }
 
+long long tfx_pipeline_stage_static_bytes(const tfx_pipeline *p, int stage)
+{
+    return tfx_pipeline_has_stage(p, stage) ? p->stages[stage].static_bytes : 0;
+}
+
 int tfx_pipeline_rank_memory(const tfx_pipeline *p, int rank, tfx_rank_memory *out)
 {
     memset(out, 0, sizeof *out);
@@ -315,7 +320,7 @@ int tfx_pipeline_rank_memory(const tfx_pipeline *p, int rank, tfx_rank_memory *o
         return 0;
     for (int st = 0; st < p->schedule.stages; st++)
         if (p->schedule.stage_rank[st] == rank)
-            out->static_bytes += p->stages[st].static_bytes;
+            out->static_bytes += tfx_pipeline_stage_static_bytes(p, st);
     out->held_bytes = p->meters[rank].held;
     out->peak_bytes = p->meters[rank].peak;
     return 1;

@@ -225,7 +225,8 @@ int tfx_exec_run_step(tfx_exec_run *r, long step, const unsigned char *frozen,
     tfx_corpus_batch(&r->corpus, o->seed, step, &batch);
     tfx_step_input in = {.tokens = r->batch_tokens, .targets = r->batch_targets,
                          .frozen = frozen, .apply_optimizer = 1,
-                         .rescale_frozen = o->freeze_rescale};
+                         .rescale_frozen = o->freeze_rescale,
+                         .frozen_saves_memory = !o->no_freeze_memory};
     return tfx_pipeline_step(r->p, &in, res, err);
 }
 

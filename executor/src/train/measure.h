@@ -32,6 +32,12 @@ typedef struct tfx_measure {
     int n_lag;
     double *startup, *tail, *optimizer; /* per step added (ms) */
     int n_clock;
+    /* Per stage, what the steps added counted (tf/memory.h's fields): A from
+     * an unfrozen step's F, A_f from a fully frozen one's, G from an
+     * unfrozen I, static bytes; has_memory once both kinds were added on a
+     * pipeline holding every stage (a launched process does not). */
+    tf_stage_memory *memory;
+    int memory_seen[2];
 } tfx_measure;
 
 /* The clock beyond the actions' compute times: medians over the steps
@@ -74,7 +80,9 @@ int tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c, tf_error *err)
 
 /* The profile of the steps added (at least one of each kind), built by
  * tf_profile_from_samples: per action the median compute time unfrozen and
- * frozen, per stage the medians of its actions; p2p_ms the median lag, the
+ * frozen, per stage the medians of its actions and (when every stage ran
+ * in this process) the bytes counted: static_bytes, activation_bytes,
+ * activation_frozen_bytes and, split, weight_grad_bytes; p2p_ms the median lag, the
  * caps from --max-freeze-ratio; prints a line per stage and one for the
  * clock on r->out.  *out is the caller's (tf_profile_free) on
  * success and zeroed on error.  Returns 0, TF_EINVAL when a kind has no

@@ -43,6 +43,7 @@ typedef struct trainer {
     double *unfrozen_replay, *frozen_replay;
     int n_unfrozen, n_frozen, n_unfrozen_replay, n_frozen_replay;
     tfx_train_summary sum;
+    long long step_peak[64]; /* per rank: the last step's peak of microbatch bytes */
 } trainer;
 
 /* What one step did, for the progress line and the log. */
@@ -56,6 +57,7 @@ typedef struct step_report {
     double tokens_per_s;
     double forward_ms, backward_ms; /* mean compute time of F and of B / W actions */
     double val_loss;      /* after the step, or NaN when it was not evaluated */
+    int over_limit;       /* some rank's static + peak bytes exceeded --memory-limit */
     tfx_step_result res;
 } step_report;
 
@@ -515,6 +517,24 @@ static void log_auto(FILE *out, const trainer *tr, const step_report *rep, int s
     fputc(']', out);
 }
 
+/* A log line's bytes: per rank the static bytes and the step's peak of
+ * microbatch bytes (a launched process 0 knows its own ranks only: the
+ * others read 0), and the limit with whether the step kept within it. */
+static void log_memory(FILE *out, const trainer *tr, const step_report *rep)
+{
+    const tfx_train_summary *sum = &tr->sum;
+    fputs(", \"static_bytes\": [", out);
+    for (int r = 0; r < sum->memory_ranks; r++)
+        fprintf(out, "%s%lld", r ? ", " : "", sum->static_bytes[r]);
+    fputs("], \"peak_bytes\": [", out);
+    for (int r = 0; r < sum->memory_ranks; r++)
+        fprintf(out, "%s%lld", r ? ", " : "", tr->step_peak[r]);
+    fputc(']', out);
+    if (tr->o->memory_limit)
+        fprintf(out, ", \"memory_limit_bytes\": %llu, \"within_limit\": %s",
+                (unsigned long long)tr->o->memory_limit, rep->over_limit ? "false" : "true");
+}
+
 static void format_log_line(FILE *out, const trainer *tr, const step_report *rep, int solved)
 {
     const char *phase = rep->phase;
@@ -528,6 +548,7 @@ static void format_log_line(FILE *out, const trainer *tr, const step_report *rep
             rep->res.flops / 1e9, rep->forward_ms, rep->backward_ms);
     if (!isnan(rep->val_loss))
         fprintf(out, ", \"val_loss\": %.6f", rep->val_loss);
+    log_memory(out, tr, rep);
     if (tr->autoplan)
         log_auto(out, tr, rep, solved);
     fputs("}\n", out);
@@ -638,6 +659,28 @@ static void observe_step(trainer *tr, step_report *rep)
     rep->select_ms += 1e3 * (tf_now_seconds() - began);
 }
 
+/* The ranks of this process: the step's peak of microbatch bytes into the
+ * summary's largest, and whether static + peak exceeded the limit. */
+static void note_memory(trainer *tr, step_report *rep)
+{
+    tfx_train_summary *sum = &tr->sum;
+    const int ranks = tr->run.sched.ranks < 64 ? tr->run.sched.ranks : 64;
+    sum->memory_ranks = ranks;
+    for (int r = 0; r < ranks; r++) {
+        tfx_rank_memory mem;
+        if (!tfx_pipeline_rank_memory(tr->run.p, r, &mem))
+            continue;
+        sum->static_bytes[r] = mem.static_bytes;
+        if (mem.peak_bytes > sum->peak_bytes[r])
+            sum->peak_bytes[r] = mem.peak_bytes;
+        tr->step_peak[r] = mem.peak_bytes;
+        if (tr->o->memory_limit &&
+            (double)(mem.static_bytes + mem.peak_bytes) > (double)tr->o->memory_limit)
+            rep->over_limit = 1;
+    }
+    sum->over_limit_steps += rep->over_limit;
+}
+
 static int train_step(trainer *tr, long step, tf_error *err)
 {
     step_report rep = {.step = step + 1};
@@ -650,6 +693,7 @@ static int train_step(trainer *tr, long step, tf_error *err)
         return tf_fail(err, TF_ERUNTIME, "step %ld: the loss is %g (diverged)", step + 1,
                        rep.res.loss);
     observe_step(tr, &rep);
+    note_memory(tr, &rep);
     const double batch_tokens = (double)tr->run.microbatches * tr->run.tokens;
     rep.tokens_per_s = batch_tokens / ((rep.res.step_ms + rep.select_ms) / 1e3);
     action_means(tr, &rep);
@@ -750,6 +794,27 @@ static void print_timing(const trainer *tr, FILE *out)
                 tf_plural(sum->plans - 1, "re-plan", "re-plans"));
 }
 
+/* Per rank its static bytes and the most microbatch bytes it held in a
+ * step; with --memory-limit, whether every step kept within it. */
+static void print_memory(const trainer *tr, FILE *out)
+{
+    const tfx_train_summary *sum = &tr->sum;
+    for (int r = 0; r < sum->memory_ranks; r++) {
+        if (!sum->static_bytes[r])
+            continue; /* a rank of another process */
+        fprintf(out, "memory rank %d: static %.3f MiB, peak activations %.3f MiB (%lld bytes), "
+                     "together %.3f MiB\n",
+                r, sum->static_bytes[r] / 1048576.0, sum->peak_bytes[r] / 1048576.0,
+                sum->peak_bytes[r], (sum->static_bytes[r] + sum->peak_bytes[r]) / 1048576.0);
+    }
+    if (tr->o->memory_limit)
+        fprintf(out, "memory limit %.3f MiB: %s\n", tr->o->memory_limit / 1048576.0,
+                sum->over_limit_steps ? "exceeded" : "every step within it on every rank");
+    if (tr->o->memory_limit && sum->over_limit_steps)
+        fprintf(out, "  %ld %s over the limit\n", sum->over_limit_steps,
+                tf_plural(sum->over_limit_steps, "step", "steps"));
+}
+
 static void print_summary(const trainer *tr)
 {
     const tfx_train_summary *sum = &tr->sum;
@@ -768,6 +833,7 @@ static void print_summary(const trainer *tr)
         fprintf(out, "; best bigram %.4f (the training bytes' own)", sum->best_bigram);
     fputc('\n', out);
     print_timing(tr, out);
+    print_memory(tr, out);
     const int ranks = tr->run.sched.ranks;
     fprintf(out, "compute: %.2f GFLOP/s (GEMM-equivalent, %.2f per rank) over %.1f s of steps\n",
             sum->gflops, sum->gflops / ranks, tr->train_ms / 1e3);

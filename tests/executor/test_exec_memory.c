@@ -31,16 +31,22 @@ static batch make_batch(uint64_t seed)
     return b;
 }
 
-static tfx_pipeline *make_pipeline(const tf_schedule *s)
+static tfx_pipeline *make_pipeline_with(const tf_schedule *s, int recompute)
 {
     tfx_pipeline_options po;
     tfx_pipeline_options_default(&po);
     po.seed = 7;
+    po.recompute = recompute;
     tfx_pipeline *p = NULL;
     tf_error err = {0};
     if (tfx_pipeline_create(s, &CFG, &po, &p, &err))
         fail_msg("pipeline for %s: %s", s->name, err.msg);
     return p;
+}
+
+static tfx_pipeline *make_pipeline(const tf_schedule *s)
+{
+    return make_pipeline_with(s, 0);
 }
 
 /* Bytes a forward of `stage` (of `stages`, the blocks split evenly) keeps,
@@ -79,14 +85,35 @@ static unsigned char *mask_all(const tfx_pipeline *p, int value)
     return m;
 }
 
-static void run_step(tfx_pipeline *p, const batch *b, const unsigned char *frozen, int saves,
-                     tfx_step_result *res)
+static void run_step_recomputing(tfx_pipeline *p, const batch *b, const unsigned char *frozen,
+                                 int saves, const int *recompute, tfx_step_result *res)
 {
     tfx_step_input in = {.tokens = b->tokens, .targets = b->targets, .frozen = frozen,
-                         .frozen_saves_memory = saves, .apply_optimizer = 1};
+                         .frozen_saves_memory = saves, .apply_optimizer = 1,
+                         .recompute_blocks = recompute};
     tf_error err = {0};
     if (tfx_pipeline_step(p, &in, res, &err))
         fail_msg("step: %s", err.msg);
+}
+
+static void run_step(tfx_pipeline *p, const batch *b, const unsigned char *frozen, int saves,
+                     tfx_step_result *res)
+{
+    run_step_recomputing(p, b, frozen, saves, NULL, res);
+}
+
+/* Every tensor's gradient then its parameters, concatenated (malloc'd). */
+static float *read_all(tfx_pipeline *p)
+{
+    const tfx_model_layout *l = tfx_pipeline_layout(p);
+    size_t total = 0;
+    for (int t = 0; t < l->n_tensors; t++)
+        total += l->tensors[t].count;
+    float *out = malloc(2 * total * sizeof(float));
+    for (int k = 0, at = 0; k < 2; k++)
+        for (int t = 0; t < l->n_tensors; at += (int)l->tensors[t].count, t++)
+            tfx_pipeline_read_tensor(p, t, k ? TFX_BUF_PARAM : TFX_BUF_GRAD, out + at);
+    return out;
 }
 
 /* Every F action's change of its stage's bytes is what the model's
@@ -251,6 +278,94 @@ static void check_bit_identical(const char *name, int ranks, int per_rank)
     tf_schedule_free(&s);
 }
 
+/* Recomputing (every block, or attention's weights only) on top of a mixed
+ * freezing mask: the same loss, gradients and weights as without, bit for
+ * bit (the same kernels run on the same inputs); less held at the peak; and
+ * the forward of a fully recomputed microbatch keeps exactly the block
+ * inputs (and the edges' buffers). */
+static void check_recompute(const char *name, int ranks, int per_rank, int how)
+{
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build(name, ranks, per_rank, M, &s, NULL), 0);
+    batch b = make_batch(9);
+    int *blocks = malloc((size_t)s.stages * M * sizeof *blocks);
+    float *out[2];
+    double loss[2];
+    long long peak[2] = {0, 0};
+    for (int again = 0; again < 2; again++) {
+        tfx_pipeline *p = make_pipeline_with(&s, again);
+        const tfx_model_layout *l = tfx_pipeline_layout(p);
+        for (int st = 0; st < s.stages; st++)
+            for (int m = 0; m < M; m++)
+                blocks[st * M + m] = how ? how : tfx_model_stage_blocks(l, st);
+        unsigned char *mask = mask_all(p, 0);
+        uint64_t rng = 23;
+        for (int i = 0; i < M * l->n_tensors; i++)
+            mask[i] = test_random(&rng) < 0.3;
+        tfx_step_result res;
+        for (int k = 0; k < 2; k++)
+            run_step_recomputing(p, &b, mask, 1, again ? blocks : NULL, &res);
+        loss[again] = res.loss;
+        out[again] = read_all(p);
+        for (int r = 0; r < s.ranks; r++) {
+            tfx_rank_memory mem;
+            tfx_pipeline_rank_memory(p, r, &mem);
+            peak[again] += mem.peak_bytes;
+            assert_int_equal(mem.held_bytes, 0);
+        }
+        if (again) {
+            size_t n = 0;
+            for (int t = 0; t < l->n_tensors; t++)
+                n += l->tensors[t].count;
+            assert_memory_equal(out[0], out[1], 2 * n * sizeof(float));
+        }
+        free(mask);
+        tfx_pipeline_destroy(p);
+    }
+    assert_memory_equal(&loss[0], &loss[1], sizeof(double));
+    assert_true(peak[1] < peak[0]);
+    free(out[0]);
+    free(out[1]);
+    free(blocks);
+    free(b.tokens);
+    free(b.targets);
+    tf_schedule_free(&s);
+}
+
+static void test_recompute_leaves_results_bit_identical(void **state)
+{
+    (void)state;
+    check_recompute("1F1B", 2, 1, 0);
+    check_recompute("ZBVZeroBubble", 2, 2, 0);
+    check_recompute("GPipe", 2, 1, TFX_RECOMPUTE_ATTENTION);
+}
+
+/* A fully recomputed forward keeps each block's input and the edges'
+ * buffers: unfrozen, stage 0 of two keeps its 2 block inputs and the
+ * tokens, nothing more. */
+static void test_checkpoint_bytes(void **state)
+{
+    (void)state;
+    tf_schedule s;
+    assert_int_equal(tf_schedule_build("1F1B", 2, 1, M, &s, NULL), 0);
+    tfx_pipeline *p = make_pipeline_with(&s, 1);
+    batch b = make_batch(4);
+    int blocks[2 * M];
+    for (int i = 0; i < 2 * M; i++)
+        blocks[i] = 2;
+    tfx_step_result res;
+    run_step_recomputing(p, &b, NULL, 1, blocks, &res);
+    const double N = CFG.context * CFG.microbatch_size;
+    const double *bytes = tfx_pipeline_action_bytes(p);
+    for (int i = 0; i < s.n_actions; i++)
+        if (s.actions[i].type == TF_ACT_F && s.actions[i].stage == 0)
+            assert_bytes(bytes[i], 4 * (2 * N * CFG.hidden + N), "checkpoint");
+    free(b.tokens);
+    free(b.targets);
+    tfx_pipeline_destroy(p);
+    tf_schedule_free(&s);
+}
+
 static void test_saving_leaves_results_bit_identical(void **state)
 {
     (void)state;
@@ -264,6 +379,8 @@ int main(void)
         cmocka_unit_test(test_forward_keeps_known_bytes),
         cmocka_unit_test(test_peaks_follow_the_planners_walk),
         cmocka_unit_test(test_saving_leaves_results_bit_identical),
+        cmocka_unit_test(test_recompute_leaves_results_bit_identical),
+        cmocka_unit_test(test_checkpoint_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

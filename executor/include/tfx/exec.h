@@ -80,6 +80,8 @@ typedef struct tfx_exec_options {
     int no_freeze_memory;       /* a frozen backward's forward keeps every activation
                                    (tfx_step_input.frozen_saves_memory off) */
     uint64_t memory_limit;      /* auto_plan: every rank's limit in bytes (0: none) */
+    int recompute;              /* without a plan: TFX_RECOMPUTE_NONE, _FULL (every block
+                                   of every forward) or _SELECTIVE (attention's weights) */
     const char *checkpoint_dir; /* save / resume here */
     int checkpoint_every;       /* steps between saves (default 10; the end always) */
     uint64_t seed;
@@ -99,6 +101,8 @@ typedef struct tfx_exec_options {
     FILE *out;                  /* where progress and summaries go (stdout if NULL) */
     tfx_launch_env launch;      /* this process in a launched run (world_size 1: not) */
 } tfx_exec_options;
+
+enum { TFX_RECOMPUTE_NONE = 0, TFX_RECOMPUTE_FULL = 1, TFX_RECOMPUTE_SELECTIVE = 2 };
 
 void tfx_exec_options_default(tfx_exec_options *o);
 

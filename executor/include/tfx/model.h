@@ -101,6 +101,9 @@ int tfx_model_layout_build(const tfx_model_config *c, int stages, tfx_model_layo
                            tf_error *err);
 void tfx_model_layout_free(tfx_model_layout *l);
 
+/* Blocks hosted by stage `stage` (< 0: all). */
+int tfx_model_stage_blocks(const tfx_model_layout *l, int stage);
+
 /* Parameters of one stage (stage >= 0) or of the whole model (stage < 0). */
 double tfx_model_parameter_count(const tfx_model_layout *l, int stage);
 
@@ -137,6 +140,10 @@ typedef struct tfx_activation_slot {
     double loss_sum;   /* last stage: summed token losses of the microbatch */
     unsigned char *held; /* which of the microbatch's buffers the stage allocated
                             (model.c's table order) */
+    int recompute_pending; /* its first blocks whose forward kept only their input,
+                              not yet re-run */
+    int recompute_attention; /* every block's attention weights not kept, not yet
+                                re-run */
 } tfx_activation_slot;
 
 /* Gradients one block's backward_input leaves for backward_weight. */
@@ -162,6 +169,9 @@ typedef struct tfx_dw_counts {
     long skipped;      /* tensor dW computations skipped because frozen */
 } tfx_dw_counts;
 
+/* tfx_stage_hold's `recompute` for recomputing only attention's weights. */
+#define TFX_RECOMPUTE_ATTENTION (-1)
+
 /* Bytes a rank holds for its backwards (every stage of the rank adds its
  * microbatch buffers as it allocates them and takes them off as it frees
  * them): held now, and the most held since peak was last set.  One rank's
@@ -172,7 +182,10 @@ typedef struct tfx_mem_meter {
 
 /* The passes of a microbatch through a stage: forward, full backward,
  * backward for the input (dX) and for the weights (dW). */
-typedef enum { TFX_PASS_F = 0, TFX_PASS_B = 1, TFX_PASS_I = 2, TFX_PASS_W = 3 } tfx_pass;
+typedef enum {
+    TFX_PASS_F = 0, TFX_PASS_B = 1, TFX_PASS_I = 2, TFX_PASS_W = 3,
+    TFX_PASS_R = 4 /* recomputation: the forward of the blocks a forward did not keep */
+} tfx_pass;
 
 typedef struct tfx_stage {
     const tfx_model_layout *layout;
@@ -194,6 +207,9 @@ typedef struct tfx_stage {
                                    norm: written by forwards that do not keep them */
     float *spare_out;           /* N x C: the output of a stage that sends it */
     int lazy;                   /* microbatch buffers held from hold to release */
+    int can_recompute;          /* recompute_acts exists */
+    tfx_block_acts recompute_acts; /* one block's buffers: where a recomputed block's
+                                      forward writes them */
     tfx_mem_meter *meter;       /* the rank's, or NULL */
     long long held_bytes;       /* microbatch buffers this stage holds now */
     long long static_bytes;     /* everything else it holds, all the time */
@@ -217,6 +233,8 @@ typedef struct tfx_stage_spec {
     int lazy;                       /* 0: every microbatch buffer held from creation on;
                                        1: only from tfx_stage_hold to tfx_stage_release */
     tfx_mem_meter *meter;           /* counts the microbatch buffers (NULL: none) */
+    int recompute;                  /* 1: forwards may keep only their blocks' inputs
+                                       (one block's buffers more, static) */
 } tfx_stage_spec;
 
 /* Allocates the stage spec describes: its parameters (initialised from
@@ -238,11 +256,19 @@ void tfx_stage_destroy(tfx_stage *s);
  * dW its backward_weight skips (NULL is always safe).  Returns 0 or TF_ENOMEM (what was held stays held
  * until released).
  *
+ * Recomputation: with `recompute` = c > 0 at pass F (on a stage created
+ * with spec.recompute; the count is capped at its blocks), the forward of
+ * its first c blocks keeps only each block's input (the checkpoint); with
+ * c = TFX_RECOMPUTE_ATTENTION ("selective") every block keeps all but its
+ * attention weights (B h T^2, the largest), which attention's forward
+ * re-makes from the QKV kept.  Pass R then holds those buffers as the
+ * forward would have, and tfx_stage_recompute fills them.  `recompute` is ignored at other passes.
+ *
  * tfx_stage_release, after the pass (and its send), frees what nothing
  * later reads: after B and W everything of mb, after I all but what the
- * dW of an unfrozen tensor reads; after F nothing. */
+ * dW of an unfrozen tensor reads; after F and R nothing. */
 int tfx_stage_hold(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen,
-                   tf_error *err);
+                   int recompute, tf_error *err);
 void tfx_stage_release(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen);
 
 /* Boundary buffers (device memory, N x C): where a received activation goes
@@ -262,6 +288,19 @@ size_t tfx_stage_boundary_bytes(const tfx_stage *s);
  * the backend. */
 int tfx_stage_forward(tfx_stage *s, int mb, const int32_t *host_tokens,
                       const int32_t *host_targets, float loss_scale, tf_error *err);
+
+/* Re-runs the forward of the blocks microbatch mb's forward did not keep
+ * (after tfx_stage_hold of pass R), with the same kernels on the same
+ * inputs: the buffers get the values the forward computed, bit for bit.
+ * Nothing to do (0) when none is pending.  Returns 0 or the backend's
+ * error. */
+int tfx_stage_recompute(tfx_stage *s, int mb, tf_error *err);
+
+/* Whether microbatch mb still has blocks to recompute before its backward. */
+static inline int tfx_stage_recompute_pending(const tfx_stage *s, int mb)
+{
+    return s->act[mb].recompute_pending > 0 || s->act[mb].recompute_attention;
+}
 
 /* dX of microbatch mb (after its gradient was received); fills the gradient
  * slot that backward_weight reads. */

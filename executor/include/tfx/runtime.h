@@ -48,6 +48,9 @@ typedef struct tfx_pipeline_options {
     int tf32;                   /* cuda: TF32 tensor-core GEMMs (FP32 accumulation) */
     uint64_t seed;              /* initial weights */
     tfx_adamw_config adamw;
+    int recompute;              /* stages can recompute (tfx_step_input.recompute_blocks):
+                                   each holds one block's buffers more; also on when
+                                   the schedule has R actions */
     int fail_rank;              /* testing: rank that fails, -1 for none */
     int fail_action;            /* testing: at its fail_action-th action */
     /* Launched mode (see above); processes 0 or 1 is the single-process
@@ -90,6 +93,11 @@ typedef struct tfx_step_input {
     int apply_optimizer;         /* run AdamW after the actions */
     int forward_only;            /* only the F actions: the loss, no gradients (an
                                     evaluation; apply_optimizer must be 0) */
+    const int *recompute_blocks; /* stages x microbatches (stage-major), NULL: none: how
+                                    many first blocks of (stage, microbatch) its forward
+                                    keeps only the input of, to re-run them at its R
+                                    action, or without one at the start of its
+                                    backward (needs options.recompute or R actions) */
     int frozen_saves_memory;     /* a forward does not keep what only the dW of its
                                     microbatch's frozen tensors would read (0: it keeps
                                     everything; the results are the same bit for bit) */

@@ -196,8 +196,7 @@ static double attention_gemm_flops(const tfx_model_config *m)
     return 2.0 * m->microbatch_size * m->hidden * (double)m->context * m->context;
 }
 
-/* Blocks hosted by stage `stage` (< 0: all). */
-static int blocks_of(const tfx_model_layout *l, int stage)
+int tfx_model_stage_blocks(const tfx_model_layout *l, int stage)
 {
     if (stage < 0)
         return l->config.layers;
@@ -222,8 +221,8 @@ tfx_model_flops tfx_model_microbatch_flops(const tfx_model_layout *l, int stage)
     /* Attention: Q K^T and P V forward; its backward has four such GEMMs
      * and no weights. */
     const double att = attention_gemm_flops(c);
-    f.forward += 2 * att * blocks_of(l, stage);
-    f.backward_input += 4 * att * blocks_of(l, stage);
+    f.forward += 2 * att * tfx_model_stage_blocks(l, stage);
+    f.backward_input += 4 * att * tfx_model_stage_blocks(l, stage);
     return f;
 }
 
@@ -349,6 +348,27 @@ static sizes sizes_of(const tfx_stage *s)
     return z;
 }
 
+static buf_list block_acts_list(tfx_stage *s, tfx_block_acts *b)
+{
+    const sizes z = sizes_of(s);
+    const size_t f = sizeof(float);
+    buf_list l = {.n = 0};
+    buf_add(&l, &b->ln1, z.nc * f);
+    buf_add(&l, &b->mean1, z.n * f);
+    buf_add(&l, &b->rstd1, z.n * f);
+    buf_add(&l, &b->qkv, 3 * z.nc * f);
+    buf_add(&l, &b->probs, z.probs * f);
+    buf_add(&l, &b->att, z.nc * f);
+    buf_add(&l, &b->mid, z.nc * f);
+    buf_add(&l, &b->ln2, z.nc * f);
+    buf_add(&l, &b->mean2, z.n * f);
+    buf_add(&l, &b->rstd2, z.n * f);
+    buf_add(&l, &b->fc1, z.nf * f);
+    buf_add(&l, &b->gelu, z.nf * f);
+    buf_add(&l, &b->gelu_aux, z.nf * f);
+    return l;
+}
+
 static buf_list block_grads_list(tfx_stage *s, tfx_block_grads *g)
 {
     const sizes z = sizes_of(s);
@@ -432,6 +452,9 @@ typedef struct tfx_mb_buf {
     size_t bytes;
     unsigned char input, grad;
     int w[2];
+    int block;      /* a block's own buffer (not its input): that block, else -1 */
+    int probs;      /* the block's attention weights */
+    void *rspare;   /* where that block's forward writes it when recomputed */
 } mb_buf;
 
 typedef struct mb_bufs {
@@ -442,7 +465,8 @@ typedef struct mb_bufs {
 static void put(mb_bufs *l, void *ptr_addr, void *spare, size_t bytes, int input, int w0,
                 int w1)
 {
-    l->b[l->n++] = (mb_buf){(void **)ptr_addr, spare, bytes, (unsigned char)input, 0, {w0, w1}};
+    l->b[l->n++] =
+        (mb_buf){(void **)ptr_addr, spare, bytes, (unsigned char)input, 0, {w0, w1}, -1, 0, NULL};
 }
 
 /* Local index of tensor `i` of block k; of the final unit's tensor `i`. */
@@ -479,6 +503,17 @@ static void block_act_bufs(tfx_stage *s, int k, tfx_block_acts *b, mb_bufs *l)
     put(l, &b->fc1, NULL, z.nf * f, 1, -1, -1);
     put(l, &b->gelu, sp->gelu, z.nf * f, 0, t + T_FC2_W, -1);
     put(l, &b->gelu_aux, NULL, z.nf * f, 1, -1, -1);
+    /* Recomputed, the block keeps none of these: its forward writes them
+     * in the stage's recomputation buffers. */
+    const tfx_block_acts *rw = &s->recompute_acts;
+    void *const rspare[13] = {rw->ln1, rw->mean1, rw->rstd1, rw->qkv, rw->probs,
+                              rw->att, rw->mid, rw->ln2, rw->mean2, rw->rstd2,
+                              rw->fc1, rw->gelu, rw->gelu_aux};
+    for (int i = 0; i < 13; i++) {
+        l->b[l->n - 13 + i].block = k;
+        l->b[l->n - 13 + i].rspare = rspare[i];
+        l->b[l->n - 13 + i].probs = rspare[i] == rw->probs;
+    }
 }
 
 /* What a forward keeps: the block inputs (xs[0] is also where the input
@@ -585,23 +620,51 @@ static void drop(tfx_stage *s, const mb_buf *b, unsigned char *held)
     *held = 0;
 }
 
+/* Holds entry i of microbatch mb as `frozen` says: allocated when something
+ * later reads it, else pointed at its spare. */
+static int hold_one(tfx_stage *s, const mb_buf *b, unsigned char *held,
+                    const unsigned char *frozen, tf_error *err)
+{
+    if (!b->spare || read_later(b, frozen))
+        return take(s, b, held, err);
+    *b->ptr = b->spare;
+    return 0;
+}
+
+/* What the forward of microbatch a is to leave for recomputation. */
+static void plan_recompute(const tfx_stage *s, tfx_activation_slot *a, int recompute)
+{
+    a->recompute_pending = 0;
+    a->recompute_attention = s->can_recompute && recompute == TFX_RECOMPUTE_ATTENTION;
+    if (s->can_recompute && recompute > 0)
+        a->recompute_pending = recompute < s->n_blocks ? recompute : s->n_blocks;
+}
+
+static int recomputed(const tfx_activation_slot *a, const mb_buf *b)
+{
+    return b->block >= 0 && (b->block < a->recompute_pending || (b->probs && a->recompute_attention));
+}
+
 int tfx_stage_hold(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen,
-                   tf_error *err)
+                   int recompute, tf_error *err)
 {
     int rc = 0;
+    tfx_activation_slot *a = &s->act[mb];
+    if (pass == TFX_PASS_F)
+        plan_recompute(s, a, recompute);
     if (!s->lazy || pass == TFX_PASS_W)
         return 0;
-    const int grads = pass != TFX_PASS_F;
+    const int grads = pass != TFX_PASS_F && pass != TFX_PASS_R;
     const mb_bufs l = mb_list(s, mb);
-    unsigned char *held = s->act[mb].held;
     for (int i = 0; i < l.n; i++) {
         const mb_buf *b = &l.b[i];
-        if (b->grad != grads)
+        const int again = recomputed(a, b);
+        if (b->grad != grads || (pass == TFX_PASS_R && !again))
             continue;
-        if (!b->spare || read_later(b, frozen))
-            TFX_TRY(take(s, b, &held[i], err));
+        if (pass == TFX_PASS_F && again)
+            *b->ptr = b->rspare;
         else
-            *b->ptr = b->spare;
+            TFX_TRY(hold_one(s, b, &a->held[i], frozen, err));
     }
 fail:
     return rc;
@@ -609,7 +672,7 @@ fail:
 
 void tfx_stage_release(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen)
 {
-    if (!s->lazy || pass == TFX_PASS_F)
+    if (!s->lazy || pass == TFX_PASS_F || pass == TFX_PASS_R)
         return;
     const mb_bufs l = mb_list(s, mb);
     unsigned char *held = s->act[mb].held;
@@ -719,6 +782,10 @@ static int static_alloc(tfx_stage *s, uint64_t seed, tf_error *err)
     buf_list spares = spare_list(s);
     TFX_TRY(buf_alloc(s, &spares, err));
     TFX_TRY(gslot_alloc(s, &s->work, err));
+    if (s->can_recompute) {
+        buf_list rl = block_acts_list(s, &s->recompute_acts);
+        TFX_TRY(buf_alloc(s, &rl, err));
+    }
 fail:
     s->static_bytes = s->held_bytes;
     s->held_bytes = 0;
@@ -744,6 +811,10 @@ static void static_free(tfx_stage *s)
         buf_free(s, &spares);
     }
     gslot_free(s, &s->work);
+    if (s->can_recompute) {
+        buf_list rl = block_acts_list(s, &s->recompute_acts);
+        buf_free(s, &rl);
+    }
     free(s->spare.blk);
 }
 
@@ -767,6 +838,7 @@ int tfx_stage_create(const tfx_stage_spec *spec, tfx_stage *out, tf_error *err)
     out->microbatches = microbatches;
     out->n_grad_slots = spec->split_backward ? microbatches : 0;
     out->lazy = spec->lazy;
+    out->can_recompute = spec->recompute;
 
     TFX_TRY(static_alloc(out, spec->seed, err));
     out->meter = spec->meter;
@@ -921,6 +993,29 @@ int tfx_stage_forward(tfx_stage *s, int mb, const int32_t *host_tokens,
         block_forward(s, k, a->xs[k], &a->blk[k], a->xs[k + 1]);
     if (s->has_head)
         head_forward(s, a, host_targets, loss_scale);
+    return s->be.ops->synchronize(s->be.ctx, err);
+}
+
+/* Attention's forward again, from the QKV the block kept: its weights
+ * (and its output, the same values once more). */
+static void attention_again(tfx_stage *s, tfx_block_acts *b)
+{
+    const tfx_model_config *m = &s->layout->config;
+    s->be.ops->attention_forward(s->be.ctx, b->qkv, m->microbatch_size, m->context, m->heads,
+                                 m->hidden / m->heads, b->att, b->probs);
+    s->flops += 2 * attention_gemm_flops(m);
+}
+
+int tfx_stage_recompute(tfx_stage *s, int mb, tf_error *err)
+{
+    tfx_activation_slot *a = &s->act[mb];
+    if (!tfx_stage_recompute_pending(s, mb))
+        return 0;
+    for (int k = 0; k < a->recompute_pending; k++)
+        block_forward(s, k, a->xs[k], &a->blk[k], a->xs[k + 1]);
+    for (int k = 0; a->recompute_attention && k < s->n_blocks; k++)
+        attention_again(s, &a->blk[k]);
+    a->recompute_pending = a->recompute_attention = 0;
     return s->be.ops->synchronize(s->be.ctx, err);
 }
 

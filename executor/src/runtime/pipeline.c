@@ -176,16 +176,19 @@ static int split_ranks(tfx_pipeline *p, const tf_schedule *s, tf_error *err)
 static int create_stages(tfx_pipeline *p, tf_error *err)
 {
     const tf_schedule *s = &p->schedule;
-    for (int i = 0; i < s->n_actions; i++)
+    int recompute = p->opts.recompute;
+    for (int i = 0; i < s->n_actions; i++) {
         if (s->actions[i].type == TF_ACT_I || s->actions[i].type == TF_ACT_W)
             p->split_backward = 1;
+        recompute |= s->actions[i].type == TF_ACT_R;
+    }
     for (int st = 0; st < s->stages; st++) {
         int r = s->stage_rank[st];
         if (!tfx_pipeline_is_local(p, r))
             continue;
         const tfx_stage_spec spec = {&p->layout,    st,          p->backends[r],
                                      s->microbatches, p->split_backward, p->opts.seed,
-                                     1,              &p->meters[r]};
+                                     1,              &p->meters[r],       recompute};
         int rc = tfx_stage_create(&spec, &p->stages[st], err);
         if (rc < 0)
             return rc;

@@ -97,6 +97,19 @@ static int send_output(tfx_rank_job *job, int index)
     return 0;
 }
 
+static const unsigned char *memory_mask(const tfx_rank_job *job, const tf_action *a);
+
+/* A backward whose forward left blocks to recompute and that no R served
+ * re-runs them at its own start (as the planner models it). */
+static int recompute_at_backward(tfx_rank_job *job, const tf_action *a)
+{
+    tfx_stage *st = &job->p->stages[a->stage];
+    if (!tfx_stage_recompute_pending(st, a->microbatch))
+        return 0;
+    int rc = tfx_stage_hold(st, a->microbatch, TFX_PASS_R, memory_mask(job, a), 0, &job->err);
+    return rc < 0 ? rc : tfx_stage_recompute(st, a->microbatch, &job->err);
+}
+
 /* The compute of action `index`, timed (the times of the last training
  * step are kept; t_enter is when the rank turned to the action, before
  * waiting for its input).  Returns 0 or an error in job->err. */
@@ -125,12 +138,13 @@ static int compute(tfx_rank_job *job, int index, double t_enter)
         break;
     case TF_ACT_B:
     case TF_ACT_I:
+        TFX_TRY(recompute_at_backward(job, a));
         TFX_TRY(tfx_stage_backward_input(st, m, err));
         if (a->type == TF_ACT_B)
             TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
         break;
     case TF_ACT_W: TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err)); break;
-    case TF_ACT_R: break; /* plans with R are refused when they are loaded */
+    case TF_ACT_R: TFX_TRY(tfx_stage_recompute(st, m, err)); break;
     }
     TFX_TRY(compute_end(job, &ms, err));
     if (!job->in->forward_only) { /* the times are those of the last training step */
@@ -150,6 +164,7 @@ static tfx_pass pass_of(tf_action_type t)
     case TF_ACT_F: return TFX_PASS_F;
     case TF_ACT_I: return TFX_PASS_I;
     case TF_ACT_W: return TFX_PASS_W;
+    case TF_ACT_R: return TFX_PASS_R;
     default: return TFX_PASS_B;
     }
 }
@@ -175,7 +190,10 @@ static int hold_buffers(tfx_rank_job *job, int index)
     tfx_stage *st = &p->stages[a->stage];
     if (!job->in->forward_only)
         p->action_bytes[index] = (double)st->held_bytes;
-    return tfx_stage_hold(st, a->microbatch, pass_of(a->type), memory_mask(job, a), &job->err);
+    const int *rb = job->in->recompute_blocks;
+    const int recompute = rb ? rb[a->stage * p->schedule.microbatches + a->microbatch] : 0;
+    return tfx_stage_hold(st, a->microbatch, pass_of(a->type), memory_mask(job, a), recompute,
+                          &job->err);
 }
 
 /* After the send of action `index`: frees what nothing later reads (after

@@ -28,6 +28,7 @@ typedef struct trainer {
     tfx_freeze_selector sel;
     float *grad_host;     /* stable: one tensor's gradient, read after a step */
     double *ratio_of;     /* stage x microbatch: the ratio once the ramp is done */
+    int *recompute_blocks; /* stage x microbatch: blocks recomputed (the run's) */
     int any_freezing;     /* some ratio is above 0 */
     unsigned char *mask;  /* microbatch x tensor: frozen in this step */
     long start;           /* steps done before this call (resumed from a checkpoint) */
@@ -97,11 +98,6 @@ static int check_plan_fits(const tfx_exec_options *o, const tf_plan *plan, tf_er
                        "%s: %d stages (ranks %d x stages_per_rank %d), but the model has only "
                        "--layers %d blocks (one or more per stage needed)",
                        path, s->stages, s->ranks, s->stages_per_rank, o->model.layers);
-    for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].type == TF_ACT_R)
-            return tf_fail(err, TF_EINVAL, "%s: the plan recomputes activations (R actions, "
-                           "planned under a memory limit); tf-exec does not recompute yet: plan "
-                           "without the limit or without checkpoint_bytes", path);
     return 0;
 }
 
@@ -179,6 +175,31 @@ static void full_ratios(trainer *tr)
     }
 }
 
+/* The recomputation of every (stage, microbatch): the plan's, round(q K) of
+ * the stage's K blocks for its backward's recompute ratio q (halves up, as
+ * the freeze count; in full from the first step: it keeps the rank within
+ * its limit, it is not freezing to ramp in), else what --recompute says. */
+static void recompute_blocks(trainer *tr)
+{
+    const tf_schedule *s = &tr->run.sched;
+    const tfx_model_layout *l = tfx_pipeline_layout(tr->run.p);
+    const int M = s->microbatches;
+    for (int st = 0; st < s->stages; st++)
+        for (int m = 0; m < M; m++)
+            tr->recompute_blocks[st * M + m] =
+                tr->o->recompute == TFX_RECOMPUTE_FULL        ? tfx_model_stage_blocks(l, st)
+                : tr->o->recompute == TFX_RECOMPUTE_SELECTIVE ? TFX_RECOMPUTE_ATTENTION
+                                                              : 0;
+    for (int i = 0; tr->have_plan && i < s->n_actions; i++) {
+        const tf_plan_action *pa = &tr->plan.actions[i];
+        if (pa->recompute_ratio > 0)
+            tr->recompute_blocks[pa->action.stage * M + pa->action.microbatch] =
+                tfx_freeze_count(pa->recompute_ratio,
+                                 tfx_model_stage_blocks(l, pa->action.stage));
+    }
+    tr->run.recompute_blocks = tr->recompute_blocks;
+}
+
 /* The DAG of the plan in use, with its lag, to replay each step's measured
  * action times on. */
 static int plan_dag(trainer *tr, tf_error *err)
@@ -196,6 +217,7 @@ static int install_plan(trainer *tr, tf_plan *plan, tf_error *err)
     memset(plan, 0, sizeof *plan);
     tr->have_plan = 1;
     full_ratios(tr);
+    recompute_blocks(tr);
     return plan_dag(tr, err);
 }
 
@@ -294,6 +316,7 @@ static int trainer_open(trainer *tr, const tfx_exec_options *o, tf_error *err)
     const int M = tr->run.microbatches, S = tr->run.sched.stages;
     TFX_CALLOC(tr->mask, (size_t)M * tfx_pipeline_layout(tr->run.p)->n_tensors);
     TFX_CALLOC(tr->ratio_of, (size_t)S * M);
+    TFX_CALLOC(tr->recompute_blocks, (size_t)S * M);
     TFX_CALLOC(tr->unfrozen_ms, o->steps + 1);
     TFX_CALLOC(tr->frozen_ms, o->steps + 1);
     TFX_CALLOC(tr->unfrozen_step, o->steps + 1);
@@ -305,6 +328,7 @@ static int trainer_open(trainer *tr, const tfx_exec_options *o, tf_error *err)
         full_ratios(tr);
     if (tr->have_plan)
         TFX_TRY(plan_dag(tr, err));
+    recompute_blocks(tr);
     tr->autoplan = o->auto_plan;
     if (tr->autoplan)
         TFX_TRY(tfx_autoplan_open(&tr->ap, o, &tr->run.sched, err));
@@ -327,6 +351,7 @@ static int trainer_close(trainer *tr, int rc, tf_error *err)
     free(tr->mask);
     free(tr->grad_host);
     free(tr->ratio_of);
+    free(tr->recompute_blocks);
     free(tr->unfrozen_ms);
     free(tr->frozen_ms);
     free(tr->unfrozen_step);

@@ -163,6 +163,11 @@ void tfx_pipeline_set_slowdown(tfx_pipeline *p, int rank, double factor);
  * other processes). */
 const double *tfx_pipeline_action_bytes(const tfx_pipeline *p);
 
+/* Per action of the last training step: the wall time (ms) a B or I spent
+ * at its start recomputing what its forward did not keep (no R action
+ * served it); 0 otherwise.  Part of the action's own time. */
+const double *tfx_pipeline_recompute_ms(const tfx_pipeline *p);
+
 /* A rank's bytes: static (parameters, gradients, optimizer state, scratch:
  * held all the time), the microbatch buffers held now (after a step: 0),
  * and the most of those held at once during the last step. */

@@ -103,11 +103,17 @@ static const unsigned char *memory_mask(const tfx_rank_job *job, const tf_action
  * re-runs them at its own start (as the planner models it). */
 static int recompute_at_backward(tfx_rank_job *job, const tf_action *a)
 {
-    tfx_stage *st = &job->p->stages[a->stage];
+    tfx_pipeline *p = job->p;
+    tfx_stage *st = &p->stages[a->stage];
     if (!tfx_stage_recompute_pending(st, a->microbatch))
         return 0;
+    const double t0 = tf_now_seconds();
     int rc = tfx_stage_hold(st, a->microbatch, TFX_PASS_R, memory_mask(job, a), 0, &job->err);
-    return rc < 0 ? rc : tfx_stage_recompute(st, a->microbatch, &job->err);
+    if (rc == 0)
+        rc = tfx_stage_recompute(st, a->microbatch, &job->err);
+    if (rc == 0 && !job->in->forward_only)
+        p->recompute_ms[a - p->schedule.actions] = (tf_now_seconds() - t0) * 1e3;
+    return rc;
 }
 
 /* The compute of action `index`, timed (the times of the last training
@@ -129,6 +135,7 @@ static int compute(tfx_rank_job *job, int index, double t_enter)
     if (job->in->frozen)
         frozen = job->in->frozen + (size_t)m * p->layout.n_tensors + st->first_tensor;
 
+    p->recompute_ms[index] = 0.0;
     TFX_TRY(compute_begin(job, &t_begin, err));
     switch (a->type) {
     case TF_ACT_F:

@@ -278,5 +278,20 @@ expect_status 0 "a plan under $limit bytes" "$TF_PLAN" "$work/mem-profile.json" 
 check "the plan recomputes (R actions)" grep -q '"type":[[:space:]]*"R"' "$work/mem-plan.json"
 expect_status 0 "training with R actions" "$TF_EXEC" --plan "$work/mem-plan.json" "${small[@]}" \
     --steps 3 --warmup 0 --ramp 0 --log "$work/mem-plan.jsonl" --progress lines
+# Under a plan made for a limit, tf-exec rounds its choices towards less
+# memory: no rank holds more than the plan counts, nor more than the limit.
+within_plan() {
+    python3 - "$work/mem-plan.json" "$work/mem-plan.jsonl" <<'EOF2'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+want = [r["peak_bytes"]["planned"] for r in plan["per_rank"]]
+for line in open(sys.argv[2]):
+    d = json.loads(line)
+    for r, (s, p) in enumerate(zip(d["static_bytes"], d["peak_bytes"])):
+        if s + p > want[r] or not d["within_limit"]:
+            sys.exit(f"step {d['step']} rank {r}: {s + p} bytes, the plan {want[r]}")
+EOF2
+}
+check "every step within the plan's peak on every rank" within_plan
 
 finish "tf-exec command line"

@@ -127,6 +127,15 @@ static void test_forward_keeps_known_bytes(void **state)
     tfx_pipeline *p = make_pipeline(&s);
     batch b = make_batch(3);
     tfx_step_result res;
+    /* What freezing a stage's every tensor saves, tensor by tensor. */
+    const tfx_model_layout *l = tfx_pipeline_layout(p);
+    for (int st = 0; st < s.stages; st++) {
+        double saved = 0;
+        for (int t = l->stage_first_tensor[st]; t < l->stage_first_tensor[st + 1]; t++)
+            saved += (double)tfx_model_dw_only_bytes(l, t);
+        assert_bytes(saved, forward_keeps(st, s.stages, 0) - forward_keeps(st, s.stages, 1),
+                     "dW-only bytes");
+    }
     for (int frozen = 0; frozen < 2; frozen++) {
         unsigned char *mask = mask_all(p, frozen);
         run_step(p, &b, mask, 1, &res);

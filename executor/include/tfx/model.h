@@ -101,6 +101,12 @@ int tfx_model_layout_build(const tfx_model_config *c, int stages, tfx_model_layo
                            tf_error *err);
 void tfx_model_layout_free(tfx_model_layout *l);
 
+/* Bytes a forward keeps only for global tensor `tensor`'s dW, which it does
+ * not keep when that tensor is frozen (tfx_stage_hold): a Linear weight's
+ * input (N x in floats), the token embedding's tokens (N int32); 0 for the
+ * others (their dW reads nothing only they need). */
+size_t tfx_model_dw_only_bytes(const tfx_model_layout *l, int tensor);
+
 /* Blocks hosted by stage `stage` (< 0: all). */
 int tfx_model_stage_blocks(const tfx_model_layout *l, int stage);
 

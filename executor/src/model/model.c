@@ -196,6 +196,15 @@ static double attention_gemm_flops(const tfx_model_config *m)
     return 2.0 * m->microbatch_size * m->hidden * (double)m->context * m->context;
 }
 
+size_t tfx_model_dw_only_bytes(const tfx_model_layout *l, int tensor)
+{
+    const tfx_tensor_info *t = &l->tensors[tensor];
+    const size_t N = (size_t)tfx_model_microbatch_tokens(&l->config);
+    if (t->kind == TFX_TENSOR_WEIGHT)
+        return N * (size_t)t->cols * sizeof(float);
+    return tensor == T_TOKEN ? N * sizeof(int32_t) : 0;
+}
+
 int tfx_model_stage_blocks(const tfx_model_layout *l, int stage)
 {
     if (stage < 0)

@@ -175,10 +175,28 @@ static void full_ratios(trainer *tr)
     }
 }
 
+/* Under a plan made for a memory limit, whether the executor rounds its
+ * discrete choices (tensors, blocks) towards less memory than the plan's
+ * ratios count, so that a rank the plan fits in its limit fits in it. */
+static int fits_memory(const trainer *tr)
+{
+    return tr->have_plan && tr->plan.memory_limit != NULL;
+}
+
+/* Rank r's memory limit: --memory-limit, else the plan's, else 0 (none). */
+static double limit_of(const trainer *tr, int r)
+{
+    if (tr->o->memory_limit)
+        return (double)tr->o->memory_limit;
+    return fits_memory(tr) ? tr->plan.memory_limit[r] : 0.0;
+}
+
 /* The recomputation of every (stage, microbatch): the plan's, round(q K) of
  * the stage's K blocks for its backward's recompute ratio q (halves up, as
- * the freeze count; in full from the first step: it keeps the rank within
- * its limit, it is not freezing to ramp in), else what --recompute says. */
+ * the freeze count; under a plan made for a memory limit ceil(q K), so the
+ * rank keeps at most what the plan counts; in full from the first step: it
+ * keeps the rank within its limit, it is not freezing to ramp in), else
+ * what --recompute says. */
 static void recompute_blocks(trainer *tr)
 {
     const tf_schedule *s = &tr->run.sched;
@@ -192,10 +210,11 @@ static void recompute_blocks(trainer *tr)
                                                               : 0;
     for (int i = 0; tr->have_plan && i < s->n_actions; i++) {
         const tf_plan_action *pa = &tr->plan.actions[i];
-        if (pa->recompute_ratio > 0)
+        const int K = tfx_model_stage_blocks(l, pa->action.stage);
+        const double q = pa->recompute_ratio;
+        if (q > 0)
             tr->recompute_blocks[pa->action.stage * M + pa->action.microbatch] =
-                tfx_freeze_count(pa->recompute_ratio,
-                                 tfx_model_stage_blocks(l, pa->action.stage));
+                fits_memory(tr) ? (int)ceil(q * K - 1e-9) : tfx_freeze_count(q, K);
     }
     tr->run.recompute_blocks = tr->recompute_blocks;
 }
@@ -399,6 +418,31 @@ static void step_phase(const trainer *tr, long step, step_report *rep)
                                                        : "frozen";
 }
 
+/* Freezes more of the stage's tensors, in order, among those whose forward
+ * keeps an input for their dW alone, until the bytes not kept reach `ratio`
+ * of all such bytes of the stage (what the plan's A(f) counts); returns how
+ * many it added. */
+static int top_up(const tfx_model_layout *l, int stage, double ratio, unsigned char *frozen)
+{
+    const int first = l->stage_first_tensor[stage], K = l->stage_first_tensor[stage + 1] - first;
+    double all = 0.0, saved = 0.0;
+    for (int i = 0; i < K; i++) {
+        double b = (double)tfx_model_dw_only_bytes(l, first + i);
+        all += b;
+        saved += frozen[i] ? b : 0.0;
+    }
+    int added = 0;
+    for (int i = 0; i < K && saved < ratio * all; i++) {
+        double b = (double)tfx_model_dw_only_bytes(l, first + i);
+        if (!frozen[i] && b > 0) {
+            frozen[i] = 1;
+            saved += b;
+            added++;
+        }
+    }
+    return added;
+}
+
 /* Fills the mask of `step` at `factor` times the full ratios; returns the
  * share of tensor slots frozen. */
 static double select_frozen(trainer *tr, long step, double factor)
@@ -414,8 +458,11 @@ static double select_frozen(trainer *tr, long step, double factor)
         int first = l->stage_first_tensor[st];
         int K = l->stage_first_tensor[st + 1] - first;
         for (int m = 0; m < M; m++) {
-            frozen += tfx_freeze_select(&tr->sel, step, st, m, tr->ratio_of[st * M + m] * factor,
-                                        tr->mask + (size_t)m * l->n_tensors + first);
+            const double r = tr->ratio_of[st * M + m] * factor;
+            unsigned char *mask = tr->mask + (size_t)m * l->n_tensors + first;
+            frozen += tfx_freeze_select(&tr->sel, step, st, m, r, mask);
+            if (fits_memory(tr) && !tr->o->no_freeze_memory)
+                frozen += top_up(l, st, r, mask);
             slots += K;
         }
     }
@@ -555,9 +602,12 @@ static void log_memory(FILE *out, const trainer *tr, const step_report *rep)
     for (int r = 0; r < sum->memory_ranks; r++)
         fprintf(out, "%s%lld", r ? ", " : "", tr->step_peak[r]);
     fputc(']', out);
-    if (tr->o->memory_limit)
-        fprintf(out, ", \"memory_limit_bytes\": %llu, \"within_limit\": %s",
-                (unsigned long long)tr->o->memory_limit, rep->over_limit ? "false" : "true");
+    if (limit_of(tr, 0) <= 0)
+        return;
+    fputs(", \"memory_limit_bytes\": [", out);
+    for (int r = 0; r < sum->memory_ranks; r++)
+        fprintf(out, "%s%.0f", r ? ", " : "", limit_of(tr, r));
+    fprintf(out, "], \"within_limit\": %s", rep->over_limit ? "false" : "true");
 }
 
 static void format_log_line(FILE *out, const trainer *tr, const step_report *rep, int solved)
@@ -699,8 +749,8 @@ static void note_memory(trainer *tr, step_report *rep)
         if (mem.peak_bytes > sum->peak_bytes[r])
             sum->peak_bytes[r] = mem.peak_bytes;
         tr->step_peak[r] = mem.peak_bytes;
-        if (tr->o->memory_limit &&
-            (double)(mem.static_bytes + mem.peak_bytes) > (double)tr->o->memory_limit)
+        const double limit = limit_of(tr, r);
+        if (limit > 0 && (double)(mem.static_bytes + mem.peak_bytes) > limit)
             rep->over_limit = 1;
     }
     sum->over_limit_steps += rep->over_limit;
@@ -820,7 +870,8 @@ static void print_timing(const trainer *tr, FILE *out)
 }
 
 /* Per rank its static bytes and the most microbatch bytes it held in a
- * step; with --memory-limit, whether every step kept within it. */
+ * step; under a limit (--memory-limit or the plan's), whether every step
+ * kept within it. */
 static void print_memory(const trainer *tr, FILE *out)
 {
     const tfx_train_summary *sum = &tr->sum;
@@ -832,10 +883,10 @@ static void print_memory(const trainer *tr, FILE *out)
                 r, sum->static_bytes[r] / 1048576.0, sum->peak_bytes[r] / 1048576.0,
                 sum->peak_bytes[r], (sum->static_bytes[r] + sum->peak_bytes[r]) / 1048576.0);
     }
-    if (tr->o->memory_limit)
-        fprintf(out, "memory limit %.3f MiB: %s\n", tr->o->memory_limit / 1048576.0,
+    if (limit_of(tr, 0) > 0)
+        fprintf(out, "memory limit %.3f MiB (rank 0): %s\n", limit_of(tr, 0) / 1048576.0,
                 sum->over_limit_steps ? "exceeded" : "every step within it on every rank");
-    if (tr->o->memory_limit && sum->over_limit_steps)
+    if (sum->over_limit_steps)
         fprintf(out, "  %ld %s over the limit\n", sum->over_limit_steps,
                 tf_plural(sum->over_limit_steps, "step", "steps"));
 }

@@ -125,8 +125,9 @@ typedef struct tfx_train_summary {
     int memory_ranks;           /* ranks below with figures (this process's) */
     long long static_bytes[64]; /* per rank: static bytes */
     long long peak_bytes[64];   /* per rank: the most microbatch bytes held in a step */
-    long over_limit_steps;      /* steps in which some rank's static + peak exceeded
-                                   its limit (--memory-limit, else the plan's; 0 without) */
+    long over_limit_steps;      /* steps at a plan's full ratios in which some rank's
+                                   static + peak exceeded its limit (--memory-limit, else
+                                   the plan's; 0 without) */
 } tfx_train_summary;
 
 /* Profiles the schedule and writes o->profile_out atomically.  Returns 0 or

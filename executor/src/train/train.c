@@ -45,6 +45,7 @@ typedef struct trainer {
     int n_unfrozen, n_frozen, n_unfrozen_replay, n_frozen_replay;
     tfx_train_summary sum;
     long long step_peak[64]; /* per rank: the last step's peak of microbatch bytes */
+    long over_limit_unplanned; /* steps over the limit not at a plan's full ratios */
 } trainer;
 
 /* What one step did, for the progress line and the log. */
@@ -753,7 +754,12 @@ static void note_memory(trainer *tr, step_report *rep)
         if (limit > 0 && (double)(mem.static_bytes + mem.peak_bytes) > limit)
             rep->over_limit = 1;
     }
-    sum->over_limit_steps += rep->over_limit;
+    /* Steps at a plan's full ratios are the ones the plan fits; warm-up,
+     * measuring and ramp steps hold what they hold. */
+    if (tr->have_plan && rep->factor >= 1.0 && !rep->all_frozen)
+        sum->over_limit_steps += rep->over_limit;
+    else
+        tr->over_limit_unplanned += rep->over_limit;
 }
 
 static int train_step(trainer *tr, long step, tf_error *err)
@@ -883,12 +889,18 @@ static void print_memory(const trainer *tr, FILE *out)
                 r, sum->static_bytes[r] / 1048576.0, sum->peak_bytes[r] / 1048576.0,
                 sum->peak_bytes[r], (sum->static_bytes[r] + sum->peak_bytes[r]) / 1048576.0);
     }
-    if (limit_of(tr, 0) > 0)
-        fprintf(out, "memory limit %.3f MiB (rank 0): %s\n", limit_of(tr, 0) / 1048576.0,
-                sum->over_limit_steps ? "exceeded" : "every step within it on every rank");
+    if (limit_of(tr, 0) <= 0)
+        return;
+    fprintf(out, "memory limit %.3f MiB (rank 0): %s", limit_of(tr, 0) / 1048576.0,
+            sum->over_limit_steps ? "exceeded at the plan's ratios"
+                                  : "every step at the plan's ratios within it on every rank");
     if (sum->over_limit_steps)
-        fprintf(out, "  %ld %s over the limit\n", sum->over_limit_steps,
+        fprintf(out, " (%ld %s)", sum->over_limit_steps,
                 tf_plural(sum->over_limit_steps, "step", "steps"));
+    if (tr->over_limit_unplanned)
+        fprintf(out, "; %ld warm-up, measuring or ramp %s over it", tr->over_limit_unplanned,
+                tf_plural(tr->over_limit_unplanned, "step", "steps"));
+    fputc('\n', out);
 }
 
 static void print_summary(const trainer *tr)

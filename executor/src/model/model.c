@@ -489,39 +489,36 @@ static int final_tensor(const tfx_stage *s, int i)
     return 2 * s->has_embedding + TFX_BLOCK_TENSORS * s->n_blocks + i;
 }
 
-/* What block k's forward keeps: each dW-only input (ln1 for the QKV
- * weight, att for proj's, ln2 for fc1's, gelu for fc2's) is the one buffer
- * that weight alone reads, so a forward whose backward freezes it need not
- * keep it. */
+/* Who reads each of a block's buffers, in block_acts_list's order: the dX
+ * pass, and the dW of one of its tensors (a T_* offset, -1 none).  Each
+ * dW-only input (ln1 for the QKV weight, att for proj's, ln2 for fc1's,
+ * gelu for fc2's) is the one buffer that weight alone reads, so a forward
+ * whose backward freezes it need not keep it. */
+static const struct {
+    unsigned char input;
+    signed char w;
+} block_use[13] = {
+    {0, T_QKV_W},  /* ln1 */      {1, T_LN1_W}, /* mean1 */ {1, T_LN1_W}, /* rstd1 */
+    {1, -1},       /* qkv */      {1, -1},      /* probs */ {0, T_PROJ_W}, /* att */
+    {1, T_LN2_W},  /* mid */      {0, T_FC1_W}, /* ln2 */   {1, T_LN2_W}, /* mean2 */
+    {1, T_LN2_W},  /* rstd2 */    {1, -1},      /* fc1 */   {0, T_FC2_W}, /* gelu */
+    {1, -1},       /* gelu_aux */
+};
+
+/* What block k's forward keeps; recomputed, it keeps none of it and
+ * writes it in the stage's recomputation buffers. */
 static void block_act_bufs(tfx_stage *s, int k, tfx_block_acts *b, mb_bufs *l)
 {
-    const sizes z = sizes_of(s);
-    const size_t f = sizeof(float);
-    const tfx_block_acts *sp = &s->spare.blk[0];
+    const buf_list own = block_acts_list(s, b);
+    const buf_list sp = block_acts_list(s, &s->spare.blk[0]);
+    const buf_list re = block_acts_list(s, &s->recompute_acts);
     const int t = block_tensor(s, k, 0);
-    put(l, &b->ln1, sp->ln1, z.nc * f, 0, t + T_QKV_W, -1);
-    put(l, &b->mean1, NULL, z.n * f, 1, t + T_LN1_W, -1);
-    put(l, &b->rstd1, NULL, z.n * f, 1, t + T_LN1_W, -1);
-    put(l, &b->qkv, NULL, 3 * z.nc * f, 1, -1, -1);
-    put(l, &b->probs, NULL, z.probs * f, 1, -1, -1);
-    put(l, &b->att, sp->att, z.nc * f, 0, t + T_PROJ_W, -1);
-    put(l, &b->mid, NULL, z.nc * f, 1, t + T_LN2_W, -1);
-    put(l, &b->ln2, sp->ln2, z.nc * f, 0, t + T_FC1_W, -1);
-    put(l, &b->mean2, NULL, z.n * f, 1, t + T_LN2_W, -1);
-    put(l, &b->rstd2, NULL, z.n * f, 1, t + T_LN2_W, -1);
-    put(l, &b->fc1, NULL, z.nf * f, 1, -1, -1);
-    put(l, &b->gelu, sp->gelu, z.nf * f, 0, t + T_FC2_W, -1);
-    put(l, &b->gelu_aux, NULL, z.nf * f, 1, -1, -1);
-    /* Recomputed, the block keeps none of these: its forward writes them
-     * in the stage's recomputation buffers. */
-    const tfx_block_acts *rw = &s->recompute_acts;
-    void *const rspare[13] = {rw->ln1, rw->mean1, rw->rstd1, rw->qkv, rw->probs,
-                              rw->att, rw->mid, rw->ln2, rw->mean2, rw->rstd2,
-                              rw->fc1, rw->gelu, rw->gelu_aux};
-    for (int i = 0; i < 13; i++) {
-        l->b[l->n - 13 + i].block = k;
-        l->b[l->n - 13 + i].rspare = rspare[i];
-        l->b[l->n - 13 + i].probs = rspare[i] == rw->probs;
+    for (int i = 0; i < own.n; i++) {
+        const int w = block_use[i].w < 0 ? -1 : t + block_use[i].w;
+        put(l, own.ptr[i], *sp.ptr[i], own.bytes[i], block_use[i].input, w, -1);
+        l->b[l->n - 1].block = k;
+        l->b[l->n - 1].rspare = *re.ptr[i];
+        l->b[l->n - 1].probs = own.ptr[i] == (void **)&b->probs;
     }
 }
 

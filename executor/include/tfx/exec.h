@@ -13,8 +13,9 @@
  * loss on held-out data every `eval_every` steps and after the last.
  * Prints progress, optionally JSON lines (--log), checkpoints (--checkpoint),
  * and ends with measured vs planned batch time, tokens/s with and without
- * freezing, achieved GFLOP/s, and the training and validation loss beside
- * the source's entropy floor and best bigram.
+ * freezing, achieved GFLOP/s, the training and validation loss beside the
+ * source's entropy floor and best bigram, and per rank its static and peak
+ * bytes (and, under a limit, whether every planned step kept within it).
  *
  * With auto_plan, tfx_exec_train makes its own plan: after the warm-up it
  * measures profile_steps unfrozen and as many fully frozen steps

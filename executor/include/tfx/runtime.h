@@ -7,7 +7,12 @@
  *      runs the forward, sends the output on (unless the last stage);
  *   B  receives the output gradient (unless the last stage), runs dX then
  *      dW of the unfrozen tensors, sends the input gradient back;
- *   I  as B without the dW part;  W  the dW part only.
+ *   I  as B without the dW part;  W  the dW part only;
+ *   R  re-runs the forward of the blocks its microbatch's forward did not
+ *      keep (tfx_step_input.recompute_blocks).
+ * Each action holds its microbatch's buffers from before its receive and
+ * releases what nothing later reads after its send (model.h's
+ * tfx_stage_hold), counted per rank (tfx_pipeline_rank_memory).
  * Any order whose DAG is acyclic runs; others are refused at creation.  When
  * a rank fails, it aborts the transport, every blocked rank returns, and the
  * step reports the failing rank's error.  After all ranks finished cleanly,

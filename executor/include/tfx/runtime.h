@@ -168,6 +168,12 @@ void tfx_pipeline_set_slowdown(tfx_pipeline *p, int rank, double factor);
  * other processes). */
 const double *tfx_pipeline_action_bytes(const tfx_pipeline *p);
 
+/* What each action of the last step added to its stage's held bytes at
+ * its start, before it ran (its buffers held from start to end): with
+ * tfx_pipeline_action_bytes, an I's transient above its end's change
+ * (n_actions; 0 for actions of other processes). */
+const double *tfx_pipeline_action_rise(const tfx_pipeline *p);
+
 /* Per action of the last training step: the wall time (ms) a B or I spent
  * at its start recomputing what its forward did not keep (no R action
  * served it); 0 otherwise.  Part of the action's own time. */

@@ -218,6 +218,7 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
     TFX_CALLOC(p->action_enter_ms, s->n_actions);
     TFX_CALLOC(p->rank_clock_ms, s->ranks);
     TFX_CALLOC(p->action_bytes, s->n_actions);
+    TFX_CALLOC(p->action_rise, s->n_actions);
     TFX_CALLOC(p->recompute_ms, s->n_actions);
     TFX_CALLOC(p->meters, s->ranks);
     p->slow_rank = -1;
@@ -266,6 +267,7 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
     free(p->action_enter_ms);
     free(p->rank_clock_ms);
     free(p->action_bytes);
+    free(p->action_rise);
     free(p->recompute_ms);
     free(p->meters);
     tfx_model_layout_free(&p->layout);
@@ -311,6 +313,11 @@ const double *tfx_pipeline_action_enter_ms(const tfx_pipeline *p)
 const double *tfx_pipeline_action_bytes(const tfx_pipeline *p)
 {
     return p->action_bytes;
+}
+
+const double *tfx_pipeline_action_rise(const tfx_pipeline *p)
+{
+    return p->action_rise;
 }
 
 const double *tfx_pipeline_recompute_ms(const tfx_pipeline *p)

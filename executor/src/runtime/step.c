@@ -189,7 +189,8 @@ static const unsigned char *memory_mask(const tfx_rank_job *job, const tf_action
 
 /* Before the receive of action `index`: the buffers it writes (model.h's
  * tfx_stage_hold).  action_bytes[index] holds the stage's bytes before it
- * until release_buffers turns it into the change. */
+ * until release_buffers turns it into the change; action_rise[index] is
+ * what the hold added. */
 static int hold_buffers(tfx_rank_job *job, int index)
 {
     tfx_pipeline *p = job->p;
@@ -199,8 +200,11 @@ static int hold_buffers(tfx_rank_job *job, int index)
         p->action_bytes[index] = (double)st->held_bytes;
     const int *rb = job->in->recompute_blocks;
     const int recompute = rb ? rb[a->stage * p->schedule.microbatches + a->microbatch] : 0;
-    return tfx_stage_hold(st, a->microbatch, pass_of(a->type), memory_mask(job, a), recompute,
-                          &job->err);
+    int rc = tfx_stage_hold(st, a->microbatch, pass_of(a->type), memory_mask(job, a), recompute,
+                            &job->err);
+    if (rc == 0 && !job->in->forward_only)
+        p->action_rise[index] = (double)st->held_bytes - p->action_bytes[index];
+    return rc;
 }
 
 /* After the send of action `index`: frees what nothing later reads (after

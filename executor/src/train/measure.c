@@ -45,7 +45,7 @@ void tfx_measure_reset(tfx_measure *m)
 
 /* The bytes of the step just run, counted as the stages held them: a
  * forward's change is what it kept, an I's what it freed less what it left
- * for the W.  Each step gives the same counts (the buffers depend only on
+ * for the W, and its transient what its start added.  Each step gives the same counts (the buffers depend only on
  * the mask), so the last one stands. */
 static void add_memory(tfx_measure *m, const tfx_pipeline *p, int frozen)
 {
@@ -61,11 +61,15 @@ static void add_memory(tfx_measure *m, const tfx_pipeline *p, int frozen)
         if (a->type == TF_ACT_F)
             *(frozen ? &mem->activation_frozen_bytes : &mem->activation_bytes) = bytes[i];
     }
+    const double *rise = tfx_pipeline_action_rise(p);
     for (int i = 0; !frozen && i < s->n_actions; i++) {
         const tf_action *a = &s->actions[i];
-        if (a->type == TF_ACT_I)
-            m->memory[a->stage].weight_grad_bytes =
-                bytes[i] + m->memory[a->stage].activation_bytes;
+        tf_stage_memory *mem = &m->memory[a->stage];
+        if (a->type == TF_ACT_I) {
+            mem->weight_grad_bytes = bytes[i] + mem->activation_bytes;
+            /* Held on top of the forward's bytes until the I ends. */
+            mem->backward_input_transient_bytes = rise[i];
+        }
     }
     m->memory_seen[frozen != 0] = 1;
 }

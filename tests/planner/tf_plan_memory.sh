@@ -125,6 +125,13 @@ done
 check "1f1b-ckpt under 15GiB: recomputation placed" \
     grep -Eq '"type":[[:space:]]*"R"' "$work/1f1b-ckpt-15GiB.json"
 
+# A profile measured by tf-exec (Interleaved1F1B, 2 ranks) on which lp_solve
+# once could not make its least-recomputation answer accurate (status 25)
+# at one of the limits --pareto-memory sweeps: every limit now plans.
+expect_status 0 "--pareto-memory on a measured Interleaved1F1B profile" "$TF_PLAN" \
+    "$TF_SOURCE_DIR/tests/planner/regressions/interleaved-accuracy-error.profile.json" \
+    --pareto-memory
+
 # Without freezing's memory savings and without checkpoints, 16 GiB cannot
 # be met on rank 0 (18 GiB unfrozen): the one infeasible input.
 printf 'precious' >"$work/kept.json"

@@ -124,8 +124,13 @@ int bench_add_memory(tf_profile *p, double share, tf_error *err)
     if (!p->memory)
         return tf_fail(err, TF_ENOMEM, "out of memory giving the profile memory");
     for (int s = 0; s < stages; s++)
-        p->memory[s] = (tf_stage_memory){20 * gib, 2 * gib, 1.2 * gib, 1 * gib, 0.25 * gib,
-                                         p->stages[s].forward_ms, 1};
+        p->memory[s] = (tf_stage_memory){.static_bytes = 20 * gib,
+                                         .activation_bytes = 2 * gib,
+                                         .activation_frozen_bytes = 1.2 * gib,
+                                         .weight_grad_bytes = 1 * gib,
+                                         .checkpoint_bytes = 0.25 * gib,
+                                         .recompute_ms = p->stages[s].forward_ms,
+                                         .recomputes = 1};
     double floor = 0.0, peak = 0.0;
     int rc = unfrozen_peak(p, &peak, err);
     if (!rc)

@@ -102,6 +102,11 @@ static int parse_slow(const char *text, void *field, const char **expected)
 static const tf_cli_choice progress_choices[] = {
     {"auto", -1}, {"bar", 1}, {"lines", 0}, {NULL, 0}};
 
+static const tf_cli_choice recompute_choices[] = {{"none", TFX_RECOMPUTE_NONE},
+                                                   {"full", TFX_RECOMPUTE_FULL},
+                                                   {"selective", TFX_RECOMPUTE_SELECTIVE},
+                                                   {NULL, 0}};
+
 #define AT(field) offsetof(tfx_exec_options, field)
 #define SECTION(name_, help_) {.name = name_, .kind = TF_CLI_SECTION, .help = help_}
 #define STEPS_MAX (INT_MAX - 1) /* a step count plus one must still be an int */
@@ -160,6 +165,13 @@ static const tf_cli_option options[] = {
     {"freeze-rescale", 0, TF_CLI_FLAG, AT(freeze_rescale),
      .help = "scale a tensor frozen in k of M microbatches by M/(M-k): the mean gradient of "
              "the others, not a shrunk sum"},
+    {"no-freeze-memory", 0, TF_CLI_FLAG, AT(no_freeze_memory),
+     .help = "a frozen backward's forward keeps every activation anyway (the results are the "
+             "same bit for bit; only the memory differs)"},
+    {"recompute", 0, TF_CLI_CHOICE, AT(recompute), .choices = recompute_choices,
+     .help = "without a plan: forwards keep only each block's input and the backward re-runs "
+             "the blocks (full), or keep all but attention's weights and re-run attention "
+             "(selective); default none (a plan says its own recomputation)"},
     {"seed", 0, TF_CLI_CUSTOM, AT(seed), .parse = parse_seed, .arg = "S",
      .help = "(default 1)"},
     SECTION("data", "5% of the data is held out for the validation loss."),
@@ -206,6 +218,10 @@ static const tf_cli_option options[] = {
      .needs = "auto-plan", .arg = "NAME", .help = "least-freeze (default) or spread, as tf-plan's"},
     {"solver", 0, TF_CLI_CUSTOM, AT(solver), .parse = tf_cli_solver, .needs = "auto-plan",
      .arg = "NAME", .help = "auto (default), lp_solve or fast, as tf-plan's"},
+    {"memory-limit", 0, TF_CLI_SIZE, AT(memory_limit), 1, 1.152921504606846976e18,
+     .needs = "auto-plan", .arg = "SIZE",
+     .help = "every rank's memory limit (80GiB, 80GB or bytes), as tf-plan's: the plan keeps "
+             "each rank's measured static bytes plus its peak of activations within it"},
     {"max-action-ratio", 0, TF_CLI_RATIO, AT(max_action_ratio), .flags = TF_CLI_ABOVE_MIN,
      .needs = "auto-plan", .arg = "R", .help = "no action's ratio above R, as tf-plan's"},
     {"replan-threshold", 0, TF_CLI_NUMBER, AT(replan_threshold), 0, 100, .needs = "auto-plan",

@@ -63,7 +63,7 @@ static void cpu_reference(reference *ref, const unsigned char *frozen)
     const int N = tfx_model_microbatch_tokens(&ref->cfg);
     OK(tfx_model_layout_build(&ref->cfg, 1, &l, err));
     OK(tfx_backend_cpu_create(0, &cpu, err));
-    OK(tfx_stage_create(&(tfx_stage_spec){&l, 0, cpu, MICROBATCHES, 0, 1234}, &st, err));
+    OK(tfx_stage_create(&(tfx_stage_spec){&l, 0, cpu, MICROBATCHES, 0, 1234, 0, NULL, 0}, &st, err));
     ref->loss = 0;
     for (int m = 0; m < MICROBATCHES; m++) {
         OK(tfx_stage_forward(&st, m, ref->tokens + m * N, ref->targets + m * N,
@@ -117,7 +117,7 @@ static void gpu_pipeline(const reference *ref, const unsigned char *frozen, int 
         OK(tfx_transport_nccl_create(&o, &tr, err));
     }
     for (int s = 0; s < 2; s++)
-        OK(tfx_stage_create(&(tfx_stage_spec){&l, s, be[s], MICROBATCHES, 0, 1234}, &st[s], err));
+        OK(tfx_stage_create(&(tfx_stage_spec){&l, s, be[s], MICROBATCHES, 0, 1234, 0, NULL, 0}, &st[s], err));
     const size_t bytes = tfx_stage_boundary_bytes(&st[0]);
     double loss = 0;
     for (int m = 0; m < MICROBATCHES; m++) {

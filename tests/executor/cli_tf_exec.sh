@@ -220,4 +220,78 @@ check "--data on the written source trains as --source" \
 usage_error write_source_and_data "--write-source and --data: give one of them" \
     --write-source "$work/x.txt" --data "$work/data.bin"
 
+# 7. Memory: the bytes held per rank in the summary and the log; freezing
+# that saves memory and recomputation leave every loss as it was, bit for
+# bit, while holding less; a profile with the measured bytes plans under a
+# limit with recomputation (R actions), which tf-exec runs within it.
+# losses FILE: the log's losses, one per line.
+losses() { sed 's/.*"loss": \([0-9.eE+-]*\),.*/\1/' "$1"; }
+# peak_of FILE RANK: the largest static + peak bytes of RANK in the log.
+peak_of() {
+    python3 -c 'import json,sys; print(max(json.loads(l)["static_bytes"][int(sys.argv[2])] + json.loads(l)["peak_bytes"][int(sys.argv[2])] for l in open(sys.argv[1])))' "$1" "$2"
+}
+mem=(--schedule 1F1B --ranks 2 --microbatches 4 "${small[@]}" --steps 3 --warmup 0 --ramp 0)
+for arm in plain saving keep full selective; do
+    opts=()
+    case $arm in
+        saving) opts=(--freeze-ratio 0.5) ;;
+        keep) opts=(--freeze-ratio 0.5 --no-freeze-memory) ;;
+        full | selective) opts=(--recompute "$arm") ;;
+    esac
+    expect_status 0 "memory arm $arm" "$TF_EXEC" "${mem[@]}" "${opts[@]}" \
+        --log "$work/mem-$arm.jsonl" --progress lines
+done
+expect_stdout "the summary gives each rank's bytes" "memory rank 1: static"
+check "the log has peak_bytes" grep -q '"peak_bytes": \[' "$work/mem-plain.jsonl"
+check "freezing that saves memory: the same losses" \
+    diff <(losses "$work/mem-saving.jsonl") <(losses "$work/mem-keep.jsonl")
+check "freezing that saves memory holds less on rank 0" \
+    [ "$(peak_of "$work/mem-saving.jsonl" 0)" -lt "$(peak_of "$work/mem-keep.jsonl" 0)" ]
+for arm in full selective; do
+    check "--recompute $arm: the same losses" \
+        diff <(losses "$work/mem-plain.jsonl") <(losses "$work/mem-$arm.jsonl")
+    check "--recompute $arm holds less on rank 0" \
+        [ "$(peak_of "$work/mem-$arm.jsonl" 0)" -lt "$(peak_of "$work/mem-plain.jsonl" 0)" ]
+done
+usage_error memory_limit_alone "--memory-limit" --memory-limit 1GiB "${model[@]}" --steps 1
+usage_error recompute_bad "--recompute" --recompute some "${model[@]}" --steps 1
+expect_status 0 "profile with the bytes" "$TF_EXEC" --schedule 1F1B --ranks 2 --microbatches 4 \
+    "${small[@]}" --profile-steps 2 --profile-out "$work/mem-profile.json"
+for key in static_bytes activation_bytes activation_frozen_bytes checkpoint_bytes recompute_ms; do
+    check "the profile has $key" grep -q "\"$key\"" "$work/mem-profile.json"
+done
+# A limit below what freezing alone reaches: 40% of the way from the
+# smallest peak recomputation and freezing can reach (rank r of 1F1B holds
+# 2 - r forwards, all but one recomputed) to the unfrozen one.
+limit=$(python3 - "$work/mem-profile.json" <<'EOF2'
+import json, sys
+p = json.load(open(sys.argv[1]))
+s = p["stages"]
+low = max(st["static_bytes"] + (1 - r) * st["checkpoint_bytes"] + st["activation_frozen_bytes"]
+          for r, st in enumerate(s))
+high = max(st["static_bytes"] + (2 - r) * st["activation_bytes"] for r, st in enumerate(s))
+print(int(low + 0.4 * (high - low)))
+EOF2
+)
+expect_status 0 "a plan under $limit bytes" "$TF_PLAN" "$work/mem-profile.json" \
+    --memory-limit "$limit" -o "$work/mem-plan.json"
+check "the plan recomputes (R actions)" grep -q '"type":[[:space:]]*"R"' "$work/mem-plan.json"
+expect_status 0 "training with R actions" "$TF_EXEC" --plan "$work/mem-plan.json" "${small[@]}" \
+    --steps 3 --warmup 0 --ramp 0 --log "$work/mem-plan.jsonl" --progress lines
+# Under a plan made for a limit, tf-exec rounds its choices towards less
+# memory: no rank holds more than the plan counts, nor more than the limit.
+within_plan() {
+    python3 - "$work/mem-plan.json" "$work/mem-plan.jsonl" <<'EOF2'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+want = [r["peak_bytes"]["planned"] for r in plan["per_rank"]]
+for line in open(sys.argv[2]):
+    d = json.loads(line)
+    for r, (s, p) in enumerate(zip(d["static_bytes"], d["peak_bytes"])):
+        if s + p > want[r] or not d["within_limit"]:
+            sys.exit(f"step {d['step']} rank {r}: {s + p} bytes, the plan {want[r]}")
+EOF2
+}
+check "every step within the plan's peak on every rank" within_plan
+
 finish "tf-exec command line"

@@ -194,4 +194,25 @@ check "--schedule-csv: --plan-out equals tf-plan's plan" same_plan "$work/csv-pl
 refused csv_ranks 1 "--schedule-csv $work/order.csv: 2 ranks, but --ranks 4 was given" \
     --schedule-csv "$work/order.csv" --ranks 4 "${small[@]}" --steps 1
 
+# --memory-limit: the run measures the bytes, plans with the limit (here
+# between what freezing can reach and the unfrozen peak) and every step at
+# the plan's ratios keeps every rank within it, as its log says.
+expect_status 0 "--auto-plan to learn the bytes" "$TF_EXEC" --schedule 1F1B --ranks 2 \
+    --microbatches 4 "${small[@]}" "${auto[@]}" --steps 7 --profile-out "$work/mem-profile.json"
+limit=$(python3 - "$work/mem-profile.json" <<'EOF2'
+import json, sys
+s = json.load(open(sys.argv[1]))["stages"]
+frozen = max(st["static_bytes"] + (2 - r) * st["activation_frozen_bytes"] for r, st in enumerate(s))
+full = max(st["static_bytes"] + (2 - r) * st["activation_bytes"] for r, st in enumerate(s))
+print(int(frozen + 0.5 * (full - frozen)))
+EOF2
+)
+expect_status 0 "--auto-plan --memory-limit $limit" "$TF_EXEC" --schedule 1F1B --ranks 2 \
+    --microbatches 4 "${small[@]}" "${auto[@]}" --steps 8 --ramp 0 --memory-limit "$limit" \
+    --log "$work/mem.jsonl"
+expect_stdout "the summary says the limit held" "every step at the plan's ratios within it"
+check "a step before the plan went over the limit" grep -q '"within_limit": false' "$work/mem.jsonl"
+check "every step at the plan's ratios within the limit" \
+    python3 -c 'import json,sys; bad=[d["step"] for d in map(json.loads, open(sys.argv[1])) if d["phase"]=="frozen" and not d["within_limit"]]; sys.exit(1 if bad else 0)' "$work/mem.jsonl"
+
 finish "tf-exec --auto-plan"

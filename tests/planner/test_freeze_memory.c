@@ -23,7 +23,7 @@
 #include "tf/schedule.h"
 
 typedef struct stage_bytes {
-    double s, a, af, g, c, rms;
+    double s, a, af, g, x, c, rms; /* x: an I's transient */
     int recomputes;
 } stage_bytes;
 
@@ -73,42 +73,54 @@ static void add_kept(walk *w, int k, const stage_bytes *b, int fcol, int qcol, d
         add(w, k, qcol, -sign * fmax(b->af - b->c, 0.0));
 }
 
-/* Each row k: the live bytes after the k-th action of rank r, written as
+/* The rows of rank r: the live bytes while and after each of its actions, written as
  * what every (stage, mb) holds at that moment. */
 static walk walk_rank(const tf_schedule *s, const stage_bytes *bytes, const int *fcol,
                       const int *qcol, int columns, int r)
 {
     walk w;
-    w.positions = s->rank_offset[r + 1] - s->rank_offset[r];
+    const int n = s->rank_offset[r + 1] - s->rank_offset[r];
+    w.positions = 2 * n;
     w.columns = columns;
     w.coef = calloc((size_t)w.positions * (columns + 1) + 1, sizeof *w.coef);
-    for (int k = 0; k < w.positions; k++) {
+    /* Row 2k + 1: after the rank's k-th action; row 2k: while it runs,
+     * which differs from the row before only in an I's transient. */
+    for (int row = 0; row < w.positions; row++) {
+        const int k = row / 2, running = row % 2 == 0;
         for (int st = 0; st < s->stages; st++)
             if (s->stage_rank[st] == r)
-                add(&w, k, -1, bytes[st].s);
-        /* Every action up to and including k: what it leaves held. */
-        for (int j = s->rank_offset[r]; j <= s->rank_offset[r] + k; j++) {
+                add(&w, row, -1, bytes[st].s);
+        const tf_action *now = &s->actions[s->rank_offset[r] + k];
+        if (running && now->type == TF_ACT_I) {
+            int f = fcol[weight_of(s, now->stage, now->microbatch)];
+            add(&w, row, -1, bytes[now->stage].x);
+            if (f > 0)
+                add(&w, row, f, -bytes[now->stage].x);
+        }
+        /* Every action before k, and k itself once it has ended: what it
+         * leaves held. */
+        for (int j = s->rank_offset[r]; j < s->rank_offset[r] + k + !running; j++) {
             const tf_action *a = &s->actions[j];
             const stage_bytes *b = &bytes[a->stage];
             int bw = backward_of(s, a->stage, a->microbatch);
             int wt = weight_of(s, a->stage, a->microbatch);
             int f = fcol[wt], q = b->recomputes ? qcol[bw] : 0;
             if (a->type == TF_ACT_F) {
-                add_kept(&w, k, b, f, q, 1.0, 1);
+                add_kept(&w, row, b, f, q, 1.0, 1);
             } else if (a->type == TF_ACT_R) {
                 if (q > 0)
-                    add(&w, k, q, fmax(b->af - b->c, 0.0));
+                    add(&w, row, q, fmax(b->af - b->c, 0.0));
             } else if (a->type == TF_ACT_B || a->type == TF_ACT_I) {
-                add_kept(&w, k, b, f, q, -1.0, 0);
+                add_kept(&w, row, b, f, q, -1.0, 0);
                 if (a->type == TF_ACT_I) {
-                    add(&w, k, -1, b->g);
+                    add(&w, row, -1, b->g);
                     if (f > 0)
-                        add(&w, k, f, -b->g);
+                        add(&w, row, f, -b->g);
                 }
             } else if (a->type == TF_ACT_W) {
-                add(&w, k, -1, -b->g);
+                add(&w, row, -1, -b->g);
                 if (f > 0)
-                    add(&w, k, f, b->g);
+                    add(&w, row, f, b->g);
             }
         }
     }
@@ -157,6 +169,7 @@ static int make_instance(const char *name, int p, int mb, unsigned *seed, instan
         b->a = 5 + 10 * uniform(seed);
         b->af = b->a * uniform(seed);
         b->g = b->a * 1.2 * uniform(seed);
+        b->x = uniform(seed) < 0.5 ? b->a * uniform(seed) : 0.0;
         b->recomputes = uniform(seed) < 0.6;
         b->c = b->af * uniform(seed);
         b->rms = fw;
@@ -166,9 +179,10 @@ static int make_instance(const char *name, int p, int mb, unsigned *seed, instan
                          "\"backward_frozen_ms\": %.17g, \"backward_input_ms\": %.17g, "
                          "\"backward_weight_ms\": %.17g, \"backward_weight_frozen_ms\": %.17g, "
                          "\"static_bytes\": %.17g, \"activation_bytes\": %.17g, "
-                         "\"activation_frozen_bytes\": %.17g, \"weight_grad_bytes\": %.17g",
+                         "\"activation_frozen_bytes\": %.17g, \"weight_grad_bytes\": %.17g, "
+                         "\"backward_input_transient_bytes\": %.17g",
                          st ? ", " : "", fw, bw, bw * (0.3 + 0.5 * uniform(seed)), bw / 2,
-                         bw / 2, bw / 2 * 0.05, b->s, b->a, b->af, b->g);
+                         bw / 2, bw / 2 * 0.05, b->s, b->a, b->af, b->g, b->x);
         if (b->recomputes)
             used += snprintf(x->json + used, sizeof x->json - used,
                              ", \"checkpoint_bytes\": %.17g, \"recompute_ms\": %.17g", b->c,

@@ -98,8 +98,8 @@ static double recompute_of(const tf_schedule *s, const double *q, int st, int mb
 
 /* Walks each rank's order keeping a table of what every microbatch holds,
  * from the definitions: a forward keeps A(f) - q max(A_f - C, 0); the
- * backward first brings that back to A(f); B frees it; I keeps G (1 - f)
- * of it; W frees that. */
+ * backward first brings that back to A(f); B frees it; I holds X (1 - f)
+ * more while it runs, then keeps G (1 - f) of it; W frees that. */
 static double count_peak(const tf_schedule *s, const tf_stage_memory *mem, const double *f,
                          const double *q, int rank)
 {
@@ -127,6 +127,11 @@ static double count_peak(const tf_schedule *s, const tf_stage_memory *mem, const
             live += x->activations - (before);
             if (live > peak)
                 peak = live;
+            /* An I's transient: held on top until the I ends. */
+            const double transient =
+                a->type == TF_ACT_I ? m->backward_input_transient_bytes * (1.0 - fr) : 0.0;
+            if (live + transient > peak)
+                peak = live + transient;
             before = x->activations;
             x->activations = 0.0;
             if (a->type == TF_ACT_I)
@@ -171,6 +176,8 @@ static void every_schedule_against_a_count(void **state)
                 mem[st].activation_bytes = 10.0 + 10.0 * uniform01(&seed);
                 mem[st].activation_frozen_bytes = mem[st].activation_bytes * uniform01(&seed);
                 mem[st].weight_grad_bytes = mem[st].activation_bytes * 1.5 * uniform01(&seed);
+                if (trial % 3)
+                    mem[st].backward_input_transient_bytes = 20.0 * uniform01(&seed);
                 mem[st].checkpoint_bytes = mem[st].activation_frozen_bytes * uniform01(&seed);
                 mem[st].recompute_ms = 1.0;
                 mem[st].recomputes = trial % 2;

@@ -59,6 +59,9 @@ for rank in range(plan["ranks"]):
         r, q = ratios(a["stage"], a["microbatch"])
         ar, dq = kept(m, r, q)
         g = m["weight_grad_bytes"] * (1 - r if saves else 1)
+        if a["type"] == "I":  # held on top while the I runs
+            x = m.get("backward_input_transient_bytes", 0.0) * (1 - r if saves else 1)
+            peak = max(peak, live + x)
         live += {"F": ar - dq, "R": dq, "B": -ar, "I": g - ar, "W": -g}[a["type"]]
         peak = max(peak, live)
     rec = plan["per_rank"][rank]
@@ -81,6 +84,14 @@ gib=$((1 << 30))
 with_memory "$examples/1f1b-p4-m8.profile.json" "$work/1f1b.json"
 with_memory "$examples/1f1b-p4-m8.profile.json" "$work/1f1b-ckpt.json" checkpoint
 with_memory "$examples/zbv-p4-m8.profile.json" "$work/zbv-ckpt.json" checkpoint
+# The same with each I holding 1.5 GiB more while it runs.
+python3 - "$work/zbv-ckpt.json" "$work/zbv-trans.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for s in p["stages"]:
+    s["backward_input_transient_bytes"] = 1.5 * 2 ** 30
+json.dump(p, open(sys.argv[2], "w"))
+PY
 
 # Unfrozen, 1F1B's rank r holds min(P - r, M) = 4 - r microbatches at its
 # peak: 10 + 2 (4 - r) GiB.
@@ -104,7 +115,7 @@ expect_stdout "a limit that does not bind" "limit         18.00 GiB on every ran
 
 # A binding limit, met by freezing alone, by recomputation, and on a
 # split-backward schedule; each plan's peaks counted again from the file.
-for case in "1f1b 16GiB" "1f1b-ckpt 15GiB" "zbv-ckpt 28GiB"; do
+for case in "1f1b 16GiB" "1f1b-ckpt 15GiB" "zbv-ckpt 28GiB" "zbv-trans 28GiB"; do
     set -- $case
     expect_status 0 "$1 under $2" "$TF_PLAN" "$work/$1.json" --memory-limit "$2" \
         -o "$work/$1-$2.json"
@@ -113,6 +124,13 @@ for case in "1f1b 16GiB" "1f1b-ckpt 15GiB" "zbv-ckpt 28GiB"; do
 done
 check "1f1b-ckpt under 15GiB: recomputation placed" \
     grep -Eq '"type":[[:space:]]*"R"' "$work/1f1b-ckpt-15GiB.json"
+
+# A profile measured by tf-exec (Interleaved1F1B, 2 ranks) on which lp_solve
+# once could not make its least-recomputation answer accurate (status 25)
+# at one of the limits --pareto-memory sweeps: every limit now plans.
+expect_status 0 "--pareto-memory on a measured Interleaved1F1B profile" "$TF_PLAN" \
+    "$TF_SOURCE_DIR/tests/planner/regressions/interleaved-accuracy-error.profile.json" \
+    --pareto-memory
 
 # Without freezing's memory savings and without checkpoints, 16 GiB cannot
 # be met on rank 0 (18 GiB unfrozen): the one infeasible input.

@@ -17,7 +17,7 @@ import sys
 
 
 def stage_rules(plan):
-    """Per stage: A, A(f=1), G, D and whether freezing saves memory."""
+    """Per stage: A, A(f=1), G, X, D and whether freezing saves memory."""
     memory = plan["memory"]
     caps = plan["max_freeze_ratio"]
     out = []
@@ -29,6 +29,7 @@ def stage_rules(plan):
         recomputes = "checkpoint_bytes" in st
         dropped = max(a_frozen - st["checkpoint_bytes"], 0.0) if recomputes else 0.0
         out.append({"a": a, "af": a_frozen, "g": st.get("weight_grad_bytes", a),
+                    "x": st.get("backward_input_transient_bytes", 0.0),
                     "d": dropped, "saves": saves, "recomputes": recomputes,
                     "static": st.get("static_bytes", 0.0)})
     return out
@@ -64,7 +65,9 @@ def changes(plan, rank, rules):
         elif t == "B":
             out.append((end, -kept))
         elif t == "I":
-            out.append((end, -kept + st["g"] * (1 - (f if st["saves"] else 0.0))))
+            held = 1 - (f if st["saves"] else 0.0)
+            out.append((a["start_ms"], st["x"] * held))  # on top while the I runs
+            out.append((end, -st["x"] * held - kept + st["g"] * held))
         elif t == "W":
             out.append((end, -st["g"] * (1 - (f if st["saves"] else 0.0))))
     return out

@@ -162,8 +162,8 @@ if command -v python3 >/dev/null; then
     done
 fi
 
-# Memory: a split-backward (ZBV) profile with memory fields, planned under a
-# limit that needs recomputation.  The Chrome trace's live-bytes counters
+# Memory: a split-backward (ZBV) profile with memory fields (two stages
+# with an I's transient), planned under a limit that needs recomputation.  The Chrome trace's live-bytes counters
 # match the bytes counted afresh from the plan (check_memory_trace.py); R
 # actions are slices with their recompute ratio; the picture draws a memory
 # lane per rank in both panels of --compare.
@@ -178,11 +178,11 @@ cat >"$work/zbv-memory.json" <<'EOF'
     {"forward_ms": 8, "backward_ms": 22, "backward_frozen_ms": 11, "backward_input_ms": 10,
      "backward_weight_ms": 12, "static_bytes": 4e9, "activation_bytes": 1e9,
      "activation_frozen_bytes": 6e8, "weight_grad_bytes": 5e8, "checkpoint_bytes": 1e8,
-     "recompute_ms": 8},
+     "backward_input_transient_bytes": 3e8, "recompute_ms": 8},
     {"forward_ms": 8, "backward_ms": 22, "backward_frozen_ms": 11, "backward_input_ms": 10,
      "backward_weight_ms": 12, "static_bytes": 4e9, "activation_bytes": 1e9,
      "activation_frozen_bytes": 6e8, "weight_grad_bytes": 5e8, "checkpoint_bytes": 1e8,
-     "recompute_ms": 8},
+     "backward_input_transient_bytes": 3e8, "recompute_ms": 8},
     {"forward_ms": 9, "backward_ms": 25, "backward_frozen_ms": 12, "backward_input_ms": 11,
      "backward_weight_ms": 14, "static_bytes": 4e9, "activation_bytes": 1e9,
      "activation_frozen_bytes": 6e8, "weight_grad_bytes": 5e8, "checkpoint_bytes": 1e8,

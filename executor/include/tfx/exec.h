@@ -13,8 +13,9 @@
  * loss on held-out data every `eval_every` steps and after the last.
  * Prints progress, optionally JSON lines (--log), checkpoints (--checkpoint),
  * and ends with measured vs planned batch time, tokens/s with and without
- * freezing, achieved GFLOP/s, and the training and validation loss beside
- * the source's entropy floor and best bigram.
+ * freezing, achieved GFLOP/s, the training and validation loss beside the
+ * source's entropy floor and best bigram, and per rank its static and peak
+ * bytes (and, under a limit, whether every planned step kept within it).
  *
  * With auto_plan, tfx_exec_train makes its own plan: after the warm-up it
  * measures profile_steps unfrozen and as many fully frozen steps
@@ -77,6 +78,11 @@ typedef struct tfx_exec_options {
     int eval_every;             /* validation loss every N steps; 0: after the last only */
     int eval_batches;           /* held-out batches per evaluation (default 4) */
     int freeze_rescale;         /* scale frozen tensors' gradients (tfx_step_input) */
+    int no_freeze_memory;       /* a frozen backward's forward keeps every activation
+                                   (tfx_step_input.frozen_saves_memory off) */
+    uint64_t memory_limit;      /* auto_plan: every rank's limit in bytes (0: none) */
+    int recompute;              /* without a plan: TFX_RECOMPUTE_NONE, _FULL (every block
+                                   of every forward) or _SELECTIVE (attention's weights) */
     const char *checkpoint_dir; /* save / resume here */
     int checkpoint_every;       /* steps between saves (default 10; the end always) */
     uint64_t seed;
@@ -97,6 +103,8 @@ typedef struct tfx_exec_options {
     tfx_launch_env launch;      /* this process in a launched run (world_size 1: not) */
 } tfx_exec_options;
 
+enum { TFX_RECOMPUTE_NONE = 0, TFX_RECOMPUTE_FULL = 1, TFX_RECOMPUTE_SELECTIVE = 2 };
+
 void tfx_exec_options_default(tfx_exec_options *o);
 
 typedef struct tfx_train_summary {
@@ -115,6 +123,12 @@ typedef struct tfx_train_summary {
     double frozen_replay_ms;    /* (frozen) step's measured action times; 0 if none */
     int plans;                  /* --auto-plan: plans solved (the first and re-plans) */
     long dw_gemms, dw_gemms_unfrozen;       /* executed, and without any freezing */
+    int memory_ranks;           /* ranks below with figures (this process's) */
+    long long static_bytes[64]; /* per rank: static bytes */
+    long long peak_bytes[64];   /* per rank: the most microbatch bytes held in a step */
+    long over_limit_steps;      /* steps at a plan's full ratios in which some rank's
+                                   static + peak exceeded its limit (--memory-limit, else
+                                   the plan's; 0 without) */
 } tfx_train_summary;
 
 /* Profiles the schedule and writes o->profile_out atomically.  Returns 0 or

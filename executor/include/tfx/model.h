@@ -101,6 +101,15 @@ int tfx_model_layout_build(const tfx_model_config *c, int stages, tfx_model_layo
                            tf_error *err);
 void tfx_model_layout_free(tfx_model_layout *l);
 
+/* Bytes a forward keeps only for global tensor `tensor`'s dW, which it does
+ * not keep when that tensor is frozen (tfx_stage_hold): a Linear weight's
+ * input (N x in floats), the token embedding's tokens (N int32); 0 for the
+ * others (their dW reads nothing only they need). */
+size_t tfx_model_dw_only_bytes(const tfx_model_layout *l, int tensor);
+
+/* Blocks hosted by stage `stage` (< 0: all). */
+int tfx_model_stage_blocks(const tfx_model_layout *l, int stage);
+
 /* Parameters of one stage (stage >= 0) or of the whole model (stage < 0). */
 double tfx_model_parameter_count(const tfx_model_layout *l, int stage);
 
@@ -135,6 +144,12 @@ typedef struct tfx_activation_slot {
     float *lnf, *mean_f, *rstd_f; /* final norm, last stage */
     float *dlogits;    /* last stage: N x V, logits then their gradient */
     double loss_sum;   /* last stage: summed token losses of the microbatch */
+    unsigned char *held; /* which of the microbatch's buffers the stage allocated
+                            (model.c's table order) */
+    int recompute_pending; /* its first blocks whose forward kept only their input,
+                              not yet re-run */
+    int recompute_attention; /* every block's attention weights not kept, not yet
+                                re-run */
 } tfx_activation_slot;
 
 /* Gradients one block's backward_input leaves for backward_weight. */
@@ -160,6 +175,24 @@ typedef struct tfx_dw_counts {
     long skipped;      /* tensor dW computations skipped because frozen */
 } tfx_dw_counts;
 
+/* tfx_stage_hold's `recompute` for recomputing only attention's weights. */
+#define TFX_RECOMPUTE_ATTENTION (-1)
+
+/* Bytes a rank holds for its backwards (every stage of the rank adds its
+ * microbatch buffers as it allocates them and takes them off as it frees
+ * them): held now, and the most held since peak was last set.  One rank's
+ * stages run on one thread, so a meter needs no lock. */
+typedef struct tfx_mem_meter {
+    long long held, peak;
+} tfx_mem_meter;
+
+/* The passes of a microbatch through a stage: forward, full backward,
+ * backward for the input (dX) and for the weights (dW). */
+typedef enum {
+    TFX_PASS_F = 0, TFX_PASS_B = 1, TFX_PASS_I = 2, TFX_PASS_W = 3,
+    TFX_PASS_R = 4 /* recomputation: the forward of the blocks a forward did not keep */
+} tfx_pass;
+
 typedef struct tfx_stage {
     const tfx_model_layout *layout;
     int stage;
@@ -172,8 +205,21 @@ typedef struct tfx_stage {
     long *adam_t;               /* optimizer steps taken per tensor */
     int microbatches;
     tfx_activation_slot *act;   /* microbatches */
-    int n_grad_slots;           /* microbatches if backward is split, else 1 */
-    tfx_gradient_slot *gslot;
+    int n_grad_slots;           /* microbatches if backward is split, else 0 */
+    tfx_gradient_slot *gslot;   /* n_grad_slots: what each I leaves for its W */
+    tfx_gradient_slot work;     /* the gradients a backward works in when no slot of
+                                   its own keeps them */
+    tfx_activation_slot spare;  /* one block's dW-only inputs, tokens, targets, final
+                                   norm: written by forwards that do not keep them */
+    float *spare_out;           /* N x C: the output of a stage that sends it */
+    int lazy;                   /* microbatch buffers held from hold to release */
+    int can_recompute;          /* recompute_acts exists */
+    tfx_block_acts recompute_acts; /* one block's buffers: where a recomputed block's
+                                      forward writes them */
+    tfx_mem_meter *meter;       /* the rank's, or NULL */
+    long long held_bytes;       /* microbatch buffers this stage holds now */
+    long long static_bytes;     /* everything else it holds, all the time */
+    struct tfx_mb_buf *buf_table; /* model.c's scratch: one microbatch's buffer table */
     int32_t *positions;         /* N: position of each token in its sequence */
     float *scratch;             /* N x C: position rows, attention's output gradient */
     float *att_scratch;         /* B x h x T x T: attention's backward */
@@ -190,18 +236,52 @@ typedef struct tfx_stage_spec {
     int microbatches;               /* in flight at once: one activation slot each */
     int split_backward;             /* 1: a gradient slot per microbatch, for deferred W */
     uint64_t seed;                  /* of the initial parameters */
+    int lazy;                       /* 0: every microbatch buffer held from creation on;
+                                       1: only from tfx_stage_hold to tfx_stage_release */
+    tfx_mem_meter *meter;           /* counts the microbatch buffers (NULL: none) */
+    int recompute;                  /* 1: forwards may keep only their blocks' inputs
+                                       (one block's buffers more, static) */
 } tfx_stage_spec;
 
 /* Allocates the stage spec describes: its parameters (initialised from
- * the seed), optimizer state and buffers.  Returns 0 or TF_ENOMEM; on
+ * the seed), optimizer state and buffers (of a lazy stage, not yet those
+ * of its microbatches).  Returns 0 or TF_ENOMEM; on
  * error everything is released. */
 int tfx_stage_create(const tfx_stage_spec *spec, tfx_stage *out, tf_error *err);
 void tfx_stage_destroy(tfx_stage *s);
 
+/* A lazy stage's microbatch buffers (no-ops for one that is not).
+ *
+ * tfx_stage_hold, before pass F of microbatch mb (and before its receive),
+ * allocates what that forward keeps for the backward; before pass B or I,
+ * with split backward, the gradients the W will read.  A buffer that only
+ * the dW of a tensor frozen in `frozen` (the microbatch's mask over the
+ * stage's tensors, NULL: none frozen) would read is not kept: the pass
+ * writes it in a stage buffer instead.  The same mask must be given to the
+ * microbatch's every hold and release, and may freeze only tensors whose
+ * dW its backward_weight skips (NULL is always safe).  Returns 0 or TF_ENOMEM (what was held stays held
+ * until released).
+ *
+ * Recomputation: with `recompute` = c > 0 at pass F (on a stage created
+ * with spec.recompute; the count is capped at its blocks), the forward of
+ * its first c blocks keeps only each block's input (the checkpoint); with
+ * c = TFX_RECOMPUTE_ATTENTION ("selective") every block keeps all but its
+ * attention weights (B h T^2, the largest), which attention's forward
+ * re-makes from the QKV kept.  Pass R then holds those buffers as the
+ * forward would have, and tfx_stage_recompute fills them.  `recompute` is ignored at other passes.
+ *
+ * tfx_stage_release, after the pass (and its send), frees what nothing
+ * later reads: after B and W everything of mb, after I all but what the
+ * dW of an unfrozen tensor reads; after F and R nothing. */
+int tfx_stage_hold(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen,
+                   int recompute, tf_error *err);
+void tfx_stage_release(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen);
+
 /* Boundary buffers (device memory, N x C): where a received activation goes
  * (stages > 0), the activation to send (all but the last), where a received
  * gradient goes (all but the last), and the input gradient to send
- * (stages > 0). */
+ * (stages > 0).  On a lazy stage, valid from the hold of the pass that
+ * receives (F, or B / I) or sends them until its release. */
 float *tfx_stage_input(tfx_stage *s, int mb);
 const float *tfx_stage_output(const tfx_stage *s, int mb);
 float *tfx_stage_grad_in(tfx_stage *s, int mb);
@@ -214,6 +294,19 @@ size_t tfx_stage_boundary_bytes(const tfx_stage *s);
  * the backend. */
 int tfx_stage_forward(tfx_stage *s, int mb, const int32_t *host_tokens,
                       const int32_t *host_targets, float loss_scale, tf_error *err);
+
+/* Re-runs the forward of the blocks microbatch mb's forward did not keep
+ * (after tfx_stage_hold of pass R), with the same kernels on the same
+ * inputs: the buffers get the values the forward computed, bit for bit.
+ * Nothing to do (0) when none is pending.  Returns 0 or the backend's
+ * error. */
+int tfx_stage_recompute(tfx_stage *s, int mb, tf_error *err);
+
+/* Whether microbatch mb still has blocks to recompute before its backward. */
+static inline int tfx_stage_recompute_pending(const tfx_stage *s, int mb)
+{
+    return s->act[mb].recompute_pending > 0 || s->act[mb].recompute_attention;
+}
 
 /* dX of microbatch mb (after its gradient was received); fills the gradient
  * slot that backward_weight reads. */

@@ -7,7 +7,12 @@
  *      runs the forward, sends the output on (unless the last stage);
  *   B  receives the output gradient (unless the last stage), runs dX then
  *      dW of the unfrozen tensors, sends the input gradient back;
- *   I  as B without the dW part;  W  the dW part only.
+ *   I  as B without the dW part;  W  the dW part only;
+ *   R  re-runs the forward of the blocks its microbatch's forward did not
+ *      keep (tfx_step_input.recompute_blocks).
+ * Each action holds its microbatch's buffers from before its receive and
+ * releases what nothing later reads after its send (model.h's
+ * tfx_stage_hold), counted per rank (tfx_pipeline_rank_memory).
  * Any order whose DAG is acyclic runs; others are refused at creation.  When
  * a rank fails, it aborts the transport, every blocked rank returns, and the
  * step reports the failing rank's error.  After all ranks finished cleanly,
@@ -48,6 +53,9 @@ typedef struct tfx_pipeline_options {
     int tf32;                   /* cuda: TF32 tensor-core GEMMs (FP32 accumulation) */
     uint64_t seed;              /* initial weights */
     tfx_adamw_config adamw;
+    int recompute;              /* stages can recompute (tfx_step_input.recompute_blocks):
+                                   each holds one block's buffers more; also on when
+                                   the schedule has R actions */
     int fail_rank;              /* testing: rank that fails, -1 for none */
     int fail_action;            /* testing: at its fail_action-th action */
     /* Launched mode (see above); processes 0 or 1 is the single-process
@@ -90,6 +98,14 @@ typedef struct tfx_step_input {
     int apply_optimizer;         /* run AdamW after the actions */
     int forward_only;            /* only the F actions: the loss, no gradients (an
                                     evaluation; apply_optimizer must be 0) */
+    const int *recompute_blocks; /* stages x microbatches (stage-major), NULL: none: how
+                                    many first blocks of (stage, microbatch) its forward
+                                    keeps only the input of, to re-run them at its R
+                                    action, or without one at the start of its
+                                    backward (needs options.recompute or R actions) */
+    int frozen_saves_memory;     /* a forward does not keep what only the dW of its
+                                    microbatch's frozen tensors would read (0: it keeps
+                                    everything; the results are the same bit for bit) */
     int rescale_frozen;          /* after the actions, scale the gradient of a tensor
                                     frozen in k of the M microbatches by M / (M - k), so
                                     that it estimates the mean gradient, not a shrunk one */
@@ -145,6 +161,37 @@ const double *tfx_pipeline_rank_clock_ms(const tfx_pipeline *p);
  * compute, inside the timed part), as a slower device would; factor 1 or a
  * rank not run by this process leaves it alone.  Not during a step. */
 void tfx_pipeline_set_slowdown(tfx_pipeline *p, int rank, double factor);
+
+/* The change of the held bytes of its stage (model.h's tfx_stage_hold to
+ * tfx_stage_release) that each action of the last step made: what a
+ * forward kept, minus what a backward freed (n_actions; 0 for actions of
+ * other processes). */
+const double *tfx_pipeline_action_bytes(const tfx_pipeline *p);
+
+/* What each action of the last step added to its stage's held bytes at
+ * its start, before it ran (its buffers held from start to end): with
+ * tfx_pipeline_action_bytes, an I's transient above its end's change
+ * (n_actions; 0 for actions of other processes). */
+const double *tfx_pipeline_action_rise(const tfx_pipeline *p);
+
+/* Per action of the last training step: the wall time (ms) a B or I spent
+ * at its start recomputing what its forward did not keep (no R action
+ * served it); 0 otherwise.  Part of the action's own time. */
+const double *tfx_pipeline_recompute_ms(const tfx_pipeline *p);
+
+/* A rank's bytes: static (parameters, gradients, optimizer state, scratch:
+ * held all the time), the microbatch buffers held now (after a step: 0),
+ * and the most of those held at once during the last step. */
+typedef struct tfx_rank_memory {
+    long long static_bytes, held_bytes, peak_bytes;
+} tfx_rank_memory;
+
+/* Fills *out for `rank`; returns 1, or 0 (and zeroes) for a rank of
+ * another process. */
+int tfx_pipeline_rank_memory(const tfx_pipeline *p, int rank, tfx_rank_memory *out);
+
+/* The static bytes of stage `stage` (0 for a stage of another process). */
+long long tfx_pipeline_stage_static_bytes(const tfx_pipeline *p, int stage);
 
 typedef enum {
     TFX_BUF_PARAM = 0, TFX_BUF_GRAD = 1, TFX_BUF_ADAM_M = 2, TFX_BUF_ADAM_V = 3

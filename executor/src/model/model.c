@@ -196,8 +196,16 @@ static double attention_gemm_flops(const tfx_model_config *m)
     return 2.0 * m->microbatch_size * m->hidden * (double)m->context * m->context;
 }
 
-/* Blocks hosted by stage `stage` (< 0: all). */
-static int blocks_of(const tfx_model_layout *l, int stage)
+size_t tfx_model_dw_only_bytes(const tfx_model_layout *l, int tensor)
+{
+    const tfx_tensor_info *t = &l->tensors[tensor];
+    const size_t N = (size_t)tfx_model_microbatch_tokens(&l->config);
+    if (t->kind == TFX_TENSOR_WEIGHT)
+        return N * (size_t)t->cols * sizeof(float);
+    return tensor == T_TOKEN ? N * sizeof(int32_t) : 0;
+}
+
+int tfx_model_stage_blocks(const tfx_model_layout *l, int stage)
 {
     if (stage < 0)
         return l->config.layers;
@@ -222,8 +230,8 @@ tfx_model_flops tfx_model_microbatch_flops(const tfx_model_layout *l, int stage)
     /* Attention: Q K^T and P V forward; its backward has four such GEMMs
      * and no weights. */
     const double att = attention_gemm_flops(c);
-    f.forward += 2 * att * blocks_of(l, stage);
-    f.backward_input += 4 * att * blocks_of(l, stage);
+    f.forward += 2 * att * tfx_model_stage_blocks(l, stage);
+    f.backward_input += 4 * att * tfx_model_stage_blocks(l, stage);
     return f;
 }
 
@@ -274,7 +282,39 @@ void tfx_model_init_tensor(const tfx_model_layout *l, int tensor, uint64_t seed,
 
 /* ---- stage buffers ---------------------------------------------------------- */
 
-/* A list of device buffers to allocate or free together. */
+/* Every device allocation of a stage goes through these two, so that the
+ * stage's (and its rank's) byte counts are the bytes really held. */
+static void meter_add(tfx_stage *s, long long bytes)
+{
+    s->held_bytes += bytes;
+    tfx_mem_meter *m = s->meter;
+    if (!m)
+        return;
+    m->held += bytes;
+    if (m->held > m->peak)
+        m->peak = m->held;
+}
+
+static int dev_alloc(tfx_stage *s, void **ptr, size_t bytes, tf_error *err)
+{
+    int rc = 0;
+    TFX_DEV_ALLOC(s->be, *ptr, bytes);
+    meter_add(s, (long long)bytes);
+fail:
+    return rc;
+}
+
+static void dev_free(tfx_stage *s, void **ptr, size_t bytes)
+{
+    if (!*ptr)
+        return;
+    s->be.ops->free(s->be.ctx, *ptr);
+    *ptr = NULL;
+    meter_add(s, -(long long)bytes);
+}
+
+/* A list of device buffers to allocate or free together (the stage's
+ * static ones). */
 typedef struct buf_list {
     void **ptr[24];
     size_t bytes[24];
@@ -292,7 +332,7 @@ static int buf_alloc(tfx_stage *s, const buf_list *b, tf_error *err)
 {
     int rc = 0;
     for (int i = 0; i < b->n; i++)
-        TFX_DEV_ALLOC(s->be, *b->ptr[i], b->bytes[i]);
+        TFX_TRY(dev_alloc(s, b->ptr[i], b->bytes[i], err));
 fail:
     return rc;
 }
@@ -300,7 +340,7 @@ fail:
 static void buf_free(tfx_stage *s, const buf_list *b)
 {
     for (int i = 0; i < b->n; i++)
-        s->be.ops->free(s->be.ctx, *b->ptr[i]);
+        dev_free(s, b->ptr[i], b->bytes[i]);
 }
 
 /* Sizes in floats of a microbatch's buffers. */
@@ -351,56 +391,7 @@ static buf_list block_grads_list(tfx_stage *s, tfx_block_grads *g)
     return l;
 }
 
-/* The per-microbatch buffers outside the blocks. */
-static buf_list slot_edge_list(tfx_stage *s, tfx_activation_slot *a)
-{
-    const sizes z = sizes_of(s);
-    const size_t f = sizeof(float);
-    buf_list l = {.n = 0};
-    if (s->has_embedding)
-        buf_add(&l, &a->tokens, z.n * sizeof(int32_t));
-    if (s->has_head) {
-        buf_add(&l, &a->targets, z.n * sizeof(int32_t));
-        buf_add(&l, &a->lnf, z.nc * f);
-        buf_add(&l, &a->mean_f, z.n * f);
-        buf_add(&l, &a->rstd_f, z.n * f);
-        buf_add(&l, &a->dlogits, z.n * TFX_VOCAB * f);
-    }
-    return l;
-}
-
-static int slot_alloc(tfx_stage *s, tfx_activation_slot *a, tf_error *err)
-{
-    int rc = 0;
-    const int nb = s->n_blocks;
-    TFX_CALLOC(a->xs, nb + 1);
-    TFX_CALLOC(a->blk, nb > 0 ? nb : 1);
-    for (int k = 0; k <= nb; k++)
-        TFX_DEV_ALLOC(s->be, a->xs[k], sizes_of(s).nc * sizeof(float));
-    for (int k = 0; k < nb; k++) {
-        buf_list l = block_acts_list(s, &a->blk[k]);
-        TFX_TRY(buf_alloc(s, &l, err));
-    }
-    buf_list edge = slot_edge_list(s, a);
-    TFX_TRY(buf_alloc(s, &edge, err));
-fail:
-    return rc;
-}
-
-static void slot_free(tfx_stage *s, tfx_activation_slot *a)
-{
-    for (int k = 0; a->blk && k < s->n_blocks; k++) {
-        buf_list l = block_acts_list(s, &a->blk[k]);
-        buf_free(s, &l);
-    }
-    for (int k = 0; a->xs && k <= s->n_blocks; k++)
-        s->be.ops->free(s->be.ctx, a->xs[k]);
-    buf_list edge = slot_edge_list(s, a);
-    buf_free(s, &edge);
-    free(a->xs);
-    free(a->blk);
-}
-
+/* The gradient buffers one backward works in (a whole gradient slot). */
 static int gslot_alloc(tfx_stage *s, tfx_gradient_slot *g, tf_error *err)
 {
     int rc = 0;
@@ -409,28 +400,329 @@ static int gslot_alloc(tfx_stage *s, tfx_gradient_slot *g, tf_error *err)
     TFX_CALLOC(g->gs, nb + 1);
     TFX_CALLOC(g->blk, nb > 0 ? nb : 1);
     for (int k = 0; k <= nb; k++)
-        TFX_DEV_ALLOC(s->be, g->gs[k], nc_bytes);
+        TFX_TRY(dev_alloc(s, (void **)&g->gs[k], nc_bytes, err));
     for (int k = 0; k < nb; k++) {
         buf_list l = block_grads_list(s, &g->blk[k]);
         TFX_TRY(buf_alloc(s, &l, err));
     }
     if (s->has_head)
-        TFX_DEV_ALLOC(s->be, g->dlnf, nc_bytes);
+        TFX_TRY(dev_alloc(s, (void **)&g->dlnf, nc_bytes, err));
 fail:
     return rc;
 }
 
 static void gslot_free(tfx_stage *s, tfx_gradient_slot *g)
 {
+    const size_t nc_bytes = sizes_of(s).nc * sizeof(float);
     for (int k = 0; g->blk && k < s->n_blocks; k++) {
         buf_list l = block_grads_list(s, &g->blk[k]);
         buf_free(s, &l);
     }
     for (int k = 0; g->gs && k <= s->n_blocks; k++)
-        s->be.ops->free(s->be.ctx, g->gs[k]);
-    s->be.ops->free(s->be.ctx, g->dlnf);
+        dev_free(s, (void **)&g->gs[k], nc_bytes);
+    dev_free(s, (void **)&g->dlnf, nc_bytes);
     free(g->gs);
     free(g->blk);
+}
+
+/* Where a forward writes what it does not keep: one block's dW-only inputs,
+ * the tokens, targets and final norm, and the output it sends. */
+static buf_list spare_list(tfx_stage *s)
+{
+    const sizes z = sizes_of(s);
+    const size_t f = sizeof(float);
+    tfx_activation_slot *a = &s->spare;
+    buf_list l = {.n = 0};
+    if (s->n_blocks > 0) {
+        buf_add(&l, &a->blk[0].ln1, z.nc * f);
+        buf_add(&l, &a->blk[0].att, z.nc * f);
+        buf_add(&l, &a->blk[0].ln2, z.nc * f);
+        buf_add(&l, &a->blk[0].gelu, z.nf * f);
+    }
+    buf_add(&l, &s->spare_out, z.nc * f);
+    if (s->has_embedding)
+        buf_add(&l, &a->tokens, z.n * sizeof(int32_t));
+    if (s->has_head) {
+        buf_add(&l, &a->targets, z.n * sizeof(int32_t));
+        buf_add(&l, &a->lnf, z.nc * f);
+    }
+    return l;
+}
+
+/* ---- per-microbatch buffers: who reads them, when they are held --------- */
+
+/* One buffer of a microbatch: its field, its size, a stage buffer to write
+ * instead when it is not kept (NULL: it is kept whenever its slot is), and
+ * its readers after the action that writes it: the dX pass (`input`) and
+ * the dW of up to two local tensors (-1: none). */
+typedef struct tfx_mb_buf {
+    void **ptr;
+    void *spare;
+    size_t bytes;
+    unsigned char input, grad;
+    int w[2];
+    int block;      /* a block's own buffer (not its input): that block, else -1 */
+    int probs;      /* the block's attention weights */
+    void *rspare;   /* where that block's forward writes it when recomputed */
+} mb_buf;
+
+typedef struct mb_bufs {
+    mb_buf *b;
+    int n;
+} mb_bufs;
+
+static void put(mb_bufs *l, void *ptr_addr, void *spare, size_t bytes, int input, int w0,
+                int w1)
+{
+    l->b[l->n++] =
+        (mb_buf){(void **)ptr_addr, spare, bytes, (unsigned char)input, 0, {w0, w1}, -1, 0, NULL};
+}
+
+/* Local index of tensor `i` of block k; of the final unit's tensor `i`. */
+static int block_tensor(const tfx_stage *s, int k, int i)
+{
+    return 2 * s->has_embedding + TFX_BLOCK_TENSORS * k + i;
+}
+
+static int final_tensor(const tfx_stage *s, int i)
+{
+    return 2 * s->has_embedding + TFX_BLOCK_TENSORS * s->n_blocks + i;
+}
+
+/* Who reads each of a block's buffers, in block_acts_list's order: the dX
+ * pass, and the dW of one of its tensors (a T_* offset, -1 none).  Each
+ * dW-only input (ln1 for the QKV weight, att for proj's, ln2 for fc1's,
+ * gelu for fc2's) is the one buffer that weight alone reads, so a forward
+ * whose backward freezes it need not keep it. */
+static const struct {
+    unsigned char input;
+    signed char w;
+} block_use[13] = {
+    {0, T_QKV_W},  /* ln1 */      {1, T_LN1_W}, /* mean1 */ {1, T_LN1_W}, /* rstd1 */
+    {1, -1},       /* qkv */      {1, -1},      /* probs */ {0, T_PROJ_W}, /* att */
+    {1, T_LN2_W},  /* mid */      {0, T_FC1_W}, /* ln2 */   {1, T_LN2_W}, /* mean2 */
+    {1, T_LN2_W},  /* rstd2 */    {1, -1},      /* fc1 */   {0, T_FC2_W}, /* gelu */
+    {1, -1},       /* gelu_aux */
+};
+
+/* What block k's forward keeps; recomputed, it keeps none of it and
+ * writes it in the stage's recomputation buffers. */
+static void block_act_bufs(tfx_stage *s, int k, tfx_block_acts *b, mb_bufs *l)
+{
+    const buf_list own = block_acts_list(s, b);
+    const buf_list sp = block_acts_list(s, &s->spare.blk[0]);
+    const buf_list re = block_acts_list(s, &s->recompute_acts);
+    const int t = block_tensor(s, k, 0);
+    for (int i = 0; i < own.n; i++) {
+        const int w = block_use[i].w < 0 ? -1 : t + block_use[i].w;
+        put(l, own.ptr[i], *sp.ptr[i], own.bytes[i], block_use[i].input, w, -1);
+        l->b[l->n - 1].block = k;
+        l->b[l->n - 1].rspare = *re.ptr[i];
+        l->b[l->n - 1].probs = own.ptr[i] == (void **)&b->probs;
+    }
+}
+
+/* What a forward keeps: the block inputs (xs[0] is also where the input
+ * arrives), the blocks' buffers and the edges'.  The output of a stage that
+ * sends it is read by nobody later (sends are eager), and the targets only
+ * by the forward's own loss. */
+static void act_bufs(tfx_stage *s, tfx_activation_slot *a, mb_bufs *l)
+{
+    const sizes z = sizes_of(s);
+    const size_t f = sizeof(float);
+    const int nb = s->n_blocks;
+    for (int k = 0; k < nb; k++) {
+        put(l, &a->xs[k], NULL, z.nc * f, 1, block_tensor(s, k, T_LN1_W), -1);
+        block_act_bufs(s, k, &a->blk[k], l);
+    }
+    if (!s->has_head)
+        put(l, &a->xs[nb], s->spare_out, z.nc * f, 0, -1, -1);
+    if (s->has_embedding)
+        put(l, &a->tokens, s->spare.tokens, z.n * sizeof(int32_t), 0, T_TOKEN, -1);
+    if (s->has_head) {
+        const int t = final_tensor(s, 0);
+        put(l, &a->xs[nb], NULL, z.nc * f, 1, t + T_LNF_W, -1);
+        put(l, &a->targets, s->spare.targets, z.n * sizeof(int32_t), 0, -1, -1);
+        put(l, &a->lnf, s->spare.lnf, z.nc * f, 0, t + T_HEAD, -1);
+        put(l, &a->mean_f, NULL, z.n * f, 1, t + T_LNF_W, -1);
+        put(l, &a->rstd_f, NULL, z.n * f, 1, t + T_LNF_W, -1);
+        put(l, &a->dlogits, NULL, z.n * TFX_VOCAB * f, 1, t + T_HEAD, -1);
+    }
+}
+
+/* With split backward, what I leaves for W: each gradient is read by the dW
+ * of one weight and its bias (gs[0] by the embeddings'); one that no
+ * unfrozen tensor reads is worked on in the stage's own gradient slot. */
+static void grad_bufs(tfx_stage *s, tfx_gradient_slot *g, mb_bufs *l)
+{
+    const sizes z = sizes_of(s);
+    const size_t f = sizeof(float);
+    const tfx_gradient_slot *w = &s->work;
+    const int nb = s->n_blocks, first = l->n;
+    put(l, &g->gs[0], w->gs[0], z.nc * f, 0, s->has_embedding ? T_TOKEN : -1,
+        s->has_embedding ? T_POSITION : -1);
+    for (int k = 0; k < nb; k++) {
+        const int t = block_tensor(s, k, 0);
+        put(l, &g->gs[k + 1], w->gs[k + 1], z.nc * f, 0, t + T_FC2_W, t + T_FC2_B);
+        put(l, &g->blk[k].dmid, w->blk[0].dmid, z.nc * f, 0, t + T_PROJ_W, t + T_PROJ_B);
+        put(l, &g->blk[k].dln2, w->blk[0].dln2, z.nc * f, 0, t + T_LN2_W, t + T_LN2_B);
+        put(l, &g->blk[k].dfc1, w->blk[0].dfc1, z.nf * f, 0, t + T_FC1_W, t + T_FC1_B);
+        put(l, &g->blk[k].dqkv, w->blk[0].dqkv, 3 * z.nc * f, 0, t + T_QKV_W, t + T_QKV_B);
+        put(l, &g->blk[k].dln1, w->blk[0].dln1, z.nc * f, 0, t + T_LN1_W, t + T_LN1_B);
+    }
+    if (s->has_head)
+        put(l, &g->dlnf, w->dlnf, z.nc * f, 0, final_tensor(s, T_LNF_W),
+            final_tensor(s, T_LNF_B));
+    for (int i = first; i < l->n; i++)
+        l->b[i].grad = 1;
+}
+
+/* Microbatch mb's buffers, activations then (split backward) gradients, in
+ * the stage's table. */
+static mb_bufs mb_list(tfx_stage *s, int mb)
+{
+    mb_bufs l = {s->buf_table, 0};
+    act_bufs(s, &s->act[mb], &l);
+    if (s->n_grad_slots > 1)
+        grad_bufs(s, &s->gslot[mb], &l);
+    return l;
+}
+
+/* Upper bound of mb_list's length. */
+static int mb_list_capacity(const tfx_stage *s)
+{
+    return 20 * s->n_blocks + 12;
+}
+
+/* Whether an unfrozen tensor's dW reads b (frozen NULL: none frozen). */
+static int read_by_dw(const mb_buf *b, const unsigned char *frozen)
+{
+    for (int j = 0; j < 2; j++)
+        if (b->w[j] >= 0 && !(frozen && frozen[b->w[j]]))
+            return 1;
+    return 0;
+}
+
+static int read_later(const mb_buf *b, const unsigned char *frozen)
+{
+    return b->input || read_by_dw(b, frozen);
+}
+
+static int take(tfx_stage *s, const mb_buf *b, unsigned char *held, tf_error *err)
+{
+    if (*held)
+        return 0;
+    int rc = dev_alloc(s, b->ptr, b->bytes, err);
+    *held = rc == 0;
+    return rc;
+}
+
+static void drop(tfx_stage *s, const mb_buf *b, unsigned char *held)
+{
+    if (*held)
+        dev_free(s, b->ptr, b->bytes);
+    else
+        *b->ptr = NULL;
+    *held = 0;
+}
+
+/* Holds entry i of microbatch mb as `frozen` says: allocated when something
+ * later reads it, else pointed at its spare. */
+static int hold_one(tfx_stage *s, const mb_buf *b, unsigned char *held,
+                    const unsigned char *frozen, tf_error *err)
+{
+    if (!b->spare || read_later(b, frozen))
+        return take(s, b, held, err);
+    *b->ptr = b->spare;
+    return 0;
+}
+
+/* What the forward of microbatch a is to leave for recomputation. */
+static void plan_recompute(const tfx_stage *s, tfx_activation_slot *a, int recompute)
+{
+    a->recompute_pending = 0;
+    a->recompute_attention = s->can_recompute && recompute == TFX_RECOMPUTE_ATTENTION;
+    if (s->can_recompute && recompute > 0)
+        a->recompute_pending = recompute < s->n_blocks ? recompute : s->n_blocks;
+}
+
+static int recomputed(const tfx_activation_slot *a, const mb_buf *b)
+{
+    return b->block >= 0 && (b->block < a->recompute_pending || (b->probs && a->recompute_attention));
+}
+
+int tfx_stage_hold(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen,
+                   int recompute, tf_error *err)
+{
+    int rc = 0;
+    tfx_activation_slot *a = &s->act[mb];
+    if (pass == TFX_PASS_F)
+        plan_recompute(s, a, recompute);
+    if (!s->lazy || pass == TFX_PASS_W)
+        return 0;
+    const int grads = pass != TFX_PASS_F && pass != TFX_PASS_R;
+    const mb_bufs l = mb_list(s, mb);
+    for (int i = 0; i < l.n; i++) {
+        const mb_buf *b = &l.b[i];
+        const int again = recomputed(a, b);
+        if (b->grad != grads || (pass == TFX_PASS_R && !again))
+            continue;
+        if (pass == TFX_PASS_F && again)
+            *b->ptr = b->rspare;
+        else
+            TFX_TRY(hold_one(s, b, &a->held[i], frozen, err));
+    }
+fail:
+    return rc;
+}
+
+void tfx_stage_release(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen)
+{
+    if (!s->lazy || pass == TFX_PASS_F || pass == TFX_PASS_R)
+        return;
+    const mb_bufs l = mb_list(s, mb);
+    unsigned char *held = s->act[mb].held;
+    for (int i = 0; i < l.n; i++)
+        if (pass != TFX_PASS_I || !read_by_dw(&l.b[i], frozen))
+            drop(s, &l.b[i], &held[i]);
+}
+
+/* A microbatch's slot: its pointer arrays, and with `keep_all` every buffer
+ * (a stage that is not lazy holds them from creation to destruction). */
+static int slot_open(tfx_stage *s, int mb, int keep_all, tf_error *err)
+{
+    int rc = 0;
+    tfx_activation_slot *a = &s->act[mb];
+    const int nb = s->n_blocks;
+    TFX_CALLOC(a->xs, nb + 1);
+    TFX_CALLOC(a->blk, nb > 0 ? nb : 1);
+    TFX_CALLOC(a->held, mb_list_capacity(s));
+    if (s->n_grad_slots > 1) {
+        TFX_CALLOC(s->gslot[mb].gs, nb + 1);
+        TFX_CALLOC(s->gslot[mb].blk, nb > 0 ? nb : 1);
+    }
+    const mb_bufs l = mb_list(s, mb);
+    for (int i = 0; keep_all && i < l.n; i++)
+        TFX_TRY(take(s, &l.b[i], &a->held[i], err));
+fail:
+    return rc;
+}
+
+static void slot_close(tfx_stage *s, int mb)
+{
+    tfx_activation_slot *a = &s->act[mb];
+    if (a->held) {
+        const mb_bufs l = mb_list(s, mb);
+        for (int i = 0; i < l.n; i++)
+            drop(s, &l.b[i], &a->held[i]);
+    }
+    free(a->xs);
+    free(a->blk);
+    free(a->held);
+    if (s->n_grad_slots > 1) {
+        free(s->gslot[mb].gs);
+        free(s->gslot[mb].blk);
+    }
 }
 
 /* Parameters, gradients and AdamW state of the stage's tensors, the
@@ -452,10 +744,10 @@ static int params_alloc(tfx_stage *s, uint64_t seed, tf_error *err)
     TFX_CALLOC(host, max_count);
     for (int i = 0; i < s->n_tensors; i++) {
         size_t bytes = l->tensors[s->first_tensor + i].count * sizeof(float);
-        TFX_DEV_ALLOC(s->be, s->param[i], bytes);
-        TFX_DEV_ALLOC(s->be, s->grad[i], bytes);
-        TFX_DEV_ALLOC(s->be, s->adam_m[i], bytes);
-        TFX_DEV_ALLOC(s->be, s->adam_v[i], bytes);
+        TFX_TRY(dev_alloc(s, (void **)&s->param[i], bytes, err));
+        TFX_TRY(dev_alloc(s, (void **)&s->grad[i], bytes, err));
+        TFX_TRY(dev_alloc(s, (void **)&s->adam_m[i], bytes, err));
+        TFX_TRY(dev_alloc(s, (void **)&s->adam_v[i], bytes, err));
         tfx_model_init_tensor(l, s->first_tensor + i, seed, host);
         s->be.ops->upload(s->be.ctx, s->param[i], host, bytes);
     }
@@ -470,18 +762,66 @@ static int shared_alloc(tfx_stage *s, tf_error *err)
     int rc = 0;
     int32_t *host = NULL;
     const sizes z = sizes_of(s);
-    TFX_DEV_ALLOC(s->be, s->scratch, z.nc * sizeof(float));
-    TFX_DEV_ALLOC(s->be, s->att_scratch, z.probs * sizeof(float));
+    TFX_TRY(dev_alloc(s, (void **)&s->scratch, z.nc * sizeof(float), err));
+    TFX_TRY(dev_alloc(s, (void **)&s->att_scratch, z.probs * sizeof(float), err));
     if (s->has_embedding) {
         TFX_CALLOC(host, z.n);
         for (size_t i = 0; i < z.n; i++)
             host[i] = (int32_t)(i % (size_t)s->layout->config.context);
-        TFX_DEV_ALLOC(s->be, s->positions, z.n * sizeof(int32_t));
+        TFX_TRY(dev_alloc(s, (void **)&s->positions, z.n * sizeof(int32_t), err));
         s->be.ops->upload(s->be.ctx, s->positions, host, z.n * sizeof(int32_t));
     }
 fail:
     free(host);
     return rc;
+}
+
+/* Everything a stage holds all step: parameters, gradients, optimizer
+ * state, scratch, the spares and the working gradient slot; counted in
+ * static_bytes, not in the meter. */
+static int static_alloc(tfx_stage *s, uint64_t seed, tf_error *err)
+{
+    int rc = 0;
+    TFX_TRY(params_alloc(s, seed, err));
+    TFX_TRY(shared_alloc(s, err));
+    TFX_CALLOC(s->spare.blk, 1);
+    buf_list spares = spare_list(s);
+    TFX_TRY(buf_alloc(s, &spares, err));
+    TFX_TRY(gslot_alloc(s, &s->work, err));
+    if (s->can_recompute) {
+        buf_list rl = block_acts_list(s, &s->recompute_acts);
+        TFX_TRY(buf_alloc(s, &rl, err));
+    }
+fail:
+    s->static_bytes = s->held_bytes;
+    s->held_bytes = 0;
+    return rc;
+}
+
+static void static_free(tfx_stage *s)
+{
+    s->held_bytes = s->static_bytes;
+    for (int i = 0; i < s->n_tensors; i++) {
+        size_t bytes = s->layout->tensors[s->first_tensor + i].count * sizeof(float);
+        if (s->param) dev_free(s, (void **)&s->param[i], bytes);
+        if (s->grad) dev_free(s, (void **)&s->grad[i], bytes);
+        if (s->adam_m) dev_free(s, (void **)&s->adam_m[i], bytes);
+        if (s->adam_v) dev_free(s, (void **)&s->adam_v[i], bytes);
+    }
+    const sizes z = sizes_of(s);
+    dev_free(s, (void **)&s->positions, z.n * sizeof(int32_t));
+    dev_free(s, (void **)&s->scratch, z.nc * sizeof(float));
+    dev_free(s, (void **)&s->att_scratch, z.probs * sizeof(float));
+    if (s->spare.blk) {
+        buf_list spares = spare_list(s);
+        buf_free(s, &spares);
+    }
+    gslot_free(s, &s->work);
+    if (s->can_recompute) {
+        buf_list rl = block_acts_list(s, &s->recompute_acts);
+        buf_free(s, &rl);
+    }
+    free(s->spare.blk);
 }
 
 int tfx_stage_create(const tfx_stage_spec *spec, tfx_stage *out, tf_error *err)
@@ -502,16 +842,17 @@ int tfx_stage_create(const tfx_stage_spec *spec, tfx_stage *out, tf_error *err)
     out->n_tensors = l->stage_first_tensor[stage + 1] - out->first_tensor;
     out->tokens = tfx_model_microbatch_tokens(&l->config);
     out->microbatches = microbatches;
-    out->n_grad_slots = spec->split_backward ? microbatches : 1;
+    out->n_grad_slots = spec->split_backward ? microbatches : 0;
+    out->lazy = spec->lazy;
+    out->can_recompute = spec->recompute;
 
-    TFX_TRY(params_alloc(out, spec->seed, err));
-    TFX_TRY(shared_alloc(out, err));
+    TFX_TRY(static_alloc(out, spec->seed, err));
+    out->meter = spec->meter;
+    TFX_CALLOC(out->buf_table, mb_list_capacity(out));
     TFX_CALLOC(out->act, microbatches);
-    for (int m = 0; m < microbatches; m++)
-        TFX_TRY(slot_alloc(out, &out->act[m], err));
     TFX_CALLOC(out->gslot, out->n_grad_slots);
-    for (int m = 0; m < out->n_grad_slots; m++)
-        TFX_TRY(gslot_alloc(out, &out->gslot[m], err));
+    for (int m = 0; m < microbatches; m++)
+        TFX_TRY(slot_open(out, m, !spec->lazy, err));
     return 0;
 fail:
     tfx_stage_destroy(out);
@@ -522,20 +863,10 @@ void tfx_stage_destroy(tfx_stage *s)
 {
     if (!s->be.ops)
         return;
-    const tfx_backend be = s->be;
-    for (int i = 0; i < s->n_tensors; i++) {
-        if (s->param) be.ops->free(be.ctx, s->param[i]);
-        if (s->grad) be.ops->free(be.ctx, s->grad[i]);
-        if (s->adam_m) be.ops->free(be.ctx, s->adam_m[i]);
-        if (s->adam_v) be.ops->free(be.ctx, s->adam_v[i]);
-    }
     for (int m = 0; s->act && m < s->microbatches; m++)
-        slot_free(s, &s->act[m]);
-    for (int m = 0; s->gslot && m < s->n_grad_slots; m++)
-        gslot_free(s, &s->gslot[m]);
-    be.ops->free(be.ctx, s->positions);
-    be.ops->free(be.ctx, s->scratch);
-    be.ops->free(be.ctx, s->att_scratch);
+        slot_close(s, m);
+    s->meter = NULL;
+    static_free(s);
     free(s->param);
     free(s->grad);
     free(s->adam_m);
@@ -543,12 +874,13 @@ void tfx_stage_destroy(tfx_stage *s)
     free(s->adam_t);
     free(s->act);
     free(s->gslot);
+    free(s->buf_table);
     memset(s, 0, sizeof *s);
 }
 
 static tfx_gradient_slot *gslot_of(tfx_stage *s, int mb)
 {
-    return &s->gslot[s->n_grad_slots == 1 ? 0 : mb];
+    return s->n_grad_slots ? &s->gslot[mb] : &s->work;
 }
 
 float *tfx_stage_input(tfx_stage *s, int mb)
@@ -568,7 +900,7 @@ float *tfx_stage_grad_in(tfx_stage *s, int mb)
 
 const float *tfx_stage_grad_out(const tfx_stage *s, int mb)
 {
-    return s->gslot[s->n_grad_slots == 1 ? 0 : mb].gs[0];
+    return (s->n_grad_slots ? &s->gslot[mb] : &s->work)->gs[0];
 }
 
 size_t tfx_stage_boundary_bytes(const tfx_stage *s)
@@ -577,17 +909,6 @@ size_t tfx_stage_boundary_bytes(const tfx_stage *s)
 }
 
 /* ---- forward ---------------------------------------------------------------- */
-
-/* Local index of tensor `i` of block k; of the final unit's tensor `i`. */
-static int block_tensor(const tfx_stage *s, int k, int i)
-{
-    return 2 * s->has_embedding + TFX_BLOCK_TENSORS * k + i;
-}
-
-static int final_tensor(const tfx_stage *s, int i)
-{
-    return 2 * s->has_embedding + TFX_BLOCK_TENSORS * s->n_blocks + i;
-}
 
 /* y (rows x out) = x (rows x in) W^T + beta y, W stored (out, in). */
 static void linear(tfx_stage *s, int rows, int out, int in, const float *x, const float *w,
@@ -678,6 +999,29 @@ int tfx_stage_forward(tfx_stage *s, int mb, const int32_t *host_tokens,
         block_forward(s, k, a->xs[k], &a->blk[k], a->xs[k + 1]);
     if (s->has_head)
         head_forward(s, a, host_targets, loss_scale);
+    return s->be.ops->synchronize(s->be.ctx, err);
+}
+
+/* Attention's forward again, from the QKV the block kept: its weights
+ * (and its output, the same values once more). */
+static void attention_again(tfx_stage *s, tfx_block_acts *b)
+{
+    const tfx_model_config *m = &s->layout->config;
+    s->be.ops->attention_forward(s->be.ctx, b->qkv, m->microbatch_size, m->context, m->heads,
+                                 m->hidden / m->heads, b->att, b->probs);
+    s->flops += 2 * attention_gemm_flops(m);
+}
+
+int tfx_stage_recompute(tfx_stage *s, int mb, tf_error *err)
+{
+    tfx_activation_slot *a = &s->act[mb];
+    if (!tfx_stage_recompute_pending(s, mb))
+        return 0;
+    for (int k = 0; k < a->recompute_pending; k++)
+        block_forward(s, k, a->xs[k], &a->blk[k], a->xs[k + 1]);
+    for (int k = 0; a->recompute_attention && k < s->n_blocks; k++)
+        attention_again(s, &a->blk[k]);
+    a->recompute_pending = a->recompute_attention = 0;
     return s->be.ops->synchronize(s->be.ctx, err);
 }
 

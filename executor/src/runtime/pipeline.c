@@ -176,15 +176,19 @@ static int split_ranks(tfx_pipeline *p, const tf_schedule *s, tf_error *err)
 static int create_stages(tfx_pipeline *p, tf_error *err)
 {
     const tf_schedule *s = &p->schedule;
-    for (int i = 0; i < s->n_actions; i++)
+    int recompute = p->opts.recompute;
+    for (int i = 0; i < s->n_actions; i++) {
         if (s->actions[i].type == TF_ACT_I || s->actions[i].type == TF_ACT_W)
             p->split_backward = 1;
+        recompute |= s->actions[i].type == TF_ACT_R;
+    }
     for (int st = 0; st < s->stages; st++) {
         int r = s->stage_rank[st];
         if (!tfx_pipeline_is_local(p, r))
             continue;
-        const tfx_stage_spec spec = {&p->layout, st, p->backends[r], s->microbatches,
-                                     p->split_backward, p->opts.seed};
+        const tfx_stage_spec spec = {&p->layout,    st,          p->backends[r],
+                                     s->microbatches, p->split_backward, p->opts.seed,
+                                     1,              &p->meters[r],       recompute};
         int rc = tfx_stage_create(&spec, &p->stages[st], err);
         if (rc < 0)
             return rc;
@@ -213,6 +217,10 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
     TFX_CALLOC(p->action_start_ms, s->n_actions);
     TFX_CALLOC(p->action_enter_ms, s->n_actions);
     TFX_CALLOC(p->rank_clock_ms, s->ranks);
+    TFX_CALLOC(p->action_bytes, s->n_actions);
+    TFX_CALLOC(p->action_rise, s->n_actions);
+    TFX_CALLOC(p->recompute_ms, s->n_actions);
+    TFX_CALLOC(p->meters, s->ranks);
     p->slow_rank = -1;
     p->slow_factor = 1.0;
     p->clock_id = tfx_clock_id();
@@ -258,6 +266,10 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
     free(p->action_start_ms);
     free(p->action_enter_ms);
     free(p->rank_clock_ms);
+    free(p->action_bytes);
+    free(p->action_rise);
+    free(p->recompute_ms);
+    free(p->meters);
     tfx_model_layout_free(&p->layout);
     tf_schedule_free(&p->schedule);
     free(p);
@@ -296,6 +308,39 @@ const double *tfx_pipeline_action_start_ms(const tfx_pipeline *p)
 const double *tfx_pipeline_action_enter_ms(const tfx_pipeline *p)
 {
     return p->action_enter_ms;
+}
+
+const double *tfx_pipeline_action_bytes(const tfx_pipeline *p)
+{
+    return p->action_bytes;
+}
+
+const double *tfx_pipeline_action_rise(const tfx_pipeline *p)
+{
+    return p->action_rise;
+}
+
+const double *tfx_pipeline_recompute_ms(const tfx_pipeline *p)
+{
+    return p->recompute_ms;
+}
+
+long long tfx_pipeline_stage_static_bytes(const tfx_pipeline *p, int stage)
+{
+    return tfx_pipeline_has_stage(p, stage) ? p->stages[stage].static_bytes : 0;
+}
+
+int tfx_pipeline_rank_memory(const tfx_pipeline *p, int rank, tfx_rank_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rank < 0 || rank >= p->schedule.ranks || !tfx_pipeline_is_local(p, rank))
+        return 0;
+    for (int st = 0; st < p->schedule.stages; st++)
+        if (p->schedule.stage_rank[st] == rank)
+            out->static_bytes += tfx_pipeline_stage_static_bytes(p, st);
+    out->held_bytes = p->meters[rank].held;
+    out->peak_bytes = p->meters[rank].peak;
+    return 1;
 }
 
 const double *tfx_pipeline_rank_clock_ms(const tfx_pipeline *p)

@@ -30,6 +30,10 @@ struct tfx_pipeline {
     double *rank_clock_ms;    /* ranks: the step start of the rank's process minus process
                                  0's on the monotonic clock; 0 in one process, NaN for a
                                  process on another machine (clocks not comparable) */
+    double *action_bytes;     /* n_actions: change of its stage's held bytes (last step) */
+    double *action_rise;      /* n_actions: what its start added to them (last step) */
+    double *recompute_ms;     /* n_actions: a backward's recomputation at its start */
+    tfx_mem_meter *meters;    /* ranks: microbatch bytes each local rank holds */
     uint64_t clock_id;        /* which monotonic clock this process reads (boot id) */
     int slow_rank;            /* testing: rank whose compute is stretched, -1 none */
     double slow_factor;       /* by this factor (tfx_pipeline_set_slowdown) */

@@ -97,6 +97,25 @@ static int send_output(tfx_rank_job *job, int index)
     return 0;
 }
 
+static const unsigned char *memory_mask(const tfx_rank_job *job, const tf_action *a);
+
+/* A backward whose forward left blocks to recompute and that no R served
+ * re-runs them at its own start (as the planner models it). */
+static int recompute_at_backward(tfx_rank_job *job, const tf_action *a)
+{
+    tfx_pipeline *p = job->p;
+    tfx_stage *st = &p->stages[a->stage];
+    if (!tfx_stage_recompute_pending(st, a->microbatch))
+        return 0;
+    const double t0 = tf_now_seconds();
+    int rc = tfx_stage_hold(st, a->microbatch, TFX_PASS_R, memory_mask(job, a), 0, &job->err);
+    if (rc == 0)
+        rc = tfx_stage_recompute(st, a->microbatch, &job->err);
+    if (rc == 0 && !job->in->forward_only)
+        p->recompute_ms[a - p->schedule.actions] = (tf_now_seconds() - t0) * 1e3;
+    return rc;
+}
+
 /* The compute of action `index`, timed (the times of the last training
  * step are kept; t_enter is when the rank turned to the action, before
  * waiting for its input).  Returns 0 or an error in job->err. */
@@ -116,6 +135,7 @@ static int compute(tfx_rank_job *job, int index, double t_enter)
     if (job->in->frozen)
         frozen = job->in->frozen + (size_t)m * p->layout.n_tensors + st->first_tensor;
 
+    p->recompute_ms[index] = 0.0;
     TFX_TRY(compute_begin(job, &t_begin, err));
     switch (a->type) {
     case TF_ACT_F:
@@ -125,12 +145,13 @@ static int compute(tfx_rank_job *job, int index, double t_enter)
         break;
     case TF_ACT_B:
     case TF_ACT_I:
+        TFX_TRY(recompute_at_backward(job, a));
         TFX_TRY(tfx_stage_backward_input(st, m, err));
         if (a->type == TF_ACT_B)
             TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err));
         break;
     case TF_ACT_W: TFX_TRY(tfx_stage_backward_weight(st, m, frozen, err)); break;
-    case TF_ACT_R: break; /* plans with R are refused when they are loaded */
+    case TF_ACT_R: TFX_TRY(tfx_stage_recompute(st, m, err)); break;
     }
     TFX_TRY(compute_end(job, &ms, err));
     if (!job->in->forward_only) { /* the times are those of the last training step */
@@ -142,16 +163,79 @@ fail:
     return rc;
 }
 
-/* Runs one action of rank job->rank: its input in, its compute, its output
- * out.  Returns 0 or an error in job->err. */
+/* ---- the microbatch buffers of an action ---------------------------------- */
+
+static tfx_pass pass_of(tf_action_type t)
+{
+    switch (t) {
+    case TF_ACT_F: return TFX_PASS_F;
+    case TF_ACT_I: return TFX_PASS_I;
+    case TF_ACT_W: return TFX_PASS_W;
+    case TF_ACT_R: return TFX_PASS_R;
+    default: return TFX_PASS_B;
+    }
+}
+
+/* The mask the stage's buffers follow for action `index`: its microbatch's
+ * frozen tensors when freezing saves memory, else none. */
+static const unsigned char *memory_mask(const tfx_rank_job *job, const tf_action *a)
+{
+    const tfx_pipeline *p = job->p;
+    if (!job->in->frozen || !job->in->frozen_saves_memory)
+        return NULL;
+    return job->in->frozen + (size_t)a->microbatch * p->layout.n_tensors +
+           p->stages[a->stage].first_tensor;
+}
+
+/* Before the receive of action `index`: the buffers it writes (model.h's
+ * tfx_stage_hold).  action_bytes[index] holds the stage's bytes before it
+ * until release_buffers turns it into the change; action_rise[index] is
+ * what the hold added. */
+static int hold_buffers(tfx_rank_job *job, int index)
+{
+    tfx_pipeline *p = job->p;
+    const tf_action *a = &p->schedule.actions[index];
+    tfx_stage *st = &p->stages[a->stage];
+    if (!job->in->forward_only)
+        p->action_bytes[index] = (double)st->held_bytes;
+    const int *rb = job->in->recompute_blocks;
+    const int recompute = rb ? rb[a->stage * p->schedule.microbatches + a->microbatch] : 0;
+    int rc = tfx_stage_hold(st, a->microbatch, pass_of(a->type), memory_mask(job, a), recompute,
+                            &job->err);
+    if (rc == 0 && !job->in->forward_only)
+        p->action_rise[index] = (double)st->held_bytes - p->action_bytes[index];
+    return rc;
+}
+
+/* After the send of action `index`: frees what nothing later reads (after
+ * an evaluation's forward: everything).  An evaluation leaves
+ * action_bytes as the last training step set it. */
+static void release_buffers(tfx_rank_job *job, int index)
+{
+    tfx_pipeline *p = job->p;
+    const tf_action *a = &p->schedule.actions[index];
+    tfx_stage *st = &p->stages[a->stage];
+    tfx_pass pass = job->in->forward_only ? TFX_PASS_B : pass_of(a->type);
+    tfx_stage_release(st, a->microbatch, pass, memory_mask(job, a));
+    if (!job->in->forward_only)
+        p->action_bytes[index] = (double)st->held_bytes - p->action_bytes[index];
+}
+
+/* Runs one action of rank job->rank: its buffers held, its input in, its
+ * compute, its output out, its buffers released.  Returns 0 or an error in
+ * job->err. */
 static int run_action(tfx_rank_job *job, int index)
 {
     const double t_enter = tf_now_seconds();
-    int rc = receive_input(job, index);
+    int rc = hold_buffers(job, index);
+    if (rc == 0)
+        rc = receive_input(job, index);
     if (rc == 0)
         rc = compute(job, index, t_enter);
     if (rc == 0)
         rc = send_output(job, index);
+    if (rc == 0)
+        release_buffers(job, index);
     return rc;
 }
 
@@ -164,7 +248,11 @@ static int run_action(tfx_rank_job *job, int index)
 static int run_pair(tfx_rank_job *job, int index)
 {
     const double t_enter = tf_now_seconds();
-    int rc = receive_input(job, index);
+    int rc = hold_buffers(job, index);
+    if (rc == 0)
+        rc = hold_buffers(job, index + 1);
+    if (rc == 0)
+        rc = receive_input(job, index);
     if (rc == 0)
         rc = receive_input(job, index + 1);
     if (rc == 0)
@@ -176,6 +264,10 @@ static int run_pair(tfx_rank_job *job, int index)
         rc = send_output(job, index);
     if (rc == 0)
         rc = send_output(job, index + 1);
+    if (rc == 0) {
+        release_buffers(job, index);
+        release_buffers(job, index + 1);
+    }
     return rc;
 }
 
@@ -324,6 +416,8 @@ int tfx_step_begin(tfx_step_run *sr, tfx_pipeline *p, const tfx_step_input *in,
         memset(&p->stages[st].counts, 0, sizeof p->stages[st].counts);
         p->stages[st].flops = 0.0;
     }
+    for (int r = 0; r < p->schedule.ranks; r++)
+        p->meters[r].peak = p->meters[r].held;
     sr->jobs = calloc((size_t)p->n_local, sizeof *sr->jobs);
     if (!sr->jobs)
         return tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__);

@@ -117,6 +117,8 @@ static int solve_lead(const tfx_autoplan *a, const tfx_exec_run *r, const tf_pro
     po.objective = o->objective;
     po.solver = o->solver;
     po.max_action_ratio = o->max_action_ratio;
+    po.memory_limit = (double)o->memory_limit;
+    po.freeze_saves_memory = !o->no_freeze_memory;
     TFX_TRY(tf_profile_to_json(prof, &profile_json, err));
     TFX_TRY(tf_profile_parse(profile_json, o->profile_out ? o->profile_out : "the measured profile",
                              &written, err));

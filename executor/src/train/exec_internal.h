@@ -26,6 +26,8 @@ typedef struct tfx_exec_run {
     int microbatches;          /* M */
     int tokens;                /* N per microbatch */
     int32_t *batch_tokens, *batch_targets; /* M x N */
+    const int *recompute_blocks; /* stages x M, or NULL: the steps' recomputation
+                                    (tfx_step_input.recompute_blocks; the caller's) */
 } tfx_exec_run;
 
 /* Whether o describes one process of several (a launched run). */

@@ -181,6 +181,10 @@ static int create_pipeline(tfx_exec_run *r, tf_error *err)
     po.adamw = o->adamw;
     po.fail_rank = o->fail_rank;
     po.fail_action = o->fail_action;
+    /* Always able to: a profile measures recomputation, and the static bytes
+     * it counts (one block's buffers for recomputed forwards) are the same
+     * in every run. */
+    po.recompute = 1;
     if (tfx_exec_launched(o)) {
         po.processes = o->launch.world_size;
         po.process_rank = o->launch.rank;
@@ -225,7 +229,9 @@ int tfx_exec_run_step(tfx_exec_run *r, long step, const unsigned char *frozen,
     tfx_corpus_batch(&r->corpus, o->seed, step, &batch);
     tfx_step_input in = {.tokens = r->batch_tokens, .targets = r->batch_targets,
                          .frozen = frozen, .apply_optimizer = 1,
-                         .rescale_frozen = o->freeze_rescale};
+                         .rescale_frozen = o->freeze_rescale,
+                         .frozen_saves_memory = !o->no_freeze_memory,
+                         .recompute_blocks = r->recompute_blocks};
     return tfx_pipeline_step(r->p, &in, res, err);
 }
 

@@ -25,6 +25,8 @@ int tfx_measure_init(tfx_measure *m, const tf_schedule *s, int steps, tf_error *
     TFX_CALLOC(m->startup, 2 * steps);
     TFX_CALLOC(m->tail, 2 * steps);
     TFX_CALLOC(m->optimizer, 2 * steps);
+    TFX_CALLOC(m->memory, s->stages);
+    TFX_CALLOC(m->recompute, (size_t)s->stages * steps);
     if (!(index = tf_schedule_index(s)))
         TFX_TRY(tf_fail(err, TF_ENOMEM, "%s:%d: out of memory", __FILE__, __LINE__));
     for (int i = 0; i < s->n_actions; i++)
@@ -37,6 +39,39 @@ fail:
 void tfx_measure_reset(tfx_measure *m)
 {
     m->n_full = m->n_frozen = m->n_lag = m->n_clock = 0;
+    m->memory_seen[0] = m->memory_seen[1] = 0;
+    m->n_recompute = 0;
+}
+
+/* The bytes of the step just run, counted as the stages held them: a
+ * forward's change is what it kept, an I's what it freed less what it left
+ * for the W, and its transient what its start added.  Each step gives the same counts (the buffers depend only on
+ * the mask), so the last one stands. */
+static void add_memory(tfx_measure *m, const tfx_pipeline *p, int frozen)
+{
+    const tf_schedule *s = m->s;
+    for (int st = 0; st < s->stages; st++)
+        if (!tfx_pipeline_has_stage(p, st))
+            return;
+    const double *bytes = tfx_pipeline_action_bytes(p);
+    for (int i = 0; i < s->n_actions; i++) {
+        const tf_action *a = &s->actions[i];
+        tf_stage_memory *mem = &m->memory[a->stage];
+        mem->static_bytes = (double)tfx_pipeline_stage_static_bytes(p, a->stage);
+        if (a->type == TF_ACT_F)
+            *(frozen ? &mem->activation_frozen_bytes : &mem->activation_bytes) = bytes[i];
+    }
+    const double *rise = tfx_pipeline_action_rise(p);
+    for (int i = 0; !frozen && i < s->n_actions; i++) {
+        const tf_action *a = &s->actions[i];
+        tf_stage_memory *mem = &m->memory[a->stage];
+        if (a->type == TF_ACT_I) {
+            mem->weight_grad_bytes = bytes[i] + mem->activation_bytes;
+            /* Held on top of the forward's bytes until the I ends. */
+            mem->backward_input_transient_bytes = rise[i];
+        }
+    }
+    m->memory_seen[frozen != 0] = 1;
 }
 
 /* The lag of every message whose receiver was waiting before its sender's
@@ -99,6 +134,7 @@ void tfx_measure_add(tfx_measure *m, const tfx_pipeline *p, int frozen,
                               .pipeline_ms = res->pipeline_ms,
                               .step_ms = res->step_ms};
     tfx_measure_add_times(m, &t, frozen);
+    add_memory(m, p, frozen);
 }
 
 /* Median of n values copied into scratch (the samples keep their order). */
@@ -184,6 +220,58 @@ static int build_profile(const tfx_measure *m, const tfx_exec_run *r, tf_profile
     return rc;
 }
 
+void tfx_measure_add_recompute(tfx_measure *m, const tfx_pipeline *p)
+{
+    const tf_schedule *s = m->s;
+    if (m->n_recompute >= m->steps)
+        return;
+    const double *bytes = tfx_pipeline_action_bytes(p), *ms = tfx_pipeline_recompute_ms(p);
+    double *sum = m->recompute + (size_t)m->n_recompute++ * s->stages;
+    int *count = calloc((size_t)s->stages, sizeof *count);
+    for (int i = 0; count && i < s->n_actions; i++) {
+        const tf_action *a = &s->actions[i];
+        if (a->type == TF_ACT_F)
+            m->memory[a->stage].checkpoint_bytes = bytes[i];
+        if (a->type == TF_ACT_B || a->type == TF_ACT_I) {
+            sum[a->stage] += ms[i];
+            count[a->stage]++;
+        }
+    }
+    for (int st = 0; count && st < s->stages; st++)
+        sum[st] = count[st] ? sum[st] / count[st] : 0.0;
+    free(count);
+}
+
+/* Per stage the median over the recomputing steps of their mean
+ * recomputation time (ms). */
+static void put_recompute(const tfx_measure *m, tf_stage_memory *mem)
+{
+    const int S = m->s->stages, n = m->n_recompute;
+    double v[64];
+    for (int st = 0; st < S; st++) {
+        int k = 0;
+        for (int j = 0; j < n && k < 64; j++)
+            v[k++] = m->recompute[(size_t)j * S + st];
+        mem[st].recompute_ms = tf_median(v, k);
+        mem[st].recomputes = 1;
+    }
+}
+
+/* The bytes counted, as the profile's memory fields, once both kinds of
+ * step were seen. */
+static int put_memory(const tfx_measure *m, tf_profile *out, tf_error *err)
+{
+    int rc = 0;
+    if (!m->memory_seen[0] || !m->memory_seen[1])
+        return 0;
+    TFX_CALLOC(out->memory, m->s->stages);
+    memcpy(out->memory, m->memory, (size_t)m->s->stages * sizeof *out->memory);
+    if (m->n_recompute > 0)
+        put_recompute(m, out->memory);
+fail:
+    return rc;
+}
+
 int tfx_measure_profile(const tfx_measure *m, const tfx_exec_run *r, tf_profile *out,
                         tf_error *err)
 {
@@ -196,6 +284,7 @@ int tfx_measure_profile(const tfx_measure *m, const tfx_exec_run *r, tf_profile 
     TFX_TRY(tfx_measure_clock(m, &c, err));
     TFX_TRY(build_profile(m, r, out, err));
     out->microbatch_tokens = r->tokens;
+    TFX_TRY(put_memory(m, out, err));
     out->p2p_ms = c.lag_ms;
     tfx_measure_print_clock(&c, r->out);
     return 0;
@@ -213,5 +302,7 @@ void tfx_measure_free(tfx_measure *m)
     free(m->startup);
     free(m->tail);
     free(m->optimizer);
+    free(m->memory);
+    free(m->recompute);
     memset(m, 0, sizeof *m);
 }

@@ -32,6 +32,14 @@ typedef struct tfx_measure {
     int n_lag;
     double *startup, *tail, *optimizer; /* per step added (ms) */
     int n_clock;
+    /* Per stage, what the steps added counted (tf/memory.h's fields): A from
+     * an unfrozen step's F, A_f from a fully frozen one's, G from an
+     * unfrozen I, static bytes; has_memory once both kinds were added on a
+     * pipeline holding every stage (a launched process does not). */
+    tf_stage_memory *memory;
+    int memory_seen[2];
+    double *recompute;     /* stages x steps: recompute ms of the recomputing steps */
+    int n_recompute;       /* recomputing steps added */
 } tfx_measure;
 
 /* The clock beyond the actions' compute times: medians over the steps
@@ -68,13 +76,23 @@ void tfx_measure_add_times(tfx_measure *m, const tfx_step_times *t, int frozen);
 void tfx_measure_add(tfx_measure *m, const tfx_pipeline *p, int frozen,
                      const tfx_step_result *res);
 
+/* Adds the last training step of p, run unfrozen with every block of every
+ * forward recomputed at its backward's start: per stage the bytes a forward
+ * kept (checkpoint_bytes) and the median recomputation time
+ * (recompute_ms), which the profile then carries.  A step beyond the room
+ * is ignored. */
+void tfx_measure_add_recompute(tfx_measure *m, const tfx_pipeline *p);
+
 /* The clock figures of the steps added.  Returns 0, or TF_ENOMEM with *c
  * zeroed: the lag goes into the plan, so a missing figure is an error. */
 int tfx_measure_clock(const tfx_measure *m, tfx_clock_figures *c, tf_error *err);
 
 /* The profile of the steps added (at least one of each kind), built by
  * tf_profile_from_samples: per action the median compute time unfrozen and
- * frozen, per stage the medians of its actions; p2p_ms the median lag, the
+ * frozen, per stage the medians of its actions and (when every stage ran
+ * in this process) the bytes counted: static_bytes, activation_bytes,
+ * activation_frozen_bytes, split weight_grad_bytes, and after recomputing
+ * steps checkpoint_bytes and recompute_ms; p2p_ms the median lag, the
  * caps from --max-freeze-ratio; prints a line per stage and one for the
  * clock on r->out.  *out is the caller's (tf_profile_free) on
  * success and zeroed on error.  Returns 0, TF_EINVAL when a kind has no

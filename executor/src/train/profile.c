@@ -8,6 +8,31 @@
 #include "measure.h"
 #include "tf/util.h"
 
+/* After the timed steps, as many with every block of every forward
+ * recomputed: the checkpoint bytes and the recomputation time (their
+ * action times stay out of the profile's). */
+static int measure_recompute(tfx_exec_run *r, tfx_measure *m, long step, tf_error *err)
+{
+    int rc = 0;
+    const tfx_model_layout *l = tfx_pipeline_layout(r->p);
+    const int M = r->microbatches, S = l->stages;
+    int *blocks = NULL;
+    TFX_CALLOC(blocks, (size_t)S * M);
+    for (int st = 0; st < S; st++)
+        for (int mb = 0; mb < M; mb++)
+            blocks[st * M + mb] = tfx_model_stage_blocks(l, st);
+    r->recompute_blocks = blocks;
+    tfx_step_result res;
+    for (int k = 0; k < m->steps; k++, step++) {
+        TFX_TRY(tfx_exec_run_step(r, step, NULL, &res, err));
+        tfx_measure_add_recompute(m, r->p);
+    }
+fail:
+    r->recompute_blocks = NULL;
+    free(blocks);
+    return rc;
+}
+
 /* Warms up, then alternates unfrozen and fully frozen steps so that slow
  * drifts (frequency, other load) affect both measurements alike. */
 static int measure(tfx_exec_run *r, tfx_measure *m, tf_error *err)
@@ -28,6 +53,7 @@ static int measure(tfx_exec_run *r, tfx_measure *m, tf_error *err)
             tfx_measure_add(m, r->p, f, &res);
         }
     }
+    TFX_TRY(measure_recompute(r, m, step, err));
 fail:
     free(all_frozen);
     return rc;

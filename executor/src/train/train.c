@@ -28,6 +28,7 @@ typedef struct trainer {
     tfx_freeze_selector sel;
     float *grad_host;     /* stable: one tensor's gradient, read after a step */
     double *ratio_of;     /* stage x microbatch: the ratio once the ramp is done */
+    int *recompute_blocks; /* stage x microbatch: blocks recomputed (the run's) */
     int any_freezing;     /* some ratio is above 0 */
     unsigned char *mask;  /* microbatch x tensor: frozen in this step */
     long start;           /* steps done before this call (resumed from a checkpoint) */
@@ -43,6 +44,8 @@ typedef struct trainer {
     double *unfrozen_replay, *frozen_replay;
     int n_unfrozen, n_frozen, n_unfrozen_replay, n_frozen_replay;
     tfx_train_summary sum;
+    long long step_peak[64]; /* per rank: the last step's peak of microbatch bytes */
+    long over_limit_unplanned; /* steps over the limit not at a plan's full ratios */
 } trainer;
 
 /* What one step did, for the progress line and the log. */
@@ -56,6 +59,7 @@ typedef struct step_report {
     double tokens_per_s;
     double forward_ms, backward_ms; /* mean compute time of F and of B / W actions */
     double val_loss;      /* after the step, or NaN when it was not evaluated */
+    int over_limit;       /* some rank's static + peak bytes exceeded --memory-limit */
     tfx_step_result res;
 } step_report;
 
@@ -95,11 +99,6 @@ static int check_plan_fits(const tfx_exec_options *o, const tf_plan *plan, tf_er
                        "%s: %d stages (ranks %d x stages_per_rank %d), but the model has only "
                        "--layers %d blocks (one or more per stage needed)",
                        path, s->stages, s->ranks, s->stages_per_rank, o->model.layers);
-    for (int i = 0; i < s->n_actions; i++)
-        if (s->actions[i].type == TF_ACT_R)
-            return tf_fail(err, TF_EINVAL, "%s: the plan recomputes activations (R actions, "
-                           "planned under a memory limit); tf-exec does not recompute yet: plan "
-                           "without the limit or without checkpoint_bytes", path);
     return 0;
 }
 
@@ -177,6 +176,50 @@ static void full_ratios(trainer *tr)
     }
 }
 
+/* Under a plan made for a memory limit, whether the executor rounds its
+ * discrete choices (tensors, blocks) towards less memory than the plan's
+ * ratios count, so that a rank the plan fits in its limit fits in it. */
+static int fits_memory(const trainer *tr)
+{
+    return tr->have_plan && tr->plan.memory_limit != NULL;
+}
+
+/* Rank r's memory limit: --memory-limit, else the plan's, else 0 (none). */
+static double limit_of(const trainer *tr, int r)
+{
+    if (tr->o->memory_limit)
+        return (double)tr->o->memory_limit;
+    return fits_memory(tr) ? tr->plan.memory_limit[r] : 0.0;
+}
+
+/* The recomputation of every (stage, microbatch): the plan's, round(q K) of
+ * the stage's K blocks for its backward's recompute ratio q (halves up, as
+ * the freeze count; under a plan made for a memory limit ceil(q K), so the
+ * rank keeps at most what the plan counts; in full from the first step: it
+ * keeps the rank within its limit, it is not freezing to ramp in), else
+ * what --recompute says. */
+static void recompute_blocks(trainer *tr)
+{
+    const tf_schedule *s = &tr->run.sched;
+    const tfx_model_layout *l = tfx_pipeline_layout(tr->run.p);
+    const int M = s->microbatches;
+    for (int st = 0; st < s->stages; st++)
+        for (int m = 0; m < M; m++)
+            tr->recompute_blocks[st * M + m] =
+                tr->o->recompute == TFX_RECOMPUTE_FULL        ? tfx_model_stage_blocks(l, st)
+                : tr->o->recompute == TFX_RECOMPUTE_SELECTIVE ? TFX_RECOMPUTE_ATTENTION
+                                                              : 0;
+    for (int i = 0; tr->have_plan && i < s->n_actions; i++) {
+        const tf_plan_action *pa = &tr->plan.actions[i];
+        const int K = tfx_model_stage_blocks(l, pa->action.stage);
+        const double q = pa->recompute_ratio;
+        if (q > 0)
+            tr->recompute_blocks[pa->action.stage * M + pa->action.microbatch] =
+                fits_memory(tr) ? (int)ceil(q * K - 1e-9) : tfx_freeze_count(q, K);
+    }
+    tr->run.recompute_blocks = tr->recompute_blocks;
+}
+
 /* The DAG of the plan in use, with its lag, to replay each step's measured
  * action times on. */
 static int plan_dag(trainer *tr, tf_error *err)
@@ -194,6 +237,7 @@ static int install_plan(trainer *tr, tf_plan *plan, tf_error *err)
     memset(plan, 0, sizeof *plan);
     tr->have_plan = 1;
     full_ratios(tr);
+    recompute_blocks(tr);
     return plan_dag(tr, err);
 }
 
@@ -292,6 +336,7 @@ static int trainer_open(trainer *tr, const tfx_exec_options *o, tf_error *err)
     const int M = tr->run.microbatches, S = tr->run.sched.stages;
     TFX_CALLOC(tr->mask, (size_t)M * tfx_pipeline_layout(tr->run.p)->n_tensors);
     TFX_CALLOC(tr->ratio_of, (size_t)S * M);
+    TFX_CALLOC(tr->recompute_blocks, (size_t)S * M);
     TFX_CALLOC(tr->unfrozen_ms, o->steps + 1);
     TFX_CALLOC(tr->frozen_ms, o->steps + 1);
     TFX_CALLOC(tr->unfrozen_step, o->steps + 1);
@@ -303,6 +348,7 @@ static int trainer_open(trainer *tr, const tfx_exec_options *o, tf_error *err)
         full_ratios(tr);
     if (tr->have_plan)
         TFX_TRY(plan_dag(tr, err));
+    recompute_blocks(tr);
     tr->autoplan = o->auto_plan;
     if (tr->autoplan)
         TFX_TRY(tfx_autoplan_open(&tr->ap, o, &tr->run.sched, err));
@@ -325,6 +371,7 @@ static int trainer_close(trainer *tr, int rc, tf_error *err)
     free(tr->mask);
     free(tr->grad_host);
     free(tr->ratio_of);
+    free(tr->recompute_blocks);
     free(tr->unfrozen_ms);
     free(tr->frozen_ms);
     free(tr->unfrozen_step);
@@ -372,6 +419,31 @@ static void step_phase(const trainer *tr, long step, step_report *rep)
                                                        : "frozen";
 }
 
+/* Freezes more of the stage's tensors, in order, among those whose forward
+ * keeps an input for their dW alone, until the bytes not kept reach `ratio`
+ * of all such bytes of the stage (what the plan's A(f) counts); returns how
+ * many it added. */
+static int top_up(const tfx_model_layout *l, int stage, double ratio, unsigned char *frozen)
+{
+    const int first = l->stage_first_tensor[stage], K = l->stage_first_tensor[stage + 1] - first;
+    double all = 0.0, saved = 0.0;
+    for (int i = 0; i < K; i++) {
+        double b = (double)tfx_model_dw_only_bytes(l, first + i);
+        all += b;
+        saved += frozen[i] ? b : 0.0;
+    }
+    int added = 0;
+    for (int i = 0; i < K && saved < ratio * all; i++) {
+        double b = (double)tfx_model_dw_only_bytes(l, first + i);
+        if (!frozen[i] && b > 0) {
+            frozen[i] = 1;
+            saved += b;
+            added++;
+        }
+    }
+    return added;
+}
+
 /* Fills the mask of `step` at `factor` times the full ratios; returns the
  * share of tensor slots frozen. */
 static double select_frozen(trainer *tr, long step, double factor)
@@ -387,8 +459,11 @@ static double select_frozen(trainer *tr, long step, double factor)
         int first = l->stage_first_tensor[st];
         int K = l->stage_first_tensor[st + 1] - first;
         for (int m = 0; m < M; m++) {
-            frozen += tfx_freeze_select(&tr->sel, step, st, m, tr->ratio_of[st * M + m] * factor,
-                                        tr->mask + (size_t)m * l->n_tensors + first);
+            const double r = tr->ratio_of[st * M + m] * factor;
+            unsigned char *mask = tr->mask + (size_t)m * l->n_tensors + first;
+            frozen += tfx_freeze_select(&tr->sel, step, st, m, r, mask);
+            if (fits_memory(tr) && !tr->o->no_freeze_memory)
+                frozen += top_up(l, st, r, mask);
             slots += K;
         }
     }
@@ -515,6 +590,27 @@ static void log_auto(FILE *out, const trainer *tr, const step_report *rep, int s
     fputc(']', out);
 }
 
+/* A log line's bytes: per rank the static bytes and the step's peak of
+ * microbatch bytes (a launched process 0 knows its own ranks only: the
+ * others read 0), and the limit with whether the step kept within it. */
+static void log_memory(FILE *out, const trainer *tr, const step_report *rep)
+{
+    const tfx_train_summary *sum = &tr->sum;
+    fputs(", \"static_bytes\": [", out);
+    for (int r = 0; r < sum->memory_ranks; r++)
+        fprintf(out, "%s%lld", r ? ", " : "", sum->static_bytes[r]);
+    fputs("], \"peak_bytes\": [", out);
+    for (int r = 0; r < sum->memory_ranks; r++)
+        fprintf(out, "%s%lld", r ? ", " : "", tr->step_peak[r]);
+    fputc(']', out);
+    if (limit_of(tr, 0) <= 0)
+        return;
+    fputs(", \"memory_limit_bytes\": [", out);
+    for (int r = 0; r < sum->memory_ranks; r++)
+        fprintf(out, "%s%.0f", r ? ", " : "", limit_of(tr, r));
+    fprintf(out, "], \"within_limit\": %s", rep->over_limit ? "false" : "true");
+}
+
 static void format_log_line(FILE *out, const trainer *tr, const step_report *rep, int solved)
 {
     const char *phase = rep->phase;
@@ -528,6 +624,7 @@ static void format_log_line(FILE *out, const trainer *tr, const step_report *rep
             rep->res.flops / 1e9, rep->forward_ms, rep->backward_ms);
     if (!isnan(rep->val_loss))
         fprintf(out, ", \"val_loss\": %.6f", rep->val_loss);
+    log_memory(out, tr, rep);
     if (tr->autoplan)
         log_auto(out, tr, rep, solved);
     fputs("}\n", out);
@@ -638,6 +735,33 @@ static void observe_step(trainer *tr, step_report *rep)
     rep->select_ms += 1e3 * (tf_now_seconds() - began);
 }
 
+/* The ranks of this process: the step's peak of microbatch bytes into the
+ * summary's largest, and whether static + peak exceeded the limit. */
+static void note_memory(trainer *tr, step_report *rep)
+{
+    tfx_train_summary *sum = &tr->sum;
+    const int ranks = tr->run.sched.ranks < 64 ? tr->run.sched.ranks : 64;
+    sum->memory_ranks = ranks;
+    for (int r = 0; r < ranks; r++) {
+        tfx_rank_memory mem;
+        if (!tfx_pipeline_rank_memory(tr->run.p, r, &mem))
+            continue;
+        sum->static_bytes[r] = mem.static_bytes;
+        if (mem.peak_bytes > sum->peak_bytes[r])
+            sum->peak_bytes[r] = mem.peak_bytes;
+        tr->step_peak[r] = mem.peak_bytes;
+        const double limit = limit_of(tr, r);
+        if (limit > 0 && (double)(mem.static_bytes + mem.peak_bytes) > limit)
+            rep->over_limit = 1;
+    }
+    /* Steps at a plan's full ratios are the ones the plan fits; warm-up,
+     * measuring and ramp steps hold what they hold. */
+    if (tr->have_plan && rep->factor >= 1.0 && !rep->all_frozen)
+        sum->over_limit_steps += rep->over_limit;
+    else
+        tr->over_limit_unplanned += rep->over_limit;
+}
+
 static int train_step(trainer *tr, long step, tf_error *err)
 {
     step_report rep = {.step = step + 1};
@@ -650,6 +774,7 @@ static int train_step(trainer *tr, long step, tf_error *err)
         return tf_fail(err, TF_ERUNTIME, "step %ld: the loss is %g (diverged)", step + 1,
                        rep.res.loss);
     observe_step(tr, &rep);
+    note_memory(tr, &rep);
     const double batch_tokens = (double)tr->run.microbatches * tr->run.tokens;
     rep.tokens_per_s = batch_tokens / ((rep.res.step_ms + rep.select_ms) / 1e3);
     action_means(tr, &rep);
@@ -750,6 +875,34 @@ static void print_timing(const trainer *tr, FILE *out)
                 tf_plural(sum->plans - 1, "re-plan", "re-plans"));
 }
 
+/* Per rank its static bytes and the most microbatch bytes it held in a
+ * step; under a limit (--memory-limit or the plan's), whether every step
+ * kept within it. */
+static void print_memory(const trainer *tr, FILE *out)
+{
+    const tfx_train_summary *sum = &tr->sum;
+    for (int r = 0; r < sum->memory_ranks; r++) {
+        if (!sum->static_bytes[r])
+            continue; /* a rank of another process */
+        fprintf(out, "memory rank %d: static %.3f MiB, peak activations %.3f MiB (%lld bytes), "
+                     "together %.3f MiB\n",
+                r, sum->static_bytes[r] / 1048576.0, sum->peak_bytes[r] / 1048576.0,
+                sum->peak_bytes[r], (sum->static_bytes[r] + sum->peak_bytes[r]) / 1048576.0);
+    }
+    if (limit_of(tr, 0) <= 0)
+        return;
+    fprintf(out, "memory limit %.3f MiB (rank 0): %s", limit_of(tr, 0) / 1048576.0,
+            sum->over_limit_steps ? "exceeded at the plan's ratios"
+                                  : "every step at the plan's ratios within it on every rank");
+    if (sum->over_limit_steps)
+        fprintf(out, " (%ld %s)", sum->over_limit_steps,
+                tf_plural(sum->over_limit_steps, "step", "steps"));
+    if (tr->over_limit_unplanned)
+        fprintf(out, "; %ld warm-up, measuring or ramp %s over it", tr->over_limit_unplanned,
+                tf_plural(tr->over_limit_unplanned, "step", "steps"));
+    fputc('\n', out);
+}
+
 static void print_summary(const trainer *tr)
 {
     const tfx_train_summary *sum = &tr->sum;
@@ -768,6 +921,7 @@ static void print_summary(const trainer *tr)
         fprintf(out, "; best bigram %.4f (the training bytes' own)", sum->best_bigram);
     fputc('\n', out);
     print_timing(tr, out);
+    print_memory(tr, out);
     const int ranks = tr->run.sched.ranks;
     fprintf(out, "compute: %.2f GFLOP/s (GEMM-equivalent, %.2f per rank) over %.1f s of steps\n",
             sum->gflops, sum->gflops / ranks, tr->train_ms / 1e3);

@@ -9,11 +9,13 @@
  *   F(s,m)  adds what the forward keeps: A(f) - q D
  *   R(s,m)  brings back what recomputation dropped: + q D
  *   B(s,m)  frees A(f) at its end
- *   I(s,m)  at its end keeps only the weight-gradient bytes: - A(f) + G (1 - f)
+ *   I(s,m)  at its start allocates for its W while A(f) is still held: + X (1 - f),
+ *           at its end keeps only the weight-gradient bytes: - X (1 - f) - A(f) + G (1 - f)
  *   W(s,m)  frees those at its end: - G (1 - f)
  * with f the freeze ratio of (s,m)'s backward (the B, or the W on a split
  * stage: the I never freezes), A(f) = A - f (A - A_f), D = max(A_f - C, 0)
- * and q the recompute ratio of (s,m)'s backward (its B, or its I).  A
+ * X the I's transient (0 unless the profile measured one) and q the recompute ratio of
+ * (s,m)'s backward (its B, or its I).  A
  * recomputing backward without an R action in the order re-materialises
  * at its own start.  A stage without recomputation keeps q = 0.  Every change is linear in f and q, which keeps a
  * memory limit a set of linear rows of the freeze LP; the recomputation
@@ -21,7 +23,7 @@
  * truth, so a plan within its limit is within it in reality.
  *
  * When freezing does not save memory (tf_memory_options.freeze_saves_memory
- * 0), A(f) = A and the weight-gradient term is G.
+ * 0), A(f) = A and the weight-gradient terms are G and X.
  */
 #ifndef TF_MEMORY_H
 #define TF_MEMORY_H
@@ -35,6 +37,8 @@ typedef struct tf_stage_memory {
     double activation_bytes;        /* A: kept by one forward for its backward */
     double activation_frozen_bytes; /* A_f <= A: the same when that backward is fully frozen */
     double weight_grad_bytes;       /* G: split backward, live from the end of I to the end of W */
+    double backward_input_transient_bytes; /* X: what an I holds above its start's bytes
+                                            * before it frees any activation (default 0) */
     double checkpoint_bytes;        /* C <= A: what a fully recomputed forward keeps */
     double recompute_ms;            /* re-running the forward (R at recompute ratio 1) */
     int recomputes;                 /* 1: checkpoint_bytes and recompute_ms apply */
@@ -51,6 +55,8 @@ typedef struct tf_stage_memory {
  * an index of -1 means the term is absent. */
 typedef struct tf_memory_event {
     int action;            /* the action at which it happens */
+    int at_start;          /* 1: when the action starts (a re-materialisation without an R,
+                            * an I's transient); 0: when it ends */
     double constant;
     int freeze_action;     /* the B or W whose freeze ratio scales freeze_coef */
     double freeze_coef;

@@ -30,7 +30,7 @@ static backward_actions backward_of(const tf_schedule *s, const int *index, int 
  * freezing not saving memory, a frozen backward keeps what an unfrozen
  * one does. */
 typedef struct stage_bytes {
-    double a, a_frozen, g, dropped; /* A, A_f, G, D = max(A_f - C, 0) */
+    double a, a_frozen, g, x, dropped; /* A, A_f, G, X, D = max(A_f - C, 0) */
     int recomputes;
 } stage_bytes;
 
@@ -40,6 +40,7 @@ static stage_bytes bytes_of(const tf_stage_memory *m, int saves)
     b.a = m->activation_bytes;
     b.a_frozen = saves ? m->activation_frozen_bytes : m->activation_bytes;
     b.g = m->weight_grad_bytes;
+    b.x = m->backward_input_transient_bytes;
     b.recomputes = m->recomputes;
     b.dropped = b.recomputes && b.a_frozen > m->checkpoint_bytes
                     ? b.a_frozen - m->checkpoint_bytes : 0.0;
@@ -56,27 +57,37 @@ typedef struct builder {
     int n;
 } builder;
 
-/* Appends an event unless it never changes anything. */
-static void push(builder *b, int action, double constant, int freeze_action, double freeze_coef,
-                 int recompute_action, double recompute_coef)
+/* Appends an event at the end of its action unless it never changes
+ * anything; returns it, or NULL when left out. */
+static tf_memory_event *push(builder *b, int action, double constant, int freeze_action,
+                             double freeze_coef, int recompute_action, double recompute_coef)
 {
     if (freeze_coef == 0.0)
         freeze_action = -1;
     if (recompute_coef == 0.0)
         recompute_action = -1;
     if (constant == 0.0 && freeze_action < 0 && recompute_action < 0)
-        return;
+        return NULL;
     tf_memory_event *e = &b->events[b->n++];
     e->action = action;
+    e->at_start = 0;
     e->constant = constant;
     e->freeze_action = freeze_action;
     e->freeze_coef = freeze_action >= 0 ? freeze_coef : 0.0;
     e->recompute_action = recompute_action;
     e->recompute_coef = recompute_action >= 0 ? recompute_coef : 0.0;
+    return e;
 }
 
-/* The events of action i (at most two: a re-materialisation, then the
- * action's own change). */
+/* Marks an event (or none) as taking effect when its action starts. */
+static void at_start(tf_memory_event *e)
+{
+    if (e)
+        e->at_start = 1;
+}
+
+/* The events of action i (at most three: a re-materialisation, an I's
+ * transient, then the action's own change). */
 static int push_action(builder *b, int i, tf_error *err)
 {
     const tf_action *a = &b->s->actions[i];
@@ -86,7 +97,7 @@ static int push_action(builder *b, int i, tf_error *err)
     double saved = st.a - st.a_frozen; /* what freezing the whole backward saves */
     if (a->type != TF_ACT_F && a->type != TF_ACT_R && a->type != TF_ACT_W && st.recomputes &&
         bw.r < 0)
-        push(b, i, 0.0, -1, 0.0, bw.recompute, st.dropped);
+        at_start(push(b, i, 0.0, -1, 0.0, bw.recompute, st.dropped));
     switch (a->type) {
     case TF_ACT_F:
         if (bw.freeze < 0 || bw.recompute < 0) {
@@ -98,9 +109,14 @@ static int push_action(builder *b, int i, tf_error *err)
         break;
     case TF_ACT_R: push(b, i, 0.0, -1, 0.0, bw.recompute, st.dropped); break;
     case TF_ACT_B: push(b, i, -st.a, i, saved, -1, 0.0); break;
-    case TF_ACT_I:
-        push(b, i, st.g - st.a, bw.freeze, saved - (saves ? st.g : 0.0), -1, 0.0);
+    case TF_ACT_I: {
+        /* The transient is an event of its own: it raises the peak before
+         * the I's end frees anything. */
+        const double g_coef = saves ? -st.g : 0.0, x_coef = saves ? -st.x : 0.0;
+        at_start(push(b, i, st.x, bw.freeze, x_coef, -1, 0.0));
+        push(b, i, st.g - st.a - st.x, bw.freeze, saved + g_coef - x_coef, -1, 0.0);
         break;
+    }
     case TF_ACT_W: push(b, i, -st.g, i, saves ? st.g : 0.0, -1, 0.0); break;
     }
     return 0;
@@ -115,7 +131,7 @@ int tf_memory_model_build(const tf_schedule *s, const tf_stage_memory *stages,
     out->ranks = s->ranks;
     out->static_bytes = calloc((size_t)s->ranks + 1, sizeof *out->static_bytes);
     out->event_offset = calloc((size_t)s->ranks + 1, sizeof *out->event_offset);
-    b.events = malloc(((size_t)2 * s->n_actions + 1) * sizeof *b.events);
+    b.events = malloc(((size_t)3 * s->n_actions + 1) * sizeof *b.events);
     int rc = 0;
     if (!b.index || !out->static_bytes || !out->event_offset || !b.events)
         rc = tf_fail(err, TF_ENOMEM, "out of memory modelling memory for %d actions",

@@ -33,8 +33,8 @@ int tf_stage_memory_parse(const tfj_ctx *ctx, const cJSON *o, tf_stage_memory *m
         (rc = stage_bytes(ctx, o, "activation_bytes", 0, &m->activation_bytes, err)))
         return rc;
     const char *const needs_a[] = {"activation_frozen_bytes", "weight_grad_bytes",
-                                   "checkpoint_bytes"};
-    for (int k = 0; k < 3; k++)
+                                   "backward_input_transient_bytes", "checkpoint_bytes"};
+    for (int k = 0; k < 4; k++)
         if (!has_a && tfj_has(o, needs_a[k]))
             return stage_field_fails(ctx, o, needs_a[k], "needs activation_bytes beside it",
                                      err);
@@ -42,6 +42,8 @@ int tf_stage_memory_parse(const tfj_ctx *ctx, const cJSON *o, tf_stage_memory *m
     if ((rc = stage_bytes(ctx, o, "activation_frozen_bytes", a, &m->activation_frozen_bytes,
                           err)) ||
         (rc = stage_bytes(ctx, o, "weight_grad_bytes", a, &m->weight_grad_bytes, err)) ||
+        (rc = stage_bytes(ctx, o, "backward_input_transient_bytes", 0,
+                          &m->backward_input_transient_bytes, err)) ||
         (rc = stage_bytes(ctx, o, "checkpoint_bytes", 0, &m->checkpoint_bytes, err)) ||
         (rc = tfj_number(ctx, o, "recompute_ms", 0, 0, 0, TF_MAX_DURATION_MS, &m->recompute_ms,
                          err)))
@@ -104,6 +106,8 @@ void tf_stage_memory_to_json(const tf_stage_memory *m, cJSON *o)
     tfj_add_number(o, "activation_bytes", m->activation_bytes);
     tfj_add_number(o, "activation_frozen_bytes", m->activation_frozen_bytes);
     tfj_add_number(o, "weight_grad_bytes", m->weight_grad_bytes);
+    if (m->backward_input_transient_bytes > 0) /* absent means 0: older files read alike */
+        tfj_add_number(o, "backward_input_transient_bytes", m->backward_input_transient_bytes);
     if (m->recomputes) {
         tfj_add_number(o, "checkpoint_bytes", m->checkpoint_bytes);
         tfj_add_number(o, "recompute_ms", m->recompute_ms);

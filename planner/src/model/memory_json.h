@@ -30,7 +30,7 @@ int tf_memory_limit_parse(const tfj_ctx *ctx, const cJSON *v, int ranks, double 
 void tf_memory_limit_to_json(cJSON *o, const char *key, const double *limit, int ranks);
 
 /* Adds m's fields to object o (the recomputation pair only when the stage
- * recomputes). */
+ * recomputes, the I's transient only when it is above 0). */
 void tf_stage_memory_to_json(const tf_stage_memory *m, cJSON *o);
 
 #endif

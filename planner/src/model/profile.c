@@ -22,7 +22,8 @@ static const char *const profile_fields[] = {
 static const char *const stage_fields[] = {
     "forward_ms", "backward_ms", "backward_frozen_ms", "backward_input_ms",
     "backward_weight_ms", "backward_weight_frozen_ms", "parameters", "static_bytes",
-    "activation_bytes", "activation_frozen_bytes", "weight_grad_bytes", "checkpoint_bytes",
+    "activation_bytes", "activation_frozen_bytes", "weight_grad_bytes",
+    "backward_input_transient_bytes", "checkpoint_bytes",
     "recompute_ms", "aux", NULL};
 static const char *const override_fields[] = {
     "rank", "stage", "microbatch", "type", "ms", "frozen_ms", NULL};

@@ -9,20 +9,16 @@
 #include "model/plan_internal.h"
 #include "timeline_internal.h"
 
-/* When event e takes effect on panel p's time axis.  The model counts an
- * action's change as done once it has run, so its bytes change at the
- * action's end; a backward that re-materialises without an R action does
- * so before it can run, at its start.  Only that event carries a
- * recompute term on an action other than an F or an R. */
-static double event_ms(const tl_model *m, const tl_panel *p, const tf_memory_event *e)
+/* When event e takes effect on panel p's time axis: the model counts an
+ * action's change as done once it has run, except what a backward brings
+ * back or holds on top before it frees anything (tf/memory.h). */
+static double event_ms(const tl_panel *p, const tf_memory_event *e)
 {
-    tf_action_type type = m->plan->schedule.actions[e->action].type;
-    int at_start = e->recompute_action >= 0 && type != TF_ACT_F && type != TF_ACT_R;
-    return p->start[e->action] + (at_start ? 0.0 : p->ms[e->action]);
+    return p->start[e->action] + (e->at_start ? 0.0 : p->ms[e->action]);
 }
 
 /* Rank r's curve under ratios f and q (NULL: none) into *curve. */
-static int rank_curve(const tl_model *m, const tl_panel *p, const tf_memory_model *mm, int r,
+static int rank_curve(const tl_panel *p, const tf_memory_model *mm, int r,
                       const double *f, const double *q, tl_memory_curve *curve)
 {
     int first = mm->event_offset[r], count = mm->event_offset[r + 1] - first;
@@ -36,7 +32,7 @@ static int rank_curve(const tl_model *m, const tl_panel *p, const tf_memory_mode
     curve->peak = 0;
     for (int k = 1; k <= count; k++) {
         const tf_memory_event *e = &mm->events[first + k - 1];
-        curve->t[k] = fmax(curve->t[k - 1], event_ms(m, p, e));
+        curve->t[k] = fmax(curve->t[k - 1], event_ms(p, e));
         curve->bytes[k] = curve->bytes[k - 1] + tf_memory_event_delta(e, f, q);
         if (curve->bytes[k] > curve->bytes[curve->peak])
             curve->peak = k;
@@ -69,7 +65,7 @@ int tl_memory_build(const tl_model *m, tl_panel *p, tf_error *err)
     p->memory = calloc((size_t)plan->schedule.ranks + 1, sizeof *p->memory);
     rc = !p->memory || (planned && !q) ? TF_ENOMEM : 0;
     for (int r = 0; r < plan->schedule.ranks && !rc; r++)
-        rc = rank_curve(m, p, &mm, r, planned ? p->ratio : NULL, q, &p->memory[r]);
+        rc = rank_curve(p, &mm, r, planned ? p->ratio : NULL, q, &p->memory[r]);
     free(q);
     tf_memory_model_free(&mm);
     return rc ? tf_fail(err, rc, "out of memory drawing the memory of %d ranks",

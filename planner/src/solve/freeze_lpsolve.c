@@ -66,6 +66,7 @@ static const char *status_name(int status)
     case UNBOUNDED: return "unbounded";
     case DEGENERATE: return "degenerate";
     case NUMFAILURE: return "numerical failure";
+    case ACCURACYERROR: return "a solution it could not make accurate";
     case USERABORT: return "aborted";
     case TIMEOUT: return "timeout";
     case PRESOLVED: return "presolved";
@@ -343,6 +344,15 @@ static int solve_step(lp_model *m, const char *step, int *solves, tf_freeze_resu
     return report_status(m, guarded_solve(m, solves), out, err);
 }
 
+/* What a retry from a relaxed bound or the slack basis has cured:
+ * round-off calling the bounded problem infeasible, or lp_solve unable to
+ * make its answer accurate (seen minimising recomputation under a memory
+ * limit, Interleaved1F1B, 2 ranks, measured bytes). */
+static int retryable(int status)
+{
+    return status == INFEASIBLE || status == NUMFAILURE || status == ACCURACYERROR;
+}
+
 /* Solves with `column` bounded by the optimum just found, so the next
  * objective keeps it optimal.  The bound is the exact optimum; only if
  * lp_solve's round-off makes that infeasible is it relaxed by 1e-9
@@ -357,11 +367,11 @@ static int solve_keeping_optimum(lp_model *m, int column, double optimum, const 
     set_upbo(m->lp, column, optimum);
     m->step = step;
     int status = guarded_solve(m, solves);
-    if (status == INFEASIBLE || status == NUMFAILURE) {
+    if (retryable(status)) {
         set_upbo(m->lp, column, optimum + 1e-9 * fmax(1.0, fabs(optimum)));
         status = guarded_solve(m, solves);
     }
-    if (status == INFEASIBLE || status == NUMFAILURE) {
+    if (retryable(status)) {
         default_basis(m->lp);
         status = guarded_solve(m, solves);
     }

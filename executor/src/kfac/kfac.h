@@ -1,0 +1,88 @@
+/* kfac.h - the per-rank queue of K-FAC statistics items and the factors
+ * they update (internal to the executor; tfx/kfac.h says what is computed).
+ *
+ * The runtime calls, on each rank's own thread:
+ *   tfx_kfac_step_begin / _end   around the rank's actions of a step;
+ *   tfx_kfac_before              before an action's receive: what the
+ *                                action is about to overwrite (its
+ *                                activation slot for F, its gradient slot
+ *                                for B and I) is copied out for the
+ *                                pending items that still read it;
+ *   tfx_kfac_after               after the action: F queues the A items of
+ *                                the stage's layers, B and I the G items;
+ *   tfx_kfac_run_one             while a receive would block.
+ * A rank's queue and the factors of its stages are touched only by that
+ * rank's thread, so nothing here locks.  An item reads the slot in place
+ * until an action overwrites it: this relies on a stage's slots keeping a
+ * microbatch's buffers until the next action of that microbatch (gradient
+ * slot: of any microbatch sharing it), which model.c guarantees today. */
+#ifndef TFX_KFAC_INTERNAL_H
+#define TFX_KFAC_INTERNAL_H
+
+#include <stdio.h>
+
+#include "tf/error.h"
+#include "tf/schedule.h"
+#include "tfx/kfac.h"
+#include "tfx/model.h"
+
+typedef struct tfx_kfac tfx_kfac;
+
+typedef enum { TFX_KFAC_A = 0, TFX_KFAC_G = 1 } tfx_kfac_factor;
+
+/* Creates the statistics of the stages in stages[0..n_stages) whose
+ * backend is set (the others belong to another process), stage st run by
+ * rank stage_rank[st] of `ranks`.  The stages must outlive k.  Opens
+ * c->log_path for writing when set.  Returns 0 with *out (free with
+ * tfx_kfac_destroy), TF_EINVAL naming --kfac-decay or --kfac-queue and the
+ * value, TF_EIO naming --kfac-log and the path, or TF_ENOMEM. */
+int tfx_kfac_create(const tfx_kfac_config *c, tfx_stage *stages, int n_stages,
+                    const int *stage_rank, int ranks, tfx_kfac **out, tf_error *err);
+
+/* Frees everything, pending items included (accepts NULL).  Does not
+ * report a log write error: tfx_kfac_log_step does. */
+void tfx_kfac_destroy(tfx_kfac *k);
+
+/* A step of `rank` starts at t0 (tf_now_seconds); training 0 (an
+ * evaluation) queues nothing and does not count as a step: what runs in
+ * its waits goes into the next training step's figures. */
+void tfx_kfac_step_begin(tfx_kfac *k, int rank, double t0, int training);
+
+/* The rank's last action of the step is done: leftovers stay queued. */
+void tfx_kfac_step_end(tfx_kfac *k, int rank);
+
+/* Before action (type, stage, mb) of `rank` receives or computes: copies
+ * the inputs of pending items that it would overwrite.  Returns 0 or an
+ * allocation error. */
+int tfx_kfac_before(tfx_kfac *k, int rank, tf_action_type type, int stage, int mb,
+                    tf_error *err);
+
+/* After action (type, stage, mb) of `rank`: queues its items (F: A of each
+ * layer, B and I: G of each layer), dropping the oldest beyond the bound. */
+void tfx_kfac_after(tfx_kfac *k, int rank, tf_action_type type, int stage, int mb);
+
+/* Runs the oldest pending item of `rank`.  Returns 1 when one ran, 0 when
+ * none is pending, or the backend's error. */
+int tfx_kfac_run_one(tfx_kfac *k, int rank, tf_error *err);
+
+/* Testing: runs every pending item of `rank`.  Returns 0 or an error. */
+int tfx_kfac_drain(tfx_kfac *k, int rank, tf_error *err);
+
+/* Linear layers of `stage` (4 per block, plus the head on the last stage),
+ * and layer i's factor: *dim its side (A: in, plus 1 with a bias; G: out),
+ * *updates the microbatches folded into it; host (may be NULL) gets the
+ * dim x dim values.  Returns 0, or TF_EINVAL for a stage or layer that is
+ * not here. */
+int tfx_kfac_layers(const tfx_kfac *k, int stage);
+int tfx_kfac_read(const tfx_kfac *k, int stage, int layer, tfx_kfac_factor f, float *host,
+                  int *dim, long *updates, tf_error *err);
+
+/* Writes the figures of the training step just run, one JSON line for each
+ * rank in [first_rank, first_rank + n_ranks): step, items run and their
+ * ms, pending and dropped items, the refresh interval (steps from the
+ * step that queued the set completed last to this one, counting both;
+ * null when none completed) and the spans in ms from the step start.
+ * Returns 0 or TF_EIO naming --kfac-log.  No-op without a log. */
+int tfx_kfac_log_step(tfx_kfac *k, int first_rank, int n_ranks, tf_error *err);
+
+#endif

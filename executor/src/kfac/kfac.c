@@ -11,6 +11,13 @@
 
 /* Spans kept per rank and step for the log; more are counted, not kept. */
 #define MAX_SPANS 256
+/* An item runs in chunks of factor rows of about this many FLOPs (about a
+ * millisecond of one CPU core), the readiness of the awaited message checked
+ * between chunks: a message that arrives mid-item then waits for one chunk,
+ * not for the whole item (a 768 x 768 G over 512 rows is 600 MFLOP). */
+#define CHUNK_FLOPS 16e6
+/* Chunks closer than this (ms) are one span of the log. */
+#define SPAN_JOIN_MS 0.05
 
 enum { L_QKV, L_PROJ, L_FC1, L_FC2, L_HEAD, LAYERS_PER_BLOCK = 4 };
 
@@ -36,6 +43,7 @@ typedef struct item {
     const float *src;         /* N x cols */
     float *copy;              /* owned: src moved here before the slot was overwritten */
     int cols;
+    int row;                  /* factor rows done (it runs in chunks of rows) */
     long origin;              /* training step that queued it */
     int closes;               /* the last item its step queued */
 } item;
@@ -258,8 +266,15 @@ static item pop_oldest(rank_queue *q)
     return it;
 }
 
+/* Drops the oldest item not started: one that is half done would leave its
+ * factor with some rows updated and others not. */
 static void drop_oldest(tfx_kfac *k, rank_queue *q)
 {
+    if (q->ring[q->head].row > 0 && q->count > 1) {
+        item started = q->ring[q->head];
+        q->ring[q->head] = q->ring[(q->head + 1) % q->cap];
+        q->ring[(q->head + 1) % q->cap] = started;
+    }
     item it = pop_oldest(q);
     q->dropped++;
     if (it.closes)
@@ -324,51 +339,81 @@ fail:
 
 /* ---- running an item -------------------------------------------------------- */
 
-/* A = beta A + alpha [x 1]^T [x 1] with the ones column only with a bias. */
-static void update_a(const stage_stats *ss, const layer *l, const float *x, float alpha,
-                     float beta)
+/* Rows [r0, r1) of A = beta A + alpha [x 1]^T [x 1], the ones column only
+ * with a bias (then row `in` is the bias row, its last entry the corner). */
+static void update_a_rows(const stage_stats *ss, const layer *l, const float *x, int r0,
+                          int r1, float alpha, float beta)
 {
     const tfx_backend be = ss->st->be;
     const int N = ss->st->tokens, in = l->in, D = in + l->bias;
+    const int top = r1 < in ? r1 : in;
     float *A = l->factor[TFX_KFAC_A];
-    be.ops->gemm(be.ctx, 1, 0, in, in, N, alpha, x, in, x, in, beta, A, D);
-    if (!l->bias)
-        return;
-    be.ops->gemm(be.ctx, 1, 0, in, 1, N, alpha, x, in, ss->ones, 1, beta, A + in, D);
-    be.ops->gemm(be.ctx, 1, 0, 1, in, N, alpha, ss->ones, 1, x, in, beta, A + (size_t)in * D,
-                 D);
-    be.ops->gemm(be.ctx, 1, 0, 1, 1, N, alpha, ss->ones, 1, ss->ones, 1, beta,
-                 A + (size_t)in * D + in, D);
+    if (top > r0) {
+        be.ops->gemm(be.ctx, 1, 0, top - r0, in, N, alpha, x + r0, in, x, in, beta,
+                     A + (size_t)r0 * D, D);
+        if (l->bias)
+            be.ops->gemm(be.ctx, 1, 0, top - r0, 1, N, alpha, x + r0, in, ss->ones, 1, beta,
+                         A + (size_t)r0 * D + in, D);
+    }
+    if (r1 > in) {
+        be.ops->gemm(be.ctx, 1, 0, 1, in, N, alpha, ss->ones, 1, x, in, beta,
+                     A + (size_t)in * D, D);
+        be.ops->gemm(be.ctx, 1, 0, 1, 1, N, alpha, ss->ones, 1, ss->ones, 1, beta,
+                     A + (size_t)in * D + in, D);
+    }
 }
 
-static int run_item(tfx_kfac *k, const item *it, tf_error *err)
+/* Rows [r0, r1) of G = beta G + alpha dY^T dY. */
+static void update_g_rows(const stage_stats *ss, const layer *l, const float *dy, int r0,
+                          int r1, float alpha, float beta)
+{
+    const tfx_backend be = ss->st->be;
+    const int N = ss->st->tokens, out = l->out;
+    be.ops->gemm(be.ctx, 1, 0, r1 - r0, out, N, alpha, dy + r0, out, dy, out, beta,
+                 l->factor[TFX_KFAC_G] + (size_t)r0 * out, out);
+}
+
+/* Runs the next chunk of rows of `it`.  Returns 1 when that finished the
+ * item, 0 when rows are left, or the backend's error. */
+static int run_chunk(tfx_kfac *k, item *it, tf_error *err)
 {
     stage_stats *ss = &k->stages[it->stage];
     layer *l = &ss->layers[it->layer];
     const tfx_backend be = ss->st->be;
-    const int N = ss->st->tokens;
+    const int N = ss->st->tokens, D = factor_dim(l, it->f);
     const int first = l->updates[it->f] == 0;
     const float beta = first ? 0.0f : (float)k->decay;
     const float alpha = (first ? 1.0f : (float)(1.0 - k->decay)) / (float)N;
+    int rows = (int)(CHUNK_FLOPS / (2.0 * N * D));
+    rows = rows < 1 ? 1 : rows > D - it->row ? D - it->row : rows;
     if (it->f == TFX_KFAC_A)
-        update_a(ss, l, it->src, alpha, beta);
+        update_a_rows(ss, l, it->src, it->row, it->row + rows, alpha, beta);
     else
-        be.ops->gemm(be.ctx, 1, 0, l->out, l->out, N, alpha, it->src, l->out, it->src, l->out,
-                     beta, l->factor[TFX_KFAC_G], l->out);
+        update_g_rows(ss, l, it->src, it->row, it->row + rows, alpha, beta);
+    it->row += rows;
+    int rc = be.ops->synchronize(be.ctx, err);
+    if (rc < 0)
+        return rc;
+    if (it->row < D)
+        return 0;
     l->updates[it->f]++;
-    return be.ops->synchronize(be.ctx, err);
+    return 1;
 }
 
 static void record_span(rank_queue *q, double start, double end)
 {
-    q->ran++;
-    q->ms += (end - start) * 1e3;
+    const double a = (start - q->t0) * 1e3, b = (end - q->t0) * 1e3;
+    q->ms += b - a;
+    if (q->n_spans > 0 && a - q->spans[q->n_spans - 1][1] < SPAN_JOIN_MS) {
+        q->spans[q->n_spans - 1][1] = b;
+        return;
+    }
     if (q->n_spans == MAX_SPANS) {
         q->spans_cut++;
         return;
     }
-    q->spans[q->n_spans][0] = (start - q->t0) * 1e3;
-    q->spans[q->n_spans][1] = (end - q->t0) * 1e3;
+    q->spans[q->n_spans][0] = a;
+    q->spans[q->n_spans][1] = b;
     q->n_spans++;
 }
 
@@ -377,14 +422,17 @@ int tfx_kfac_run_one(tfx_kfac *k, int rank, tf_error *err)
     rank_queue *q = &k->queues[rank];
     if (q->count == 0)
         return 0;
-    item it = pop_oldest(q);
     const double start = tf_now_seconds();
-    int rc = run_item(k, &it, err);
+    int rc = run_chunk(k, &q->ring[q->head], err);
     record_span(q, start, tf_now_seconds());
+    if (rc <= 0)
+        return rc < 0 ? rc : 1;
+    item it = pop_oldest(q);
+    q->ran++;
     if (it.closes)
         set_complete(q, it.origin);
     item_release(k, &it);
-    return rc < 0 ? rc : 1;
+    return 1;
 }
 
 int tfx_kfac_drain(tfx_kfac *k, int rank, tf_error *err)

@@ -58,11 +58,13 @@ int tfx_kfac_before(tfx_kfac *k, int rank, tf_action_type type, int stage, int m
                     tf_error *err);
 
 /* After action (type, stage, mb) of `rank`: queues its items (F: A of each
- * layer, B and I: G of each layer), dropping the oldest beyond the bound. */
+ * layer, B and I: G of each layer), dropping the oldest not yet started
+ * beyond the bound. */
 void tfx_kfac_after(tfx_kfac *k, int rank, tf_action_type type, int stage, int mb);
 
-/* Runs the oldest pending item of `rank`.  Returns 1 when one ran, 0 when
- * none is pending, or the backend's error. */
+/* Runs the next chunk of rows of the oldest pending item of `rank` (about
+ * a millisecond of work; the item is done with its last chunk).  Returns 1
+ * when a chunk ran, 0 when nothing is pending, or the backend's error. */
 int tfx_kfac_run_one(tfx_kfac *k, int rank, tf_error *err);
 
 /* Testing: runs every pending item of `rank`.  Returns 0 or an error. */

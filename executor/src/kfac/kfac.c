@@ -56,7 +56,7 @@ typedef struct rank_queue {
     double t0;
     long queued;              /* items queued in this step */
     /* Figures since the last training step's log line. */
-    long ran, dropped, spans_cut;
+    long ran, dropped, copied, spans_cut;
     double ms;
     int n_spans;
     double spans[MAX_SPANS][2];
@@ -332,6 +332,7 @@ int tfx_kfac_before(tfx_kfac *k, int rank, tf_action_type type, int stage, int m
         TFX_DEV_ALLOC(st->be, it->copy, bytes);
         st->be.ops->copy(st->be.ctx, it->copy, it->src, bytes);
         it->src = it->copy;
+        q->copied++;
     }
 fail:
     return rc;
@@ -454,7 +455,7 @@ void tfx_kfac_step_begin(tfx_kfac *k, int rank, double t0, int training)
         return;
     q->step++;
     q->queued = 0;
-    q->ran = q->dropped = q->spans_cut = 0;
+    q->ran = q->dropped = q->copied = q->spans_cut = 0;
     q->ms = 0.0;
     q->n_spans = 0;
     q->refresh = 0;
@@ -498,8 +499,8 @@ int tfx_kfac_read(const tfx_kfac *k, int stage, int layer_index, tfx_kfac_factor
 static void log_rank(FILE *f, const rank_queue *q, int rank)
 {
     fprintf(f, "{\"step\":%ld,\"rank\":%d,\"aux_items\":%ld,\"aux_ms\":%.4f,\"pending\":%d,"
-               "\"dropped\":%ld,\"refresh_steps\":",
-            q->step, rank, q->ran, q->ms, q->count, q->dropped);
+               "\"dropped\":%ld,\"copied\":%ld,\"refresh_steps\":",
+            q->step, rank, q->ran, q->ms, q->count, q->dropped, q->copied);
     if (q->refresh > 0)
         fprintf(f, "%ld", q->refresh);
     else

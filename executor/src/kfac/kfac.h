@@ -81,7 +81,8 @@ int tfx_kfac_read(const tfx_kfac *k, int stage, int layer, tfx_kfac_factor f, fl
 
 /* Writes the figures of the training step just run, one JSON line for each
  * rank in [first_rank, first_rank + n_ranks): step, items run and their
- * ms, pending and dropped items, the refresh interval (steps from the
+ * ms, pending and dropped items, items whose input was copied out before
+ * an action overwrote it (work on the step's path), the refresh interval (steps from the
  * step that queued the set completed last to this one, counting both;
  * null when none completed) and the spans in ms from the step start.
  * Returns 0 or TF_EIO naming --kfac-log.  No-op without a log. */

@@ -189,6 +189,9 @@ static const tf_cli_option options[] = {
      .help = "compute the statistics in the ranks' waits (off by default)"},
     {"kfac-decay", 0, TF_CLI_NUMBER, AT(kfac.decay), 0, 0.9999, .needs = "kfac-stats",
      .arg = "D", .help = "weight of the old value in the running averages (default 0.95)"},
+    {"kfac-sample", 0, TF_CLI_RATIO, AT(kfac.sample), .flags = TF_CLI_ABOVE_MIN,
+     .needs = "kfac-stats", .arg = "R",
+     .help = "the factors use the first R of each microbatch's tokens (default 1)"},
     {"kfac-queue", 0, TF_CLI_INT, AT(kfac.queue), 1, 10000000, .needs = "kfac-stats",
      .arg = "N",
      .help = "items a rank keeps pending at most, the oldest dropped beyond (default: "

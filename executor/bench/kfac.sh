@@ -9,9 +9,13 @@
 # two steps left out), the ratio with / without per repeat and its range,
 # the machine's load (`uptime`, taken before each run), and from
 # --kfac-log what the waits absorbed per step (items and ms over all
-# ranks), the items queued per step, what was left pending and dropped, and
-# the refresh interval in steps.  It asserts nothing.
-# Options after -- go to every tf-exec (e.g. a smaller model).
+# ranks), what was left pending and dropped, the refresh interval in steps,
+# and two costs on the step's path: late_ms
+# (chunks during which an awaited message arrived: a bound on the delay the
+# work added to receives) and the copies of inputs about to be overwritten.
+# It asserts nothing.
+# Options after -- go to every tf-exec (e.g. a smaller model); KFAC_OPTIONS
+# (e.g. "--kfac-sample 0.125") to the runs with --kfac-stats only.
 set -eu
 build=${1:?usage: kfac.sh BUILD_DIR [OUT_DIR] [REPEATS] [-- TF-EXEC OPTIONS...]}
 shift
@@ -30,7 +34,8 @@ steps=12
 run() {
     local tag=$1 mode=$2 ranks=$3 mbs=$4 schedule=$5
     local stats=()
-    [ "$mode" = on ] && stats=(--kfac-stats --kfac-log "$out/$tag.kfac.jsonl")
+    # shellcheck disable=SC2206 # KFAC_OPTIONS is a list of words
+    [ "$mode" = on ] && stats=(--kfac-stats --kfac-log "$out/$tag.kfac.jsonl" ${KFAC_OPTIONS:-})
     uptime >"$out/$tag.uptime"
     "$exec_bin" --schedule "$schedule" --ranks "$ranks" --microbatches "$mbs" --steps "$steps" \
         --progress lines "${extra[@]}" "${stats[@]}" --log "$out/$tag.jsonl" >"$out/$tag.out"
@@ -49,7 +54,8 @@ for ((k = 1; k <= repeats; k++)); do
     done
 done
 
-echo "## K-FAC statistics in the waits: $(nproc) cores, ${extra[*]:-default model}, $repeats runs"
+echo "## K-FAC statistics in the waits: $(nproc) cores, ${extra[*]:-default model}," \
+    "${KFAC_OPTIONS:-every token}, $repeats runs"
 echo
 python3 - "$out" "$repeats" <<'PY'
 import glob, json, os, statistics, sys
@@ -76,6 +82,8 @@ def kfac(tag):
     return {
         "items": sum(r["aux_items"] for r in rows) / steps,
         "ms": sum(r["aux_ms"] for r in rows) / steps,
+        "late": sum(r["late_ms"] for r in rows) / steps,
+        "copied": sum(r["copied"] for r in rows) / steps,
         "pending": sum(r["pending"] for r in last),
         "dropped": sum(r["dropped"] for r in rows),
         "refresh": max(refresh) if refresh else None,
@@ -84,8 +92,9 @@ def kfac(tag):
 
 
 print("| config | repeat | off ms (load) | on ms (load) | on/off | absorbed items/step | "
-      "absorbed ms/step | pending at end | dropped | refresh steps |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+      "absorbed ms/step | late ms/step | copied/step | pending at end | dropped | "
+      "refresh steps |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 summary = {}
 for schedule in ("1F1B", "GPipe"):
     for ranks in (2, 4):
@@ -98,7 +107,8 @@ for schedule in ("1F1B", "GPipe"):
             refresh = s["refresh"] if s["refresh"] else "none"
             print(f"| {schedule} {ranks} ranks | {k} | {a:.1f} ({load(off)}) | "
                   f"{b:.1f} ({load(on)}) | {b / a:.3f} | {s['items']:.1f} | {s['ms']:.1f} | "
-                  f"{s['pending']} | {s['dropped']} | {refresh} |")
+                  f"{s['late']:.2f} | {s['copied']:.1f} | {s['pending']} | {s['dropped']} | "
+                  f"{refresh} |")
 print()
 print("| config | on/off median | range |")
 print("|---|---|---|")

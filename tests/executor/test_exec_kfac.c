@@ -107,8 +107,12 @@ static const float *layer_io(const tfx_stage *st, int g, tfx_kfac_factor f, int 
     }
 }
 
+/* Rows of a microbatch the factors use (--kfac-sample: the first ones). */
+static int used_rows = N;
+
 /* Host copy of what factor f of layer g reads for microbatch mb, with the
- * ones column appended for A of a layer with a bias: N x *width. */
+ * ones column appended for A of a layer with a bias: N x *width (the
+ * first used_rows of them count). */
 static double *host_rows(const tfx_stage *st, int g, tfx_kfac_factor f, int mb, int *width)
 {
     int in, out, bias;
@@ -126,14 +130,15 @@ static double *host_rows(const tfx_stage *st, int g, tfx_kfac_factor f, int mb, 
     return rows;
 }
 
-/* ref = (first ? 0 : DECAY ref) + (first ? 1 : 1 - DECAY) rows^T rows / N. */
+/* ref = (first ? 0 : DECAY ref) + (first ? 1 : 1 - DECAY) rows^T rows / R
+ * over the first R = used_rows rows. */
 static void fold(double *ref, const double *rows, int w, int first)
 {
-    const double keep = first ? 0.0 : DECAY, add = (first ? 1.0 : 1.0 - DECAY) / N;
+    const double keep = first ? 0.0 : DECAY, add = (first ? 1.0 : 1.0 - DECAY) / used_rows;
     for (int i = 0; i < w; i++)
         for (int j = 0; j < w; j++) {
             double s = 0.0;
-            for (int n = 0; n < N; n++)
+            for (int n = 0; n < used_rows; n++)
                 s += rows[(size_t)n * w + i] * rows[(size_t)n * w + j];
             ref[(size_t)i * w + j] = keep * ref[(size_t)i * w + j] + add * s;
         }
@@ -201,6 +206,7 @@ static tfx_kfac *kfac_on(tfx_stage *stages, int n_stages, const int *stage_rank,
     c.enabled = 1;
     c.decay = DECAY;
     c.queue = queue;
+    c.sample = (double)used_rows / N;
     tfx_kfac *k = NULL;
     tf_error err = {0};
     assert_int_equal(tfx_kfac_create(&c, stages, n_stages, stage_rank, ranks, &k, &err), 0);
@@ -212,9 +218,8 @@ static tfx_kfac *kfac_on(tfx_stage *stages, int n_stages, const int *stage_rank,
  * by the next step's forward, the one gradient slot by every backward.
  * Nothing runs until the end (no waits here), so every item is pending at
  * each overwrite. */
-static void test_pending_items_keep_their_inputs(void **state)
+static void check_pending_items(void)
 {
-    (void)state;
     ref_stage r;
     ref_open(&r, 0);
     batch b1, b2;
@@ -249,6 +254,22 @@ static void test_pending_items_keep_their_inputs(void **state)
     expected_free(&e);
     tfx_kfac_destroy(k);
     ref_close(&r);
+}
+
+static void test_pending_items_keep_their_inputs(void **state)
+{
+    (void)state;
+    check_pending_items();
+}
+
+/* --kfac-sample 0.25: the factors of the first 4 of the 16 rows (the first
+ * sequence of each microbatch's two is 8 rows: a quarter cuts inside it). */
+static void test_sample_uses_the_first_rows(void **state)
+{
+    (void)state;
+    used_rows = N / 4;
+    check_pending_items();
+    used_rows = N;
 }
 
 /* A full queue drops its oldest items: with room for one microbatch's
@@ -415,12 +436,18 @@ static void test_bad_config_is_named(void **state)
     assert_int_equal(tfx_kfac_create(&c, NULL, 0, rank_of, 1, &k, &err), TF_EINVAL);
     assert_contains(err.msg, "--kfac-decay 1");
     assert_null(k);
+    c.decay = 0.5;
+    c.sample = 0.0;
+    assert_int_equal(tfx_kfac_create(&c, NULL, 0, rank_of, 1, &k, &err), TF_EINVAL);
+    assert_contains(err.msg, "--kfac-sample 0");
+    assert_null(k);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pending_items_keep_their_inputs),
+        cmocka_unit_test(test_sample_uses_the_first_rows),
         cmocka_unit_test(test_full_queue_drops_oldest),
         cmocka_unit_test(test_pipeline_factors),
         cmocka_unit_test(test_statistics_change_nothing),

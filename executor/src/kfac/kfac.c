@@ -33,7 +33,8 @@ typedef struct stage_stats {
     tfx_stage *st;            /* NULL: not in this process */
     int n_layers;
     layer *layers;
-    float *ones;              /* N ones: the bias column of A */
+    int rows;                 /* a microbatch's rows (tokens) the factors use: the first */
+    float *ones;              /* `rows` ones: the bias column of A */
 } stage_stats;
 
 typedef struct item {
@@ -58,13 +59,15 @@ typedef struct rank_queue {
     /* Figures since the last training step's log line. */
     long ran, dropped, copied, spans_cut;
     double ms;
+    double late_ms;           /* chunks during which an awaited message arrived */
+    double last_chunk_ms;
     int n_spans;
     double spans[MAX_SPANS][2];
     long refresh;             /* steps the set that completed last took; 0: none */
 } rank_queue;
 
 struct tfx_kfac {
-    double decay;
+    double decay, sample;
     stage_stats *stages;
     int n_stages, ranks;
     const int *stage_rank;    /* borrowed from the schedule */
@@ -77,6 +80,7 @@ void tfx_kfac_config_default(tfx_kfac_config *c)
 {
     memset(c, 0, sizeof *c);
     c->decay = 0.95;
+    c->sample = 1.0;
 }
 
 /* ---- layers ----------------------------------------------------------------- */
@@ -100,11 +104,13 @@ static int factor_dim(const layer *l, tfx_kfac_factor f)
     return f == TFX_KFAC_A ? l->in + l->bias : l->out;
 }
 
-static int stage_stats_init(stage_stats *ss, tfx_stage *st, tf_error *err)
+static int stage_stats_init(stage_stats *ss, tfx_stage *st, double sample, tf_error *err)
 {
     int rc = 0;
     float *host = NULL;
     ss->st = st;
+    ss->rows = (int)(sample * st->tokens + 0.5);
+    ss->rows = ss->rows < 1 ? 1 : ss->rows;
     ss->n_layers = LAYERS_PER_BLOCK * st->n_blocks + st->has_head;
     TFX_CALLOC(ss->layers, ss->n_layers);
     describe_layers(ss);
@@ -113,11 +119,11 @@ static int stage_stats_init(stage_stats *ss, tfx_stage *st, tf_error *err)
             size_t d = (size_t)factor_dim(&ss->layers[i], (tfx_kfac_factor)f);
             TFX_DEV_ALLOC(st->be, ss->layers[i].factor[f], d * d * sizeof(float));
         }
-    TFX_CALLOC(host, st->tokens);
-    for (int i = 0; i < st->tokens; i++)
+    TFX_CALLOC(host, ss->rows);
+    for (int i = 0; i < ss->rows; i++)
         host[i] = 1.0f;
-    TFX_DEV_ALLOC(st->be, ss->ones, (size_t)st->tokens * sizeof(float));
-    st->be.ops->upload(st->be.ctx, ss->ones, host, (size_t)st->tokens * sizeof(float));
+    TFX_DEV_ALLOC(st->be, ss->ones, (size_t)ss->rows * sizeof(float));
+    st->be.ops->upload(st->be.ctx, ss->ones, host, (size_t)ss->rows * sizeof(float));
 fail:
     free(host);
     return rc;
@@ -172,6 +178,8 @@ static int check_config(const tfx_kfac_config *c, tf_error *err)
 {
     if (!(c->decay >= 0.0 && c->decay < 1.0))
         return tf_fail(err, TF_EINVAL, "--kfac-decay %g: must be in [0, 1)", c->decay);
+    if (!(c->sample > 0.0 && c->sample <= 1.0))
+        return tf_fail(err, TF_EINVAL, "--kfac-sample %g: must be in (0, 1]", c->sample);
     if (c->queue < 0)
         return tf_fail(err, TF_EINVAL, "--kfac-queue %d: must be 0 (automatic) or more",
                        c->queue);
@@ -200,13 +208,14 @@ int tfx_kfac_create(const tfx_kfac_config *c, tfx_stage *stages, int n_stages,
     TFX_TRY(check_config(c, err));
     TFX_CALLOC(k, 1);
     k->decay = c->decay;
+    k->sample = c->sample;
     k->n_stages = n_stages;
     k->ranks = ranks;
     k->stage_rank = stage_rank;
     TFX_CALLOC(k->stages, n_stages);
     for (int s = 0; s < n_stages; s++)
         if (stages[s].be.ops)
-            TFX_TRY(stage_stats_init(&k->stages[s], &stages[s], err));
+            TFX_TRY(stage_stats_init(&k->stages[s], &stages[s], c->sample, err));
     TFX_TRY(queues_init(k, c->queue, err));
     if (c->log_path) {
         k->log_path = c->log_path;
@@ -322,13 +331,14 @@ int tfx_kfac_before(tfx_kfac *k, int rank, tf_action_type type, int stage, int m
                     tf_error *err)
 {
     rank_queue *q = &k->queues[rank];
-    const tfx_stage *st = k->stages[stage].st;
+    const stage_stats *ss = &k->stages[stage];
+    const tfx_stage *st = ss->st;
     int rc = 0;
     for (int i = 0; i < q->count; i++) {
         item *it = &q->ring[(q->head + i) % q->cap];
         if (!overwrites(st, it, type, stage, mb))
             continue;
-        const size_t bytes = (size_t)st->tokens * it->cols * sizeof(float);
+        const size_t bytes = (size_t)ss->rows * it->cols * sizeof(float);
         TFX_DEV_ALLOC(st->be, it->copy, bytes);
         st->be.ops->copy(st->be.ctx, it->copy, it->src, bytes);
         it->src = it->copy;
@@ -346,7 +356,7 @@ static void update_a_rows(const stage_stats *ss, const layer *l, const float *x,
                           int r1, float alpha, float beta)
 {
     const tfx_backend be = ss->st->be;
-    const int N = ss->st->tokens, in = l->in, D = in + l->bias;
+    const int N = ss->rows, in = l->in, D = in + l->bias;
     const int top = r1 < in ? r1 : in;
     float *A = l->factor[TFX_KFAC_A];
     if (top > r0) {
@@ -369,7 +379,7 @@ static void update_g_rows(const stage_stats *ss, const layer *l, const float *dy
                           int r1, float alpha, float beta)
 {
     const tfx_backend be = ss->st->be;
-    const int N = ss->st->tokens, out = l->out;
+    const int N = ss->rows, out = l->out;
     be.ops->gemm(be.ctx, 1, 0, r1 - r0, out, N, alpha, dy + r0, out, dy, out, beta,
                  l->factor[TFX_KFAC_G] + (size_t)r0 * out, out);
 }
@@ -381,7 +391,7 @@ static int run_chunk(tfx_kfac *k, item *it, tf_error *err)
     stage_stats *ss = &k->stages[it->stage];
     layer *l = &ss->layers[it->layer];
     const tfx_backend be = ss->st->be;
-    const int N = ss->st->tokens, D = factor_dim(l, it->f);
+    const int N = ss->rows, D = factor_dim(l, it->f);
     const int first = l->updates[it->f] == 0;
     const float beta = first ? 0.0f : (float)k->decay;
     const float alpha = (first ? 1.0f : (float)(1.0 - k->decay)) / (float)N;
@@ -425,7 +435,9 @@ int tfx_kfac_run_one(tfx_kfac *k, int rank, tf_error *err)
         return 0;
     const double start = tf_now_seconds();
     int rc = run_chunk(k, &q->ring[q->head], err);
-    record_span(q, start, tf_now_seconds());
+    const double end = tf_now_seconds();
+    record_span(q, start, end);
+    q->last_chunk_ms = (end - start) * 1e3;
     if (rc <= 0)
         return rc < 0 ? rc : 1;
     item it = pop_oldest(q);
@@ -434,6 +446,22 @@ int tfx_kfac_run_one(tfx_kfac *k, int rank, tf_error *err)
         set_complete(q, it.origin);
     item_release(k, &it);
     return 1;
+}
+
+int tfx_kfac_fill_wait(tfx_kfac *k, int rank, const tfx_transport *tr, int from, long tag,
+                       tf_error *err)
+{
+    int rc = 0, ran = 0;
+    if (!tr->ops->ready)
+        return 0;
+    while (!tr->ops->ready(tr->ctx, rank, from, tag)) {
+        if ((rc = tfx_kfac_run_one(k, rank, err)) <= 0)
+            return rc; /* nothing pending: the rank blocks as it would without */
+        ran = 1;
+    }
+    if (ran)
+        k->queues[rank].late_ms += k->queues[rank].last_chunk_ms;
+    return 0;
 }
 
 int tfx_kfac_drain(tfx_kfac *k, int rank, tf_error *err)
@@ -456,7 +484,7 @@ void tfx_kfac_step_begin(tfx_kfac *k, int rank, double t0, int training)
     q->step++;
     q->queued = 0;
     q->ran = q->dropped = q->copied = q->spans_cut = 0;
-    q->ms = 0.0;
+    q->ms = q->late_ms = 0.0;
     q->n_spans = 0;
     q->refresh = 0;
 }
@@ -498,9 +526,9 @@ int tfx_kfac_read(const tfx_kfac *k, int stage, int layer_index, tfx_kfac_factor
 
 static void log_rank(FILE *f, const rank_queue *q, int rank)
 {
-    fprintf(f, "{\"step\":%ld,\"rank\":%d,\"aux_items\":%ld,\"aux_ms\":%.4f,\"pending\":%d,"
-               "\"dropped\":%ld,\"copied\":%ld,\"refresh_steps\":",
-            q->step, rank, q->ran, q->ms, q->count, q->dropped, q->copied);
+    fprintf(f, "{\"step\":%ld,\"rank\":%d,\"aux_items\":%ld,\"aux_ms\":%.4f,\"late_ms\":%.4f,"
+               "\"pending\":%d,\"dropped\":%ld,\"copied\":%ld,\"refresh_steps\":",
+            q->step, rank, q->ran, q->ms, q->late_ms, q->count, q->dropped, q->copied);
     if (q->refresh > 0)
         fprintf(f, "%ld", q->refresh);
     else

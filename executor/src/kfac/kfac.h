@@ -25,6 +25,7 @@
 #include "tf/schedule.h"
 #include "tfx/kfac.h"
 #include "tfx/model.h"
+#include "tfx/transport.h"
 
 typedef struct tfx_kfac tfx_kfac;
 
@@ -34,8 +35,8 @@ typedef enum { TFX_KFAC_A = 0, TFX_KFAC_G = 1 } tfx_kfac_factor;
  * backend is set (the others belong to another process), stage st run by
  * rank stage_rank[st] of `ranks`.  The stages must outlive k.  Opens
  * c->log_path for writing when set.  Returns 0 with *out (free with
- * tfx_kfac_destroy), TF_EINVAL naming --kfac-decay or --kfac-queue and the
- * value, TF_EIO naming --kfac-log and the path, or TF_ENOMEM. */
+ * tfx_kfac_destroy), TF_EINVAL naming --kfac-decay, --kfac-sample or
+ * --kfac-queue and the value, TF_EIO naming --kfac-log and the path, or TF_ENOMEM. */
 int tfx_kfac_create(const tfx_kfac_config *c, tfx_stage *stages, int n_stages,
                     const int *stage_rank, int ranks, tfx_kfac **out, tf_error *err);
 
@@ -67,6 +68,15 @@ void tfx_kfac_after(tfx_kfac *k, int rank, tf_action_type type, int stage, int m
  * when a chunk ran, 0 when nothing is pending, or the backend's error. */
 int tfx_kfac_run_one(tfx_kfac *k, int rank, tf_error *err);
 
+/* A receive of `rank` from (from, tag) on tr: until tr's ready says the
+ * message is there, runs chunks (tfx_kfac_run_one); returns when it is there
+ * or nothing is pending.  The message may have arrived during the last
+ * chunk: that chunk's time counts into the step's `late_ms`, a bound on
+ * what the work added to the rank's path.  Returns 0 or the backend's
+ * error. */
+int tfx_kfac_fill_wait(tfx_kfac *k, int rank, const tfx_transport *tr, int from, long tag,
+                       tf_error *err);
+
 /* Testing: runs every pending item of `rank`.  Returns 0 or an error. */
 int tfx_kfac_drain(tfx_kfac *k, int rank, tf_error *err);
 
@@ -82,7 +92,8 @@ int tfx_kfac_read(const tfx_kfac *k, int stage, int layer, tfx_kfac_factor f, fl
 /* Writes the figures of the training step just run, one JSON line for each
  * rank in [first_rank, first_rank + n_ranks): step, items run and their
  * ms, pending and dropped items, items whose input was copied out before
- * an action overwrote it (work on the step's path), the refresh interval (steps from the
+ * an action overwrote it (work on the step's path), late_ms
+ * (tfx_kfac_fill_wait), the refresh interval (steps from the
  * step that queued the set completed last to this one, counting both;
  * null when none completed) and the spans in ms from the step start.
  * Returns 0 or TF_EIO naming --kfac-log.  No-op without a log. */

@@ -203,6 +203,10 @@ static int create_kfac(tfx_pipeline *p, tf_error *err)
     if (p->processes > 1)
         return tf_fail(err, TF_EINVAL, "--kfac-stats: not in a launched run (%d processes)",
                        p->processes);
+    if (!p->transport.ops->ready) /* its waits could not be used */
+        return tf_fail(err, TF_EINVAL,
+                       "--kfac-stats: the %s transport cannot say whether a message is there",
+                       p->transport.ops->name);
     return tfx_kfac_create(&p->opts.kfac, p->stages, s->stages, s->stage_rank, s->ranks,
                            &p->kfac, err);
 }

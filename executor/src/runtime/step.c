@@ -61,10 +61,7 @@ static int recv_message(tfx_rank_job *job, int from, long tag, void *buf, size_t
 {
     tfx_pipeline *p = job->p;
     const tfx_transport tr = p->transport;
-    int rc = 0;
-    while (p->kfac && tr.ops->ready && !tr.ops->ready(tr.ctx, job->rank, from, tag) &&
-           (rc = tfx_kfac_run_one(p->kfac, job->rank, &job->err)) > 0)
-        continue;
+    int rc = p->kfac ? tfx_kfac_fill_wait(p->kfac, job->rank, &tr, from, tag, &job->err) : 0;
     return rc < 0 ? rc : tr.ops->recv(tr.ctx, job->rank, from, tag, buf, bytes, &job->err);
 }
 

@@ -32,11 +32,12 @@ typedef struct batch {
     int32_t tokens[M * N], targets[M * N];
 } batch;
 
-static void make_batch(batch *b, uint64_t seed)
+/* Bytes that differ between seeds and between microbatches. */
+static void make_batch(batch *b, int seed)
 {
     for (int i = 0; i < M * N; i++) {
-        b->tokens[i] = (int32_t)(test_random(&seed) * 256);
-        b->targets[i] = (int32_t)(test_random(&seed) * 256);
+        b->tokens[i] = (int32_t)((i * 131 + seed * 17) % 256);
+        b->targets[i] = (int32_t)((i * 71 + seed * 29 + 5) % 256);
     }
 }
 

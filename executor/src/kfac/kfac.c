@@ -16,7 +16,8 @@
  * between chunks: a message that arrives mid-item then waits for one chunk,
  * not for the whole item (a 768 x 768 G over 512 rows is 600 MFLOP). */
 #define CHUNK_FLOPS 16e6
-/* Chunks closer than this (ms) are one span of the log. */
+/* Chunks closer than this (ms) are one span of the log (which then
+ * includes the gap). */
 #define SPAN_JOIN_MS 0.05
 
 enum { L_QKV, L_PROJ, L_FC1, L_FC2, L_HEAD, LAYERS_PER_BLOCK = 4 };
@@ -57,7 +58,7 @@ typedef struct rank_queue {
     double t0;
     long queued;              /* items queued in this step */
     /* Figures since the last training step's log line. */
-    long ran, dropped, copied, spans_cut;
+    long ran, chunks, dropped, copied, spans_cut;
     double ms;
     double late_ms;           /* chunks during which an awaited message arrived */
     double last_chunk_ms;
@@ -415,6 +416,9 @@ static void record_span(rank_queue *q, double start, double end)
 {
     const double a = (start - q->t0) * 1e3, b = (end - q->t0) * 1e3;
     q->ms += b - a;
+    q->chunks++;
+    if (!q->training) /* an evaluation's spans are not on the training step's clock */
+        return;
     if (q->n_spans > 0 && a - q->spans[q->n_spans - 1][1] < SPAN_JOIN_MS) {
         q->spans[q->n_spans - 1][1] = b;
         return;
@@ -483,10 +487,6 @@ void tfx_kfac_step_begin(tfx_kfac *k, int rank, double t0, int training)
         return;
     q->step++;
     q->queued = 0;
-    q->ran = q->dropped = q->copied = q->spans_cut = 0;
-    q->ms = q->late_ms = 0.0;
-    q->n_spans = 0;
-    q->refresh = 0;
 }
 
 void tfx_kfac_step_end(tfx_kfac *k, int rank)
@@ -526,9 +526,10 @@ int tfx_kfac_read(const tfx_kfac *k, int stage, int layer_index, tfx_kfac_factor
 
 static void log_rank(FILE *f, const rank_queue *q, int rank)
 {
-    fprintf(f, "{\"step\":%ld,\"rank\":%d,\"aux_items\":%ld,\"aux_ms\":%.4f,\"late_ms\":%.4f,"
-               "\"pending\":%d,\"dropped\":%ld,\"copied\":%ld,\"refresh_steps\":",
-            q->step, rank, q->ran, q->ms, q->late_ms, q->count, q->dropped, q->copied);
+    fprintf(f, "{\"step\":%ld,\"rank\":%d,\"aux_items\":%ld,\"aux_chunks\":%ld,"
+               "\"aux_ms\":%.4f,\"late_ms\":%.4f,\"pending\":%d,\"dropped\":%ld,"
+               "\"copied\":%ld,\"refresh_steps\":",
+            q->step, rank, q->ran, q->chunks, q->ms, q->late_ms, q->count, q->dropped, q->copied);
     if (q->refresh > 0)
         fprintf(f, "%ld", q->refresh);
     else
@@ -539,13 +540,21 @@ static void log_rank(FILE *f, const rank_queue *q, int rank)
     fputs("]}\n", f);
 }
 
-int tfx_kfac_log_step(tfx_kfac *k, int first_rank, int n_ranks, tf_error *err)
+static void figures_reset(rank_queue *q)
 {
-    if (!k->log)
-        return 0;
-    for (int r = first_rank; r < first_rank + n_ranks; r++)
+    q->ran = q->chunks = q->dropped = q->copied = q->spans_cut = 0;
+    q->ms = q->late_ms = 0.0;
+    q->n_spans = 0;
+    q->refresh = 0;
+}
+
+int tfx_kfac_step_report(tfx_kfac *k, int first_rank, int n_ranks, tf_error *err)
+{
+    for (int r = first_rank; k->log && r < first_rank + n_ranks; r++)
         log_rank(k->log, &k->queues[r], r);
-    if (fflush(k->log) != 0 || ferror(k->log))
+    for (int r = first_rank; r < first_rank + n_ranks; r++)
+        figures_reset(&k->queues[r]);
+    if (k->log && (fflush(k->log) != 0 || ferror(k->log)))
         return tf_fail(err, TF_EIO, "--kfac-log %s: %s", k->log_path, strerror(errno));
     return 0;
 }

@@ -41,12 +41,12 @@ int tfx_kfac_create(const tfx_kfac_config *c, tfx_stage *stages, int n_stages,
                     const int *stage_rank, int ranks, tfx_kfac **out, tf_error *err);
 
 /* Frees everything, pending items included (accepts NULL).  Does not
- * report a log write error: tfx_kfac_log_step does. */
+ * report a log write error: tfx_kfac_step_report does. */
 void tfx_kfac_destroy(tfx_kfac *k);
 
 /* A step of `rank` starts at t0 (tf_now_seconds); training 0 (an
  * evaluation) queues nothing and does not count as a step: what runs in
- * its waits goes into the next training step's figures. */
+ * its waits goes into the next report's figures (tfx_kfac_step_report). */
 void tfx_kfac_step_begin(tfx_kfac *k, int rank, double t0, int training);
 
 /* The rank's last action of the step is done: leftovers stay queued. */
@@ -89,14 +89,16 @@ int tfx_kfac_layers(const tfx_kfac *k, int stage);
 int tfx_kfac_read(const tfx_kfac *k, int stage, int layer, tfx_kfac_factor f, float *host,
                   int *dim, long *updates, tf_error *err);
 
-/* Writes the figures of the training step just run, one JSON line for each
- * rank in [first_rank, first_rank + n_ranks): step, items run and their
+/* After a training step: writes the figures gathered since the last
+ * report (the step, and evaluations since the previous one), one JSON line
+ * for each rank in [first_rank, first_rank + n_ranks), and starts new ones: step, items run and their
  * ms, pending and dropped items, items whose input was copied out before
  * an action overwrote it (work on the step's path), late_ms
  * (tfx_kfac_fill_wait), the refresh interval (steps from the
  * step that queued the set completed last to this one, counting both;
- * null when none completed) and the spans in ms from the step start.
- * Returns 0 or TF_EIO naming --kfac-log.  No-op without a log. */
-int tfx_kfac_log_step(tfx_kfac *k, int first_rank, int n_ranks, tf_error *err);
+ * null when none completed) and the spans in ms from the step start (the
+ * training step's only).  Returns 0 or TF_EIO naming --kfac-log; without
+ * a log it only starts new figures. */
+int tfx_kfac_step_report(tfx_kfac *k, int first_rank, int n_ranks, tf_error *err);
 
 #endif

@@ -78,12 +78,12 @@ static int receive_input(tfx_rank_job *job, int index)
     const int m = a->microbatch;
     if (a->type == TF_ACT_F && a->stage > 0)
         return recv_message(job, s->stage_rank[a->stage - 1],
-                            message_tag(p, MSG_ACTIVATION, a->stage, m), tfx_stage_input(st, m),
-                            bytes);
+                            message_tag(p, MSG_ACTIVATION, a->stage, m),
+                            tfx_stage_input(st, m), bytes);
     if ((a->type == TF_ACT_B || a->type == TF_ACT_I) && a->stage < s->stages - 1)
         return recv_message(job, s->stage_rank[a->stage + 1],
-                            message_tag(p, MSG_GRADIENT, a->stage, m), tfx_stage_grad_in(st, m),
-                            bytes);
+                            message_tag(p, MSG_GRADIENT, a->stage, m),
+                            tfx_stage_grad_in(st, m), bytes);
     return 0;
 }
 
@@ -443,7 +443,7 @@ int tfx_step_single(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *
                          "pipeline: %d messages were sent but never received", dropped);
     }
     if (rc == 0 && p->kfac && !in->forward_only)
-        rc = tfx_kfac_log_step(p->kfac, p->first_local, p->n_local, err);
+        rc = tfx_kfac_step_report(p->kfac, p->first_local, p->n_local, err);
     if (rc == 0 && in->apply_optimizer)
         rc = tfx_step_optimizer(&sr, res, err);
     if (rc == 0) {

@@ -68,7 +68,7 @@ typedef struct rank_queue {
 } rank_queue;
 
 struct tfx_kfac {
-    double decay, sample;
+    double decay;
     stage_stats *stages;
     int n_stages, ranks;
     const int *stage_rank;    /* borrowed from the schedule */
@@ -209,7 +209,6 @@ int tfx_kfac_create(const tfx_kfac_config *c, tfx_stage *stages, int n_stages,
     TFX_TRY(check_config(c, err));
     TFX_CALLOC(k, 1);
     k->decay = c->decay;
-    k->sample = c->sample;
     k->n_stages = n_stages;
     k->ranks = ranks;
     k->stage_rank = stage_rank;
@@ -294,11 +293,15 @@ static void drop_oldest(tfx_kfac *k, rank_queue *q)
 
 static void push(tfx_kfac *k, rank_queue *q, const item *it)
 {
+    q->queued++;
+    if (q->count == q->cap && q->count == 1 && q->ring[q->head].row > 0) {
+        q->dropped++; /* a queue of one, half way through its item: the new one goes */
+        return;
+    }
     if (q->count == q->cap)
         drop_oldest(k, q);
     q->ring[(q->head + q->count) % q->cap] = *it;
     q->count++;
-    q->queued++;
 }
 
 void tfx_kfac_after(tfx_kfac *k, int rank, tf_action_type type, int stage, int mb)

@@ -36,6 +36,14 @@ typedef struct stage_stats {
     layer *layers;
     int rows;                 /* a microbatch's rows (tokens) the factors use: the first */
     float *ones;              /* `rows` ones: the bias column of A */
+    /* Buffers of copies no longer needed, kept for the next copy of the
+     * same size: allocating on the step's path costs more than the copy
+     * (fresh pages on the CPU, a synchronising cudaMalloc on a GPU). */
+    struct spare {
+        float *buf;
+        size_t bytes;
+    } *spares;
+    int n_spares, cap_spares;
 } stage_stats;
 
 typedef struct item {
@@ -44,6 +52,7 @@ typedef struct item {
     int in_grad_slot;         /* reads the gradient slot, else the activation slot */
     const float *src;         /* N x cols */
     float *copy;              /* owned: src moved here before the slot was overwritten */
+    size_t bytes;             /* of copy */
     int cols;
     int row;                  /* factor rows done (it runs in chunks of rows) */
     long origin;              /* training step that queued it */
@@ -135,6 +144,9 @@ static void stage_stats_free(stage_stats *ss)
     if (!ss->st)
         return;
     const tfx_backend be = ss->st->be;
+    for (int i = 0; i < ss->n_spares; i++)
+        be.ops->free(be.ctx, ss->spares[i].buf);
+    free(ss->spares);
     for (int i = 0; ss->layers && i < ss->n_layers; i++) {
         be.ops->free(be.ctx, ss->layers[i].factor[0]);
         be.ops->free(be.ctx, ss->layers[i].factor[1]);
@@ -230,13 +242,42 @@ fail:
     return rc;
 }
 
+/* A buffer of `bytes` for a copy: a spare one of that size, or a new one.
+ * Returns 0 or TF_ENOMEM. */
+static int copy_buffer(stage_stats *ss, size_t bytes, float **out, tf_error *err)
+{
+    int rc = 0;
+    for (int i = ss->n_spares - 1; i >= 0; i--)
+        if (ss->spares[i].bytes == bytes) {
+            *out = ss->spares[i].buf;
+            ss->spares[i] = ss->spares[--ss->n_spares];
+            return 0;
+        }
+    TFX_DEV_ALLOC(ss->st->be, *out, bytes);
+fail:
+    return rc;
+}
+
+/* Gives an item's copy back to its stage's spares (freed when they
+ * cannot grow). */
 static void item_release(tfx_kfac *k, item *it)
 {
-    if (it->copy) {
-        const tfx_backend be = k->stages[it->stage].st->be;
-        be.ops->free(be.ctx, it->copy);
-        it->copy = NULL;
+    stage_stats *ss = &k->stages[it->stage];
+    if (!it->copy)
+        return;
+    if (ss->n_spares == ss->cap_spares) {
+        int cap = ss->cap_spares ? 2 * ss->cap_spares : 16;
+        struct spare *grown = realloc(ss->spares, (size_t)cap * sizeof *grown);
+        if (grown) {
+            ss->spares = grown;
+            ss->cap_spares = cap;
+        }
     }
+    if (ss->n_spares < ss->cap_spares)
+        ss->spares[ss->n_spares++] = (struct spare){it->copy, it->bytes};
+    else
+        ss->st->be.ops->free(ss->st->be.ctx, it->copy);
+    it->copy = NULL;
 }
 
 void tfx_kfac_destroy(tfx_kfac *k)
@@ -335,7 +376,7 @@ int tfx_kfac_before(tfx_kfac *k, int rank, tf_action_type type, int stage, int m
                     tf_error *err)
 {
     rank_queue *q = &k->queues[rank];
-    const stage_stats *ss = &k->stages[stage];
+    stage_stats *ss = &k->stages[stage];
     const tfx_stage *st = ss->st;
     int rc = 0;
     for (int i = 0; i < q->count; i++) {
@@ -343,7 +384,8 @@ int tfx_kfac_before(tfx_kfac *k, int rank, tf_action_type type, int stage, int m
         if (!overwrites(st, it, type, stage, mb))
             continue;
         const size_t bytes = (size_t)ss->rows * it->cols * sizeof(float);
-        TFX_DEV_ALLOC(st->be, it->copy, bytes);
+        TFX_TRY(copy_buffer(ss, bytes, &it->copy, err));
+        it->bytes = bytes;
         st->be.ops->copy(st->be.ctx, it->copy, it->src, bytes);
         it->src = it->copy;
         q->copied++;

@@ -193,6 +193,24 @@ static const tf_cli_option options[] = {
      .help = "save here, and resume from here"},
     {"checkpoint-every", 0, TF_CLI_INT, AT(checkpoint_every), 0, INT_MAX, .arg = "N",
      .help = "steps between saves (default 10; the last step always)"},
+    SECTION("k-fac statistics",
+            "With --kfac-stats each rank computes the K-FAC factors of its stages' Linear "
+            "layers (A = x^T x, G = dY^T dY, running averages) in the time it waits for "
+            "messages; what its waits cannot absorb waits for later steps."),
+    {"kfac-stats", 0, TF_CLI_FLAG, AT(kfac.enabled),
+     .help = "compute the statistics in the ranks' waits (off by default)"},
+    {"kfac-decay", 0, TF_CLI_NUMBER, AT(kfac.decay), 0, 0.9999, .needs = "kfac-stats",
+     .arg = "D", .help = "weight of the old value in the running averages (default 0.95)"},
+    {"kfac-sample", 0, TF_CLI_RATIO, AT(kfac.sample), .flags = TF_CLI_ABOVE_MIN,
+     .needs = "kfac-stats", .arg = "R",
+     .help = "the factors use the first R of each microbatch's tokens (default 1)"},
+    {"kfac-queue", 0, TF_CLI_INT, AT(kfac.queue), 1, 10000000, .needs = "kfac-stats",
+     .arg = "N",
+     .help = "items a rank keeps pending at most, the oldest dropped beyond (default: "
+             "four steps' items)"},
+    {"kfac-log", 0, TF_CLI_PATH, AT(kfac.log_path), .needs = "kfac-stats", .arg = "FILE",
+     .help = "JSON lines, one per rank and step: items run, their ms, pending, dropped, "
+             "refresh interval, spans"},
     SECTION("output", NULL),
     {"log", 0, TF_CLI_PATH, AT(log_path), .arg = "FILE", .help = "JSON lines, one per step"},
     {"progress", 0, TF_CLI_CHOICE, AT(progress), .choices = progress_choices,

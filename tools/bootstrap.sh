@@ -80,7 +80,7 @@ case "${1:-}" in
       CC=clang cmake -S . -B build-tsan -DTF_TSAN=ON > /dev/null
       cmake --build build-tsan -j "$jobs" > /dev/null
       (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
-        ctest --output-on-failure -R 'test_exec_(pipeline|socket|mailbox|measure)')
+        ctest --output-on-failure -R 'test_exec_(pipeline|socket|mailbox|measure|kfac)')
     else
       echo "clang is not installed: the fuzz targets and ThreadSanitizer are skipped"
     fi

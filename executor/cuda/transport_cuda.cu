@@ -235,6 +235,11 @@ static void cuda_transport_destroy(void *ctx)
     free(t);
 }
 
+static int cuda_ready(void *ctx, int to, int from, long tag)
+{
+    return tfx_mailbox_ready(&((cuda_transport *)ctx)->mb, to, from, tag);
+}
+
 static tfx_transport_ops make_cuda_transport_ops(void)
 {
     tfx_transport_ops o;
@@ -242,6 +247,7 @@ static tfx_transport_ops make_cuda_transport_ops(void)
     o.name = "cuda";
     o.send = cuda_send;
     o.recv = cuda_recv;
+    o.ready = cuda_ready;
     o.abort = cuda_abort;
     o.reset = cuda_reset;
     o.destroy = cuda_transport_destroy;

@@ -653,6 +653,11 @@ static void nccl_transport_destroy(void *ctx)
     free(t);
 }
 
+static int nccl_ready(void *ctx, int to, int from, long tag)
+{
+    return tfx_mailbox_ready(&((nccl_transport *)ctx)->mb, to, from, tag);
+}
+
 static tfx_transport_ops make_nccl_ops(void)
 {
     tfx_transport_ops o;
@@ -660,6 +665,7 @@ static tfx_transport_ops make_nccl_ops(void)
     o.name = "nccl";
     o.send = nccl_send;
     o.recv = nccl_recv;
+    o.ready = nccl_ready;
     o.abort = nccl_abort;
     o.reset = nccl_reset;
     o.destroy = nccl_transport_destroy;

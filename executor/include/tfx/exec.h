@@ -40,6 +40,7 @@
 #include "tf/error.h"
 #include "tf/objective.h"
 #include "tfx/freeze_select.h"
+#include "tfx/kfac.h"
 #include "tfx/launch.h"
 #include "tfx/model.h"
 
@@ -91,6 +92,7 @@ typedef struct tfx_exec_options {
     tfx_select_method select;
     tfx_model_config model;
     tfx_adamw_config adamw;
+    tfx_kfac_config kfac;       /* K-FAC statistics in the ranks' waits (off by default) */
     double max_freeze_ratio;    /* written into the profile (default 0.9) */
     int profile_warmup;         /* default 3 */
     int profile_steps;          /* default 5 of each kind */

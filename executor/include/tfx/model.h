@@ -286,6 +286,10 @@ float *tfx_stage_input(tfx_stage *s, int mb);
 const float *tfx_stage_output(const tfx_stage *s, int mb);
 float *tfx_stage_grad_in(tfx_stage *s, int mb);
 const float *tfx_stage_grad_out(const tfx_stage *s, int mb);
+
+/* The gradient buffers microbatch mb's backward works in: its own slot on a
+ * split stage, else the stage's one work slot (shared by all). */
+const tfx_gradient_slot *tfx_stage_gradient_slot(const tfx_stage *s, int mb);
 size_t tfx_stage_boundary_bytes(const tfx_stage *s);
 
 /* Forward of microbatch mb.  host_tokens (stage 0) and host_targets (last

@@ -41,6 +41,7 @@
 #include "tf/error.h"
 #include "tf/schedule.h"
 #include "tfx/backend.h"
+#include "tfx/kfac.h"
 #include "tfx/model.h"
 #include "tfx/transport.h"
 
@@ -71,6 +72,8 @@ typedef struct tfx_pipeline_options {
     double timeout_s;           /* receives, sends and the set-up fail after this long
                                    (<= 0: $TFX_TIMEOUT for the socket transport,
                                    $TFX_NCCL_TIMEOUT for NCCL; else 600 s) */
+    tfx_kfac_config kfac;       /* K-FAC statistics in the ranks' waits (off by default;
+                                   one process only) */
 } tfx_pipeline_options;
 
 /* Defaults: cpu backend, seed 1, default AdamW, no injected failure, one

@@ -31,6 +31,10 @@ typedef struct tfx_transport_ops {
      * TF_ERUNTIME when aborted. */
     int (*recv)(void *ctx, int to, int from, long tag, void *buf, size_t bytes,
                 tf_error *err);
+    /* Whether recv(to, from, tag) would return at once: 1 when the message
+     * is there or the transport was aborted, 0 otherwise.  Lets a rank use
+     * a wait for other work.  May be NULL (the transport cannot tell). */
+    int (*ready)(void *ctx, int to, int from, long tag);
     /* Marks the transport failed because `rank` failed with `msg`; the first
      * abort wins and is what later calls report.  Safe from any thread. */
     void (*abort)(void *ctx, int rank, const char *msg);

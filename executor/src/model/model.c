@@ -880,7 +880,7 @@ void tfx_stage_destroy(tfx_stage *s)
 
 static tfx_gradient_slot *gslot_of(tfx_stage *s, int mb)
 {
-    return s->n_grad_slots ? &s->gslot[mb] : &s->work;
+    return (tfx_gradient_slot *)tfx_stage_gradient_slot(s, mb);
 }
 
 float *tfx_stage_input(tfx_stage *s, int mb)
@@ -898,9 +898,14 @@ float *tfx_stage_grad_in(tfx_stage *s, int mb)
     return gslot_of(s, mb)->gs[s->n_blocks];
 }
 
+const tfx_gradient_slot *tfx_stage_gradient_slot(const tfx_stage *s, int mb)
+{
+    return s->n_grad_slots ? &s->gslot[mb] : &s->work;
+}
+
 const float *tfx_stage_grad_out(const tfx_stage *s, int mb)
 {
-    return (s->n_grad_slots ? &s->gslot[mb] : &s->work)->gs[0];
+    return tfx_stage_gradient_slot(s, mb)->gs[0];
 }
 
 size_t tfx_stage_boundary_bytes(const tfx_stage *s)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "kfac/kfac.h"
 #include "runtime_internal.h"
 #include "tf/dag.h"
 #include "tfx/registry.h"
@@ -23,6 +24,7 @@ void tfx_pipeline_options_default(tfx_pipeline_options *o)
     o->fail_action = -1;
     o->processes = 1;
     o->local_rank = -1;
+    tfx_kfac_config_default(&o->kfac);
 }
 
 int tfx_pipeline_has_stage(const tfx_pipeline *p, int stage)
@@ -196,6 +198,23 @@ static int create_stages(tfx_pipeline *p, tf_error *err)
     return 0;
 }
 
+/* The K-FAC statistics of the stages, when asked for. */
+static int create_kfac(tfx_pipeline *p, tf_error *err)
+{
+    const tf_schedule *s = &p->schedule;
+    if (!p->opts.kfac.enabled)
+        return 0;
+    if (p->processes > 1)
+        return tf_fail(err, TF_EINVAL, "--kfac-stats: not in a launched run (%d processes)",
+                       p->processes);
+    if (!p->transport.ops->ready) /* its waits could not be used */
+        return tf_fail(err, TF_EINVAL,
+                       "--kfac-stats: the %s transport cannot say whether a message is there",
+                       p->transport.ops->name);
+    return tfx_kfac_create(&p->opts.kfac, p->stages, s->stages, s->stage_rank, s->ranks,
+                           &p->kfac, err);
+}
+
 int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
                         const tfx_pipeline_options *o, tfx_pipeline **out, tf_error *err)
 {
@@ -236,6 +255,7 @@ int tfx_pipeline_create(const tf_schedule *s, const tfx_model_config *c,
     atomic_store(&p->data_ready, 1);
     TFX_CALLOC(p->stages, s->stages);
     TFX_TRY(create_stages(p, err));
+    TFX_TRY(create_kfac(p, err));
     *out = p;
     return 0;
 fail:
@@ -250,6 +270,7 @@ void tfx_pipeline_destroy(tfx_pipeline *p)
 {
     if (!p)
         return;
+    tfx_kfac_destroy(p->kfac); /* its copies live in the stages' backends */
     for (int st = 0; p->stages && st < p->schedule.stages; st++)
         tfx_stage_destroy(&p->stages[st]);
     free(p->stages);

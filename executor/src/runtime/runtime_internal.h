@@ -43,6 +43,7 @@ struct tfx_pipeline {
     tfx_transport control;    /* launched: socket transport between processes */
     int control_shared;       /* control is also the data transport (registry.h) */
     atomic_int data_ready;    /* transport is set (for the remote-abort hook) */
+    struct tfx_kfac *kfac;    /* K-FAC statistics in the waits (kfac/kfac.h); NULL: off */
     int broken;               /* launched: a step failed; later steps repeat it */
     tf_error broken_err;
 };

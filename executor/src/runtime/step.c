@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "kfac/kfac.h"
 #include "runtime_internal.h"
 #include "tf/util.h"
 
@@ -52,6 +53,18 @@ static int compute_end(tfx_rank_job *job, double *ms, tf_error *err)
     return rc;
 }
 
+/* Receives message (from, tag) of the rank into buf.  With K-FAC
+ * statistics on, a wait is idle time: until the message is there the rank
+ * runs its pending statistics items (kfac/kfac.h), then blocks as before
+ * when none is left.  Returns 0 or an error in job->err. */
+static int recv_message(tfx_rank_job *job, int from, long tag, void *buf, size_t bytes)
+{
+    tfx_pipeline *p = job->p;
+    const tfx_transport tr = p->transport;
+    int rc = p->kfac ? tfx_kfac_fill_wait(p->kfac, job->rank, &tr, from, tag, &job->err) : 0;
+    return rc < 0 ? rc : tr.ops->recv(tr.ctx, job->rank, from, tag, buf, bytes, &job->err);
+}
+
 /* Receives what action `index` waits for from another stage: F the
  * activation of the stage before, B and I the gradient of the stage after;
  * W nothing.  Returns 0 or an error in job->err. */
@@ -61,17 +74,16 @@ static int receive_input(tfx_rank_job *job, int index)
     const tf_schedule *s = &p->schedule;
     const tf_action *a = &s->actions[index];
     tfx_stage *st = &p->stages[a->stage];
-    const tfx_transport tr = p->transport;
     const size_t bytes = tfx_stage_boundary_bytes(st);
     const int m = a->microbatch;
     if (a->type == TF_ACT_F && a->stage > 0)
-        return tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage - 1],
-                            message_tag(p, MSG_ACTIVATION, a->stage, m), tfx_stage_input(st, m),
-                            bytes, &job->err);
+        return recv_message(job, s->stage_rank[a->stage - 1],
+                            message_tag(p, MSG_ACTIVATION, a->stage, m),
+                            tfx_stage_input(st, m), bytes);
     if ((a->type == TF_ACT_B || a->type == TF_ACT_I) && a->stage < s->stages - 1)
-        return tr.ops->recv(tr.ctx, job->rank, s->stage_rank[a->stage + 1],
-                            message_tag(p, MSG_GRADIENT, a->stage, m), tfx_stage_grad_in(st, m),
-                            bytes, &job->err);
+        return recv_message(job, s->stage_rank[a->stage + 1],
+                            message_tag(p, MSG_GRADIENT, a->stage, m),
+                            tfx_stage_grad_in(st, m), bytes);
     return 0;
 }
 
@@ -221,6 +233,28 @@ static void release_buffers(tfx_rank_job *job, int index)
         p->action_bytes[index] = (double)st->held_bytes - p->action_bytes[index];
 }
 
+/* K-FAC statistics: before action `index` receives, what it overwrites is
+ * saved for the pending items that read it.  Returns 0 or an error. */
+static int aux_before(tfx_rank_job *job, int index)
+{
+    const tf_action *a = &job->p->schedule.actions[index];
+    if (!job->p->kfac)
+        return 0;
+    return tfx_kfac_before(job->p->kfac, job->rank, a->type, a->stage, a->microbatch,
+                           &job->err);
+}
+
+/* ... and after its compute, before its buffers are released, the items it
+ * feeds are queued.  Returns 0 or an error. */
+static int aux_after(tfx_rank_job *job, int index)
+{
+    const tf_action *a = &job->p->schedule.actions[index];
+    if (!job->p->kfac)
+        return 0;
+    return tfx_kfac_after(job->p->kfac, job->rank, a->type, a->stage, a->microbatch,
+                          &job->err);
+}
+
 /* Runs one action of rank job->rank: its buffers held, its input in, its
  * compute, its output out, its buffers released.  Returns 0 or an error in
  * job->err. */
@@ -229,9 +263,13 @@ static int run_action(tfx_rank_job *job, int index)
     const double t_enter = tf_now_seconds();
     int rc = hold_buffers(job, index);
     if (rc == 0)
+        rc = aux_before(job, index);
+    if (rc == 0)
         rc = receive_input(job, index);
     if (rc == 0)
         rc = compute(job, index, t_enter);
+    if (rc == 0)
+        rc = aux_after(job, index);
     if (rc == 0)
         rc = send_output(job, index);
     if (rc == 0)
@@ -252,14 +290,24 @@ static int run_pair(tfx_rank_job *job, int index)
     if (rc == 0)
         rc = hold_buffers(job, index + 1);
     if (rc == 0)
+        rc = aux_before(job, index);
+    if (rc == 0)
+        rc = aux_before(job, index + 1);
+    if (rc == 0)
         rc = receive_input(job, index);
     if (rc == 0)
         rc = receive_input(job, index + 1);
     if (rc == 0)
         rc = compute(job, index, t_enter);
+    /* The forward's items are queued before the backward can recompute
+     * into buffers the forward's point at. */
+    if (rc == 0)
+        rc = aux_after(job, index);
     /* The backward's input is in by now: it waited on nothing of its own. */
     if (rc == 0)
         rc = compute(job, index + 1, tf_now_seconds());
+    if (rc == 0)
+        rc = aux_after(job, index + 1);
     if (rc == 0)
         rc = send_output(job, index);
     if (rc == 0)
@@ -308,6 +356,8 @@ static void *rank_actions_thread(void *arg)
     const tf_schedule *s = &p->schedule;
     const int forward_only = job->in->forward_only;
     char name[32];
+    if (p->kfac)
+        tfx_kfac_step_begin(p->kfac, job->rank, job->t0, !forward_only);
     for (int st = 0; st < s->stages && !forward_only; st++)
         if (s->stage_rank[st] == job->rank)
             tfx_stage_zero_grads(&p->stages[st]);
@@ -338,6 +388,8 @@ static void *rank_actions_thread(void *arg)
             return NULL;
         }
     }
+    if (p->kfac) /* what is left stays queued: running it now would lengthen the step */
+        tfx_kfac_step_end(p->kfac, job->rank);
     for (int st = 0; st < s->stages && job->in->rescale_frozen; st++)
         if (s->stage_rank[st] == job->rank)
             rescale_frozen(p, job->in, &p->stages[st]);
@@ -490,6 +542,8 @@ int tfx_step_single(tfx_pipeline *p, const tfx_step_input *in, tfx_step_result *
             rc = tf_fail(err, TF_ERUNTIME,
                          "pipeline: %d messages were sent but never received", dropped);
     }
+    if (rc == 0 && p->kfac && !in->forward_only)
+        rc = tfx_kfac_step_report(p->kfac, p->first_local, p->n_local, err);
     if (rc == 0 && in->apply_optimizer)
         rc = tfx_step_optimizer(&sr, res, err);
     if (rc == 0) {

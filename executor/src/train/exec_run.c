@@ -27,6 +27,7 @@ void tfx_exec_options_default(tfx_exec_options *o)
     o->select = TFX_SELECT_RANDOM;
     tfx_model_config_default(&o->model);
     tfx_adamw_config_default(&o->adamw);
+    tfx_kfac_config_default(&o->kfac);
     o->max_freeze_ratio = 0.9;
     o->profile_warmup = 3;
     o->profile_steps = 5;
@@ -179,6 +180,7 @@ static int create_pipeline(tfx_exec_run *r, tf_error *err)
     po.tf32 = o->tf32;
     po.seed = o->seed;
     po.adamw = o->adamw;
+    po.kfac = o->kfac;
     po.fail_rank = o->fail_rank;
     po.fail_action = o->fail_action;
     /* Always able to: a profile measures recomputation, and the static bytes

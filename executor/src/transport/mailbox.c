@@ -144,12 +144,17 @@ void tfx_mailbox_discard(tfx_mailbox *mb, tfx_mail *m)
     pthread_mutex_unlock(&mb->lock);
 }
 
+static int matches(const tfx_mail *m, int to, int from, long tag)
+{
+    return m->to == to && m->from == from && m->tag == tag;
+}
+
 /* Unlinks and returns the oldest message (from -> to, tag), or NULL. */
 static tfx_mail *unlink_match(tfx_mailbox *mb, int to, int from, long tag)
 {
     tfx_mail *prev = NULL;
     for (tfx_mail *m = mb->head; m; prev = m, m = m->next) {
-        if (m->to != to || m->from != from || m->tag != tag)
+        if (!matches(m, to, from, tag))
             continue;
         if (prev)
             prev->next = m->next;
@@ -161,6 +166,16 @@ static tfx_mail *unlink_match(tfx_mailbox *mb, int to, int from, long tag)
         return m;
     }
     return NULL;
+}
+
+int tfx_mailbox_ready(tfx_mailbox *mb, int to, int from, long tag)
+{
+    pthread_mutex_lock(&mb->lock);
+    int ready = mb->aborted;
+    for (const tfx_mail *m = mb->head; m && !ready; m = m->next)
+        ready = matches(m, to, from, tag);
+    pthread_mutex_unlock(&mb->lock);
+    return ready;
 }
 
 int tfx_mailbox_take(tfx_mailbox *mb, int to, int from, long tag, const tfx_mailbox_wait *w,

@@ -127,6 +127,10 @@ int tfx_mailbox_take(tfx_mailbox *mb, int to, int from, long tag, const tfx_mail
 int tfx_mailbox_take_copy(tfx_mailbox *mb, int to, int from, long tag,
                           const tfx_mailbox_wait *w, void *buf, size_t bytes, tf_error *err);
 
+/* Whether tfx_mailbox_take(to, from, tag) would return at once: 1 when the
+ * message is there or the mailbox is aborted, 0 otherwise.  Takes nothing. */
+int tfx_mailbox_ready(tfx_mailbox *mb, int to, int from, long tag);
+
 /* Marks the transport failed because `rank` failed with msg (NULL: "(no
  * message)") and wakes every waiting receive.  The first abort wins: returns
  * 1 when this call aborted, 0 when the mailbox already was aborted. */

@@ -32,6 +32,11 @@ static int local_recv(void *ctx, int to, int from, long tag, void *buf, size_t b
     return tfx_mailbox_take_copy(&((local_ctx *)ctx)->mb, to, from, tag, NULL, buf, bytes, err);
 }
 
+static int local_ready(void *ctx, int to, int from, long tag)
+{
+    return tfx_mailbox_ready(&((local_ctx *)ctx)->mb, to, from, tag);
+}
+
 static void local_abort(void *ctx, int rank, const char *msg)
 {
     tfx_mailbox_abort(&((local_ctx *)ctx)->mb, rank, msg);
@@ -55,6 +60,7 @@ static const tfx_transport_ops local_ops = {
     .name = "local",
     .send = local_send,
     .recv = local_recv,
+    .ready = local_ready,
     .abort = local_abort,
     .reset = local_reset,
     .destroy = local_destroy,

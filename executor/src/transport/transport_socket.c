@@ -345,6 +345,11 @@ static int socket_recv(void *ctx, int to, int from, long tag, void *buf, size_t 
     return rc;
 }
 
+static int socket_ready(void *ctx, int to, int from, long tag)
+{
+    return tfx_mailbox_ready(&((tfx_socket *)ctx)->mb, to, from, tag);
+}
+
 static void socket_abort(void *ctx, int rank, const char *msg)
 {
     abort_transport(ctx, rank, msg, 1);
@@ -418,6 +423,7 @@ static const tfx_transport_ops socket_ops = {
     .name = "socket",
     .send = socket_send,
     .recv = socket_recv,
+    .ready = socket_ready,
     .abort = socket_abort,
     .reset = socket_reset,
     .destroy = socket_destroy,

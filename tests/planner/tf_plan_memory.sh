@@ -132,6 +132,16 @@ expect_status 0 "--pareto-memory on a measured Interleaved1F1B profile" "$TF_PLA
     "$TF_SOURCE_DIR/tests/planner/regressions/interleaved-accuracy-error.profile.json" \
     --pareto-memory
 
+# The same tool's ZBVZeroBubble profile under a limit exactly at a
+# breakpoint of the memory trade-off (73041071.378161281 bytes), where
+# lp_solve called least recomputation infeasible with the freezing kept
+# optimal to 1e-9: it plans, within the limit by the count here.
+expect_status 0 "a measured ZBVZeroBubble profile at a breakpoint limit" "$TF_PLAN" \
+    "$TF_SOURCE_DIR/tests/planner/regressions/zbv-breakpoint-infeasible.profile.json" \
+    -o "$work/zbv-breakpoint.json"
+check "the breakpoint plan: every rank within the limit, as counted here" \
+    peaks_within "$work/zbv-breakpoint.json"
+
 # Without freezing's memory savings and without checkpoints, 16 GiB cannot
 # be met on rank 0 (18 GiB unfrozen): the one infeasible input.
 printf 'precious' >"$work/kept.json"

@@ -127,14 +127,20 @@ static void test_forward_keeps_known_bytes(void **state)
     tfx_pipeline *p = make_pipeline(&s);
     batch b = make_batch(3);
     tfx_step_result res;
-    /* What freezing a stage's every tensor saves, tensor by tensor. */
+    /* The stage's count of a mask (the executor's top-up under a memory
+     * limit), unfrozen and fully frozen, before any step ran. */
     const tfx_model_layout *l = tfx_pipeline_layout(p);
     for (int st = 0; st < s.stages; st++) {
-        double saved = 0;
-        for (int t = l->stage_first_tensor[st]; t < l->stage_first_tensor[st + 1]; t++)
-            saved += (double)tfx_model_dw_only_bytes(l, t);
-        assert_bytes(saved, forward_keeps(st, s.stages, 0) - forward_keeps(st, s.stages, 1),
-                     "dW-only bytes");
+        const int K = l->stage_first_tensor[st + 1] - l->stage_first_tensor[st];
+        unsigned char every[64];
+        assert_true(K <= 64);
+        memset(every, 1, (size_t)K);
+        tfx_stage *here = tfx_pipeline_local_stage(p, st);
+        const tfx_mask_bytes none = tfx_stage_mask_bytes(here, NULL);
+        const tfx_mask_bytes all = tfx_stage_mask_bytes(here, every);
+        assert_bytes(none.forward, forward_keeps(st, s.stages, 0), "mask count, none frozen");
+        assert_bytes(all.forward, forward_keeps(st, s.stages, 1), "mask count, all frozen");
+        assert_true(none.input_rise == 0 && none.input_kept == 0); /* 1F1B: no I */
     }
     for (int frozen = 0; frozen < 2; frozen++) {
         unsigned char *mask = mask_all(p, frozen);
@@ -187,6 +193,11 @@ static void check_walk(const char *name, int ranks, int per_rank)
             if (a->type == TF_ACT_I && !frozen) {
                 m->weight_grad_bytes = bytes[i] + m->activation_bytes;
                 m->backward_input_transient_bytes = tfx_pipeline_action_rise(p)[i];
+                /* The stage's count of a mask says what its I held. */
+                const tfx_mask_bytes c =
+                    tfx_stage_mask_bytes(tfx_pipeline_local_stage(p, a->stage), NULL);
+                assert_bytes(c.input_rise, m->backward_input_transient_bytes, "I's rise");
+                assert_bytes(c.input_kept, m->weight_grad_bytes, "what I keeps");
             }
         }
         for (int r = 0; r < s.ranks; r++)

@@ -101,12 +101,6 @@ int tfx_model_layout_build(const tfx_model_config *c, int stages, tfx_model_layo
                            tf_error *err);
 void tfx_model_layout_free(tfx_model_layout *l);
 
-/* Bytes a forward keeps only for global tensor `tensor`'s dW, which it does
- * not keep when that tensor is frozen (tfx_stage_hold): a Linear weight's
- * input (N x in floats), the token embedding's tokens (N int32); 0 for the
- * others (their dW reads nothing only they need). */
-size_t tfx_model_dw_only_bytes(const tfx_model_layout *l, int tensor);
-
 /* Blocks hosted by stage `stage` (< 0: all). */
 int tfx_model_stage_blocks(const tfx_model_layout *l, int stage);
 
@@ -276,6 +270,19 @@ void tfx_stage_destroy(tfx_stage *s);
 int tfx_stage_hold(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen,
                    int recompute, tf_error *err);
 void tfx_stage_release(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen);
+
+/* What one microbatch of lazy stage s holds under mask `frozen` (the
+ * stage's tensors; NULL: none frozen), recomputation aside, counted from
+ * the table tfx_stage_hold and tfx_stage_release follow: kept after its
+ * forward, added at the start of its I, and kept after its I for its W
+ * (the last two 0 when the backward is not split).  The profile's
+ * activation_bytes, backward_input_transient_bytes and weight_grad_bytes
+ * are these with nothing frozen; activation_frozen_bytes the first with
+ * everything frozen. */
+typedef struct tfx_mask_bytes {
+    double forward, input_rise, input_kept;
+} tfx_mask_bytes;
+tfx_mask_bytes tfx_stage_mask_bytes(tfx_stage *s, const unsigned char *frozen);
 
 /* Boundary buffers (device memory, N x C): where a received activation goes
  * (stages > 0), the activation to send (all but the last), where a received

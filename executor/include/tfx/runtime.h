@@ -203,6 +203,9 @@ typedef enum {
 /* Whether this process holds stage `stage` (always, but in launched mode). */
 int tfx_pipeline_has_stage(const tfx_pipeline *p, int stage);
 
+/* Stage `stage` when this process holds it, else NULL.  Not during a step. */
+tfx_stage *tfx_pipeline_local_stage(tfx_pipeline *p, int stage);
+
 /* Launched mode: process 0 gives every other process the len bytes at
  * *text (e.g. a plan it solved); every process must call it at the same
  * point, between steps.  On the others, *text and *len receive a malloc'd

@@ -196,15 +196,6 @@ static double attention_gemm_flops(const tfx_model_config *m)
     return 2.0 * m->microbatch_size * m->hidden * (double)m->context * m->context;
 }
 
-size_t tfx_model_dw_only_bytes(const tfx_model_layout *l, int tensor)
-{
-    const tfx_tensor_info *t = &l->tensors[tensor];
-    const size_t N = (size_t)tfx_model_microbatch_tokens(&l->config);
-    if (t->kind == TFX_TENSOR_WEIGHT)
-        return N * (size_t)t->cols * sizeof(float);
-    return tensor == T_TOKEN ? N * sizeof(int32_t) : 0;
-}
-
 int tfx_model_stage_blocks(const tfx_model_layout *l, int stage)
 {
     if (stage < 0)
@@ -674,6 +665,24 @@ int tfx_stage_hold(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *fro
     }
 fail:
     return rc;
+}
+
+tfx_mask_bytes tfx_stage_mask_bytes(tfx_stage *s, const unsigned char *frozen)
+{
+    tfx_mask_bytes out = {0.0, 0.0, 0.0};
+    const mb_bufs l = mb_list(s, 0);
+    for (int i = 0; i < l.n; i++) {
+        const mb_buf *b = &l.b[i];
+        if (b->spare && !read_later(b, frozen)) /* hold_one points it at the spare */
+            continue;
+        if (b->grad)
+            out.input_rise += (double)b->bytes;
+        else
+            out.forward += (double)b->bytes;
+        if (s->n_grad_slots > 1 && read_by_dw(b, frozen)) /* what release after I keeps */
+            out.input_kept += (double)b->bytes;
+    }
+    return out;
 }
 
 void tfx_stage_release(tfx_stage *s, int mb, tfx_pass pass, const unsigned char *frozen)

@@ -33,6 +33,11 @@ int tfx_pipeline_has_stage(const tfx_pipeline *p, int stage)
            tfx_pipeline_is_local(p, p->schedule.stage_rank[stage]);
 }
 
+tfx_stage *tfx_pipeline_local_stage(tfx_pipeline *p, int stage)
+{
+    return tfx_pipeline_has_stage(p, stage) ? &p->stages[stage] : NULL;
+}
+
 /* Which monotonic clock this process reads: processes of one kernel share
  * CLOCK_MONOTONIC, and the kernel's boot id names it (the host name where
  * there is none).  An FNV-1a hash, compared between processes only. */

@@ -419,26 +419,44 @@ static void step_phase(const trainer *tr, long step, step_report *rep)
                                                        : "frozen";
 }
 
-/* Freezes more of the stage's tensors, in order, among those whose forward
- * keeps an input for their dW alone, until the bytes not kept reach `ratio`
- * of all such bytes of the stage (what the plan's A(f) counts); returns how
- * many it added. */
-static int top_up(const tfx_model_layout *l, int stage, double ratio, unsigned char *frozen)
+/* How far mask `frozen` leaves a microbatch of st above the plan's count
+ * at freeze ratio r, which is linear between nothing and everything frozen
+ * (tf/memory.h: A(r), X (1 - r), G (1 - r)); 0 when within it. */
+static double over_plan(tfx_stage *st, const unsigned char *frozen, double r,
+                        const tfx_mask_bytes *none, const tfx_mask_bytes *all)
 {
-    const int first = l->stage_first_tensor[stage], K = l->stage_first_tensor[stage + 1] - first;
-    double all = 0.0, saved = 0.0;
-    for (int i = 0; i < K; i++) {
-        double b = (double)tfx_model_dw_only_bytes(l, first + i);
-        all += b;
-        saved += frozen[i] ? b : 0.0;
-    }
+    const tfx_mask_bytes b = tfx_stage_mask_bytes(st, frozen);
+    return fmax(b.forward - (none->forward - r * (none->forward - all->forward)), 0.0) +
+           fmax(b.input_rise - (1.0 - r) * none->input_rise, 0.0) +
+           fmax(b.input_kept - (1.0 - r) * none->input_kept, 0.0);
+}
+
+/* Freezes more of local stage st's tensors (frozen: its K of them), in
+ * order, each one that brings a microbatch closer to the plan's count at
+ * ratio r, until it holds no more than that count: a tensor count drawn at
+ * random saves more or less than r of the bytes.  Returns how many it
+ * added, or -1 when out of memory. */
+static int top_up(tfx_stage *st, int K, double r, unsigned char *frozen)
+{
+    unsigned char *every = malloc((size_t)K + 1);
+    if (!every)
+        return -1;
+    memset(every, 1, (size_t)K);
+    const tfx_mask_bytes none = tfx_stage_mask_bytes(st, NULL);
+    const tfx_mask_bytes all = tfx_stage_mask_bytes(st, every);
+    free(every);
+    double over = over_plan(st, frozen, r, &none, &all);
     int added = 0;
-    for (int i = 0; i < K && saved < ratio * all; i++) {
-        double b = (double)tfx_model_dw_only_bytes(l, first + i);
-        if (!frozen[i] && b > 0) {
-            frozen[i] = 1;
-            saved += b;
+    for (int i = 0; i < K && over > 0.0; i++) {
+        if (frozen[i])
+            continue;
+        frozen[i] = 1;
+        const double now = over_plan(st, frozen, r, &none, &all);
+        if (now < over) {
+            over = now;
             added++;
+        } else {
+            frozen[i] = 0;
         }
     }
     return added;
@@ -462,8 +480,11 @@ static double select_frozen(trainer *tr, long step, double factor)
             const double r = tr->ratio_of[st * M + m] * factor;
             unsigned char *mask = tr->mask + (size_t)m * l->n_tensors + first;
             frozen += tfx_freeze_select(&tr->sel, step, st, m, r, mask);
-            if (fits_memory(tr) && !tr->o->no_freeze_memory)
-                frozen += top_up(l, st, r, mask);
+            tfx_stage *here = tfx_pipeline_local_stage(tr->run.p, st);
+            if (here && fits_memory(tr) && !tr->o->no_freeze_memory) {
+                const int added = top_up(here, K, r, mask);
+                frozen += added > 0 ? added : 0;
+            }
             slots += K;
         }
     }

@@ -185,7 +185,7 @@ static void random_masters_agree_with_lp_solve(void **state)
 {
     (void)state;
     enum { MAX_CAPS = 12, MAX_POINTS = 40 };
-    int solves = 0;
+    int solves = 0, kept_used = 0;
     for (uint64_t seed = 1; seed <= 60; seed++) {
         uint64_t rng = 0x9e3779b97f4a7c15ULL * seed;
         const int caps = 1 + (int)(test_random(&rng) * MAX_CAPS);
@@ -216,9 +216,10 @@ static void random_masters_agree_with_lp_solve(void **state)
             if (degenerate && p > 1 && test_random(&rng) < 0.2)
                 memcpy(point[p], point[p - 1], sizeof point[p]);
         }
-        int basis[MAX_CAPS + 2];
+        int basis[MAX_CAPS + 2], kept_basis[MAX_CAPS + 2], kept_cols = 0;
+        tf_master_inverse kept = {0};
         for (int i = 0; i < rows; i++)
-            basis[i] = -1;
+            basis[i] = kept_basis[i] = -1;
         for (int points = 1; points <= MAX_POINTS; points += 1 + (int)(test_random(&rng) * 4)) {
             const int cols = 1 + points;
             double a[(MAX_CAPS + 2) * (MAX_POINTS + 1)] = {0}, c[MAX_POINTS + 1] = {0};
@@ -238,9 +239,30 @@ static void random_masters_agree_with_lp_solve(void **state)
             assert_false(isnan(reference));
             assert_close(objective, reference, 1e-9);
             solves++;
+            /* From the last basis (slacks renumbered past the new columns),
+             * a kept inverse must give exactly what rebuilding it gives. */
+            for (int i = 0; i < rows; i++)
+                if (kept_basis[i] >= kept_cols)
+                    kept_basis[i] += cols - kept_cols;
+            int rebuilt_basis[MAX_CAPS + 2];
+            double kx[MAX_POINTS + 1], ky[MAX_CAPS + 2], kept_objective;
+            memcpy(rebuilt_basis, kept_basis, sizeof rebuilt_basis);
+            assert_int_equal(
+                tf_master_lp_solve(rows, cols, a, sense, b, c, x, y, &objective, rebuilt_basis), 0);
+            kept_used += kept.valid;
+            assert_int_equal(tf_master_lp_solve_kept(rows, cols, a, sense, b, c, kx, ky,
+                                                     &kept_objective, kept_basis, &kept),
+                             0);
+            kept_cols = cols;
+            assert_true(kept_objective == objective);
+            assert_memory_equal(kept_basis, rebuilt_basis, (size_t)rows * sizeof *kept_basis);
+            assert_memory_equal(kx, x, (size_t)cols * sizeof *x);
+            assert_memory_equal(ky, y, (size_t)rows * sizeof *y);
         }
+        tf_master_inverse_free(&kept);
     }
     assert_true(solves > 500);
+    assert_true(kept_used > 100);
 }
 
 int main(void)

@@ -290,6 +290,7 @@ typedef struct dw_state {
     double *dual;          /* rows */
     int *basis;            /* rows: the last optimal basis, coded by basis_code */
     int have_basis;        /* 0 once columns are dropped: the next master starts cold */
+    tf_master_inverse kept; /* the basis's inverse, for the next warm start */
     int pricings, master_solves;
     int rounds;            /* of column generation, every stage together */
     const tf_freeze_limits *lim; /* time limit and progress (may be NULL) */
@@ -641,13 +642,17 @@ static int solve_master(dw_state *w, int kind)
 #undef A
     for (int i = 0; i < rows; i++)
         basis[i] = w->have_basis ? basis_column(basis[i], first_slack, n_slack, rows) : -1;
-    rc = tf_master_lp_solve(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective,
-                            basis);
+    /* Between rounds only columns are added (no basic column's data or b
+     * changes), so the last optimal basis's inverse still holds; where the
+     * basis is dropped, so is the inverse. */
+    w->kept.valid = w->kept.valid && w->have_basis;
+    rc = tf_master_lp_solve_kept(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective,
+                                 basis, &w->kept);
     if (rc == TF_ESOLVER && w->have_basis) {
         /* Whatever went wrong from the warm start, the cold one decides. */
         basis[0] = -1;
-        rc = tf_master_lp_solve(rows, cols, a, sense, b, c, x, w->dual, &w->master_objective,
-                                basis);
+        rc = tf_master_lp_solve_kept(rows, cols, a, sense, b, c, x, w->dual,
+                                     &w->master_objective, basis, &w->kept);
     }
     w->master_solves++;
     w->have_basis = !rc;
@@ -824,6 +829,7 @@ static void dw_free(dw_state *w)
     free(w->alpha);
     free(w->dual);
     free(w->basis);
+    tf_master_inverse_free(&w->kept);
     memset(w, 0, sizeof *w);
 }
 

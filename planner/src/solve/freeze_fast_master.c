@@ -21,7 +21,8 @@ typedef long double real;
 typedef struct revised {
     int rows, cols;        /* structural columns; column cols + i is row i's
                             * slack ('L') or artificial ('E') */
-    const double *a, *b;   /* the caller's data: a is rows x cols, row-major */
+    const double *b;       /* the caller's right-hand sides */
+    double *by_column;     /* cols x rows: the caller's a, a column at a time */
     real *inverse;         /* rows x rows: B^-1, row k for basic variable k */
     real *value;           /* rows: B^-1 b, the basic variables' values */
     real *work, *block;    /* rows x rows: scratch for inverting B's block */
@@ -42,10 +43,13 @@ typedef struct revised {
 
 #define INV(m, i, j) ((m)->inverse[(size_t)(i) * (size_t)(m)->rows + (size_t)(j)])
 
-/* Row i of structural column j < cols. */
+/* Row i of structural column j < cols.  Columns are stored whole: every
+ * pivot prices each column (a sum over its rows), and reading the caller's
+ * row-major a for that strode through memory, with 107 rows and thousands
+ * of columns more than a cache holds. */
 static real data(const revised *m, int i, int j)
 {
-    return m->a[(size_t)i * (size_t)m->cols + (size_t)j];
+    return m->by_column[(size_t)j * (size_t)m->rows + (size_t)i];
 }
 
 /* Row i of column j, for structural columns and the unit slack columns. */
@@ -75,6 +79,22 @@ static void start_from_slacks(revised *m)
         m->value[i] = m->b[i];
     }
     m->pivots_since_refactor = 0;
+}
+
+/* values = inverse b, with values down to -allowed taken as round-off and
+ * set to 0.  Returns 0, or 1 if a value is below that. */
+static int basic_values(const revised *m, const real *inverse, real *values, real allowed)
+{
+    const int rows = m->rows;
+    for (int k = 0; k < rows; k++) {
+        real v = 0.0L;
+        for (int j = 0; j < rows; j++)
+            v += inverse[(size_t)k * (size_t)rows + (size_t)j] * (real)m->b[j];
+        if (v < -allowed)
+            return 1;
+        values[k] = v < 0.0L ? 0.0L : v;
+    }
+    return 0;
 }
 
 /* Rebuilds B^-1 and the basic values from the data for the basis in
@@ -164,17 +184,11 @@ static int refactor(revised *m, real allowed)
                     F(k, free_row[t]) -= a * M(j, t);
         }
     }
-    for (int k = 0; k < rows; k++) {
-        real v = 0.0L;
-        for (int j = 0; j < rows; j++)
-            v += F(k, j) * (real)m->b[j];
-        if (v < -allowed)
-            return 1;
-        values[k] = v < 0.0L ? 0.0L : v;
-    }
 #undef W
 #undef M
 #undef F
+    if (basic_values(m, fresh, values, allowed))
+        return 1;
     /* Accepted: the fresh inverse and values replace the old ones. */
     m->spare = m->inverse;
     m->inverse = fresh;
@@ -387,7 +401,8 @@ static int revised_alloc(revised *m)
     real *reals = m->reals = malloc((4 * square + 4 * n + width + 1) * sizeof *reals);
     int *ints = m->ints = malloc((3 * n + width + 1) * sizeof *ints);
     m->barred = calloc(width + 1, 1);
-    if (!reals || !ints || !m->barred)
+    m->by_column = malloc(((size_t)m->cols * n + 1) * sizeof *m->by_column);
+    if (!reals || !ints || !m->barred || !m->by_column)
         return TF_ENOMEM;
     /* refactor swaps inverse and spare, so the blocks are freed by name. */
     m->inverse = reals;
@@ -411,12 +426,30 @@ static void revised_free(revised *m)
     free(m->reals);
     free(m->ints);
     free(m->barred);
+    free(m->by_column);
 }
 
-/* Warm start: the given basis, rebuilt from the data, if it is a feasible
- * one with every 'E' row's artificial at zero; phase 2 goes on from there.
- * Else the slack basis.  Returns whether the warm start took. */
-static int warm_start(revised *m, const int *basis, const char *sense, real scale)
+/* B^-1 from `kept` where it holds this basis's inverse (the same
+ * computation a refactor would repeat), else rebuilt from the data.
+ * Returns 0, or 1 as refactor does. */
+static int basis_inverse(revised *m, const tf_master_inverse *kept, real allowed)
+{
+    const size_t square = (size_t)m->rows * (size_t)m->rows;
+    if (!kept || !kept->valid || kept->rows != m->rows)
+        return refactor(m, allowed);
+    if (basic_values(m, kept->inverse, m->value, allowed))
+        return 1;
+    memcpy(m->inverse, kept->inverse, square * sizeof *m->inverse);
+    m->pivots_since_refactor = 0;
+    return 0;
+}
+
+/* Warm start: the given basis, its inverse kept or rebuilt from the data,
+ * if it is a feasible one with every 'E' row's artificial at zero; phase 2
+ * goes on from there.  Else the slack basis.  Returns whether the warm
+ * start took. */
+static int warm_start(revised *m, const int *basis, const tf_master_inverse *kept,
+                      const char *sense, real scale)
 {
     const int rows = m->rows, cols = m->cols;
     start_from_slacks(m);
@@ -426,7 +459,7 @@ static int warm_start(revised *m, const int *basis, const char *sense, real scal
         m->position[j] = -1;
     for (int k = 0; k < rows; k++)
         set_basis(m, k, basis[k]);
-    int warm = !refactor(m, 1e-11L * scale);
+    int warm = !basis_inverse(m, kept, 1e-11L * scale);
     for (int k = 0; k < rows && warm; k++)
         if (m->basis[k] >= cols && sense[m->basis[k] - cols] == 'E' &&
             m->value[k] > 1e-11L * scale)
@@ -456,17 +489,54 @@ static void write_solution(revised *m, double *x, double *y, double *objective, 
         memcpy(basis, m->basis, (size_t)m->rows * sizeof *basis);
 }
 
+/* Keeps the optimal basis's inverse in `kept` when it is a clean rebuild
+ * from the data (no pivots since), else marks it unusable (also when out
+ * of memory: the next solve then rebuilds it). */
+static void keep_inverse(const revised *m, tf_master_inverse *kept)
+{
+    const size_t square = (size_t)m->rows * (size_t)m->rows;
+    kept->valid = 0;
+    if (m->pivots_since_refactor > 0)
+        return;
+    if (kept->rows != m->rows) {
+        long double *inverse = realloc(kept->inverse, (square ? square : 1) * sizeof *inverse);
+        if (!inverse)
+            return;
+        kept->inverse = inverse;
+        kept->rows = m->rows;
+    }
+    memcpy(kept->inverse, m->inverse, square * sizeof *kept->inverse);
+    kept->valid = 1;
+}
+
+void tf_master_inverse_free(tf_master_inverse *kept)
+{
+    free(kept->inverse);
+    kept->inverse = NULL;
+    kept->rows = 0;
+    kept->valid = 0;
+}
+
 int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, const double *b,
                        const double *c, double *x, double *y, double *objective, int *basis)
+{
+    return tf_master_lp_solve_kept(rows, cols, a, sense, b, c, x, y, objective, basis, NULL);
+}
+
+int tf_master_lp_solve_kept(int rows, int cols, const double *a, const char *sense,
+                            const double *b, const double *c, double *x, double *y,
+                            double *objective, int *basis, tf_master_inverse *kept)
 {
     revised m = {0};
     m.rows = rows;
     m.cols = cols;
-    m.a = a;
     m.b = b;
     int rc = revised_alloc(&m);
     if (rc)
         goto done;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            m.by_column[(size_t)j * (size_t)rows + (size_t)i] = a[(size_t)i * (size_t)cols + (size_t)j];
     real scale = 1.0L;
     int artificials = 0;
     for (int i = 0; i < rows; i++) {
@@ -481,7 +551,9 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
             artificials = 1;
     }
     const real eps = 1e-13L;
-    int warm = warm_start(&m, basis, sense, scale);
+    int warm = warm_start(&m, basis, kept, sense, scale);
+    if (kept)
+        kept->valid = 0;
     for (int i = 0; i < rows; i++)
         if (sense[i] == 'E')
             m.barred[cols + i] = warm;
@@ -501,6 +573,8 @@ int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, c
             goto done;
     }
     write_solution(&m, x, y, objective, basis);
+    if (kept)
+        keep_inverse(&m, kept);
 done:
     revised_free(&m);
     return rc;

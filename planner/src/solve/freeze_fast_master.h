@@ -26,4 +26,26 @@
 int tf_master_lp_solve(int rows, int cols, const double *a, const char *sense, const double *b,
                        const double *c, double *x, double *y, double *objective, int *basis);
 
+/* The optimal basis's inverse, kept between solves of masters that share
+ * their basic columns' data (column generation adds columns; the basis
+ * stays the same): the warm start then skips rebuilding it, the rows^3
+ * step that was most of the master's time with a hundred cap rows.
+ * Zero-initialise; free with tf_master_inverse_free. */
+typedef struct tf_master_inverse {
+    int rows;
+    int valid;             /* inverse is B^-1 of the basis the last solve returned */
+    long double *inverse;  /* rows x rows, owned */
+} tf_master_inverse;
+
+/* tf_master_lp_solve, with `kept` (may be NULL) used for the warm start
+ * when valid and refilled on success.  The caller clears kept->valid
+ * whenever `basis` is not the basis the last solve returned, or the data
+ * of a basic column or b changed.  On failure kept is left unusable. */
+int tf_master_lp_solve_kept(int rows, int cols, const double *a, const char *sense,
+                            const double *b, const double *c, double *x, double *y,
+                            double *objective, int *basis, tf_master_inverse *kept);
+
+/* Frees kept's inverse and leaves it empty and unusable. */
+void tf_master_inverse_free(tf_master_inverse *kept);
+
 #endif

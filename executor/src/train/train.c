@@ -31,6 +31,7 @@ typedef struct trainer {
     int *recompute_blocks; /* stage x microbatch: blocks recomputed (the run's) */
     int any_freezing;     /* some ratio is above 0 */
     unsigned char *mask;  /* microbatch x tensor: frozen in this step */
+    unsigned char *every; /* tensor: all 1, a mask with everything frozen */
     long start;           /* steps done before this call (resumed from a checkpoint) */
     int resumed;          /* the weights came from --checkpoint */
     double train_ms;      /* wall time of the steps run so far (no evaluations) */
@@ -334,7 +335,10 @@ static int trainer_open(trainer *tr, const tfx_exec_options *o, tf_error *err)
     TFX_TRY(tfx_exec_run_open(&tr->run, o, err));
     TFX_TRY(open_selector(tr, err));
     const int M = tr->run.microbatches, S = tr->run.sched.stages;
-    TFX_CALLOC(tr->mask, (size_t)M * tfx_pipeline_layout(tr->run.p)->n_tensors);
+    const int n_tensors = tfx_pipeline_layout(tr->run.p)->n_tensors;
+    TFX_CALLOC(tr->mask, (size_t)M * n_tensors);
+    TFX_CALLOC(tr->every, (size_t)n_tensors);
+    memset(tr->every, 1, (size_t)n_tensors);
     TFX_CALLOC(tr->ratio_of, (size_t)S * M);
     TFX_CALLOC(tr->recompute_blocks, (size_t)S * M);
     TFX_CALLOC(tr->unfrozen_ms, o->steps + 1);
@@ -369,6 +373,7 @@ static int trainer_close(trainer *tr, int rc, tf_error *err)
         rc = tf_fail(err, TF_EIO, "%s", log_err.msg);
     tfx_exec_run_close(&tr->run, rc, err);
     free(tr->mask);
+    free(tr->every);
     free(tr->grad_host);
     free(tr->ratio_of);
     free(tr->recompute_blocks);
@@ -434,24 +439,18 @@ static double over_plan(tfx_stage *st, const unsigned char *frozen, double r,
 /* Freezes more of local stage st's tensors (frozen: its K of them), in
  * order, each one that brings a microbatch closer to the plan's count at
  * ratio r, until it holds no more than that count: a tensor count drawn at
- * random saves more or less than r of the bytes.  Returns how many it
- * added, or -1 when out of memory. */
-static int top_up(tfx_stage *st, int K, double r, unsigned char *frozen)
+ * random saves more or less than r of the bytes.  none and all: st's
+ * counts with nothing and everything frozen.  Returns how many it added. */
+static int top_up(tfx_stage *st, int K, double r, unsigned char *frozen,
+                  const tfx_mask_bytes *none, const tfx_mask_bytes *all)
 {
-    unsigned char *every = malloc((size_t)K + 1);
-    if (!every)
-        return -1;
-    memset(every, 1, (size_t)K);
-    const tfx_mask_bytes none = tfx_stage_mask_bytes(st, NULL);
-    const tfx_mask_bytes all = tfx_stage_mask_bytes(st, every);
-    free(every);
-    double over = over_plan(st, frozen, r, &none, &all);
+    double over = over_plan(st, frozen, r, none, all);
     int added = 0;
     for (int i = 0; i < K && over > 0.0; i++) {
         if (frozen[i])
             continue;
         frozen[i] = 1;
-        const double now = over_plan(st, frozen, r, &none, &all);
+        const double now = over_plan(st, frozen, r, none, all);
         if (now < over) {
             over = now;
             added++;
@@ -476,15 +475,22 @@ static double select_frozen(trainer *tr, long step, double factor)
     for (int st = 0; st < l->stages; st++) {
         int first = l->stage_first_tensor[st];
         int K = l->stage_first_tensor[st + 1] - first;
+        /* Under a plan made for a memory limit, the stage's counts bound
+         * each microbatch's top-up (tfx/model.h). */
+        tfx_stage *here = fits_memory(tr) && !tr->o->no_freeze_memory
+                              ? tfx_pipeline_local_stage(tr->run.p, st)
+                              : NULL;
+        tfx_mask_bytes none = {0}, all = {0};
+        if (here) {
+            none = tfx_stage_mask_bytes(here, NULL);
+            all = tfx_stage_mask_bytes(here, tr->every);
+        }
         for (int m = 0; m < M; m++) {
             const double r = tr->ratio_of[st * M + m] * factor;
             unsigned char *mask = tr->mask + (size_t)m * l->n_tensors + first;
             frozen += tfx_freeze_select(&tr->sel, step, st, m, r, mask);
-            tfx_stage *here = tfx_pipeline_local_stage(tr->run.p, st);
-            if (here && fits_memory(tr) && !tr->o->no_freeze_memory) {
-                const int added = top_up(here, K, r, mask);
-                frozen += added > 0 ? added : 0;
-            }
+            if (here)
+                frozen += top_up(here, K, r, mask, &none, &all);
             slots += K;
         }
     }

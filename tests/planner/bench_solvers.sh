@@ -73,6 +73,11 @@ solvers_agree "Interleaved1F1B 4 ranks, spread" $native --schedule Interleaved1F
   --objective spread 1024
 solvers_agree "Interleaved1F1B 8 ranks" $native --schedule Interleaved1F1B --ranks 8 1024
 solvers_agree "ZBVZeroBubble 2 ranks" $native --schedule ZBVZeroBubble --ranks 2 1024
+# The least-freeze stage's first pass ends early here, on a slack that has
+# settled, and the penalty grows before that pass has converged
+# (slack_settled in freeze_fast.c; seen with a temporary counter): the
+# answer must still be lp_solve's.
+solvers_agree "1F1B 24 ranks" $native --ranks 24 1024
 
 # Counts of one in the singular: the header, and too few actions for a microbatch.
 expect_status 0 "one rank" "$bench" --ranks 1 --solvers fast 2

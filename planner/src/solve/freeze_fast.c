@@ -279,6 +279,9 @@ typedef struct dw_state {
     int makespan_fixed;    /* the network's bound arc holds T <= T*: no T row bound */
     double penalty;        /* cost of the cap rows' slack columns; 0: none */
     double slack_used;     /* largest slack in the last master solution */
+    double slack_last;     /* slack_used one round before */
+    int slack_rounds;      /* rounds in a row with slack_used unchanged and real */
+    int may_give_up;       /* a pass may end early on settled slack (dw_run_bounded) */
     /* columns: the points x_j */
     int cols, cols_alloc;
     double *col_r;         /* cols_alloc * k */
@@ -723,6 +726,33 @@ static int dw_round_allowed(dw_state *w, const char *step, tf_error *err)
     return 0;
 }
 
+/* Whether a pass at a too-low penalty has settled on a slack: the master's
+ * slack has been the same for SLACK_SETTLED_ROUNDS rounds (and is not
+ * round-off), while its value and bound still close on the relaxed optimum.
+ * That optimum uses the slack too, so it is not the answer, and the rounds
+ * that would prove it are wasted: on 1F1B with 64 ranks and 8,192 actions
+ * the first pass ran 230 rounds, 165 of them with the slack settled, before
+ * the penalty grew (docs/fast-solver.md).  Allowed once per stage
+ * (may_give_up): a penalty raised again on the first rounds of the next
+ * pass, when slack is in use only until the master has the columns to do
+ * without it, ran to 1e6, where the master stalled. */
+#define SLACK_SETTLED_ROUNDS 5
+
+static int slack_settled(dw_state *w)
+{
+    if (!w->may_give_up || w->slack_used <= w->ratio_eps) {
+        w->slack_rounds = 0;
+        w->slack_last = 0.0;
+        return 0;
+    }
+    if (fabs(w->slack_used - w->slack_last) <= 1e-9 * w->slack_used)
+        w->slack_rounds++;
+    else
+        w->slack_rounds = 0;
+    w->slack_last = w->slack_used;
+    return w->slack_rounds >= SLACK_SETTLED_ROUNDS;
+}
+
 static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
 {
     const fast_net *g = w->g;
@@ -752,6 +782,8 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
         double tol = 1e-11 * fmax(1.0, fabs(w->master_objective));
         if (w->master_objective - best_bound <= tol)
             return 0; /* the centre's Lagrangian bound proves the optimum */
+        if (slack_settled(w))
+            return 0; /* the penalty is too low: dw_run_bounded raises it */
         memcpy(w->cost_master, w->cost_r, (size_t)g->n * sizeof *w->cost_r);
         int smoothed = 0;
         if (have_centre) {
@@ -931,12 +963,15 @@ static int fix_makespan(dw_state *w, double bound_ms)
  * the same optimum to 1e-10). */
 static int dw_run_bounded(dw_state *w, int kind, const char *step, tf_error *err)
 {
+    w->may_give_up = 1;
     for (w->penalty = 256.0; w->penalty <= 1e12; w->penalty *= 16.0) {
         int rc = dw_run(w, kind, step, err);
-        if (rc)
+        if (rc || w->slack_used <= w->ratio_eps) {
+            w->may_give_up = 0;
             return rc;
-        if (w->slack_used <= w->ratio_eps)
-            return 0;
+        }
+        if (w->slack_rounds >= SLACK_SETTLED_ROUNDS)
+            w->may_give_up = 0;
     }
     return tf_fail(err, TF_ESOLVER,
                    "fast solver: the master still relaxes a cap by %.3g at a penalty of 1e12 "

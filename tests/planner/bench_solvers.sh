@@ -78,6 +78,11 @@ solvers_agree "ZBVZeroBubble 2 ranks" $native --schedule ZBVZeroBubble --ranks 2
 # (slack_settled in freeze_fast.c; seen with a temporary counter): the
 # answer must still be lp_solve's.
 solvers_agree "1F1B 24 ranks" $native --ranks 24 1024
+# Every cap binds at a positive price in the batch-time optimum, so the
+# least-freeze stage ends on the floor that proof gives (total_ratio_floor),
+# where its column generation had taken 8.9 s of rounds to prove it.
+solvers_agree "Interleaved1F1B 12 ranks x 3" $native --schedule Interleaved1F1B --ranks 12 \
+  --stages-per-rank 3 360
 
 # Counts of one in the singular: the header, and too few actions for a microbatch.
 expect_status 0 "one rank" "$bench" --ranks 1 --solvers fast 2

@@ -278,7 +278,13 @@ typedef struct dw_state {
     int *cap_of_stage;     /* stages: index into the cap rows, or -1 */
     int makespan_fixed;    /* the network's bound arc holds T <= T*: no T row bound */
     double penalty;        /* cost of the cap rows' slack columns; 0: none */
+    double floor;          /* a known lower bound on the stage's optimum, or -inf */
+    /* the batch-time stage's proof (keep_batch_proof): nu T(x) + sum_c
+     * lambda_c (mean_c(x) - cap_c) >= bound for every point x of X */
+    double *proof_lambda;  /* n_caps, >= 0 */
+    double proof_nu, proof_bound;
     double slack_used;     /* largest slack in the last master solution */
+    double slack_cost;     /* what all its slack adds to the master's value */
     double slack_last;     /* slack_used one round before */
     int slack_rounds;      /* rounds in a row with slack_used unchanged and real */
     int may_give_up;       /* a pass may end early on settled slack (dw_run_bounded) */
@@ -667,8 +673,11 @@ static int solve_master(dw_state *w, int kind)
     for (int j = 0; j < w->cols; j++)
         w->alpha[j] = x[first_alpha + j];
     w->slack_used = 0.0;
-    for (int i = 0; i < n_slack; i++)
+    w->slack_cost = 0.0;
+    for (int i = 0; i < n_slack; i++) {
         w->slack_used = fmax(w->slack_used, x[first_slack + i]);
+        w->slack_cost += w->penalty * x[first_slack + i];
+    }
     /* Pricing costs: minus the duals, per unit of each point's entries.
      * With T bounded in the network, the empty T row prices nothing. */
     set_cap_costs(w, kind, w->dual);
@@ -782,6 +791,8 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
         double tol = 1e-11 * fmax(1.0, fabs(w->master_objective));
         if (w->master_objective - best_bound <= tol)
             return 0; /* the centre's Lagrangian bound proves the optimum */
+        if (w->slack_used <= w->ratio_eps && w->master_objective - w->slack_cost - w->floor <= tol)
+            return 0; /* so does the floor, for a point whose slack is round-off */
         if (slack_settled(w))
             return 0; /* the penalty is too low: dw_run_bounded raises it */
         memcpy(w->cost_master, w->cost_r, (size_t)g->n * sizeof *w->cost_r);
@@ -848,6 +859,7 @@ static void dw_free(dw_state *w)
     free(w->cost_r);
     free(w->cost_master);
     free(w->dual_centre);
+    free(w->proof_lambda);
     free(w->dual_smooth);
     free(w->point_r);
     free(w->cap_stage);
@@ -979,40 +991,6 @@ static int dw_run_bounded(dw_state *w, int kind, const char *step, tf_error *err
                    w->slack_used, step);
 }
 
-/* Minimises the total ratio with the makespan bound at `optimum` (scaled).
- * The bound is the exact optimum; only if round-off then leaves no feasible
- * point (the network reports a positive cycle) is it relaxed, by 1e-12 and
- * at most 1e-9 relative (freeze_lpsolve.c relaxes by 1e-9 at once). */
-static int least_total_ratio(dw_state *w, double optimum, tf_error *err)
-{
-    static const double slacks[] = {0.0, 1e-12, 1e-11, 1e-10, 1e-9};
-    const int tries = (int)(sizeof slacks / sizeof slacks[0]);
-    int rc = 0;
-    for (int t = 0; t < tries; t++) {
-        double bound = optimum + slacks[t] * fmax(1.0, fabs(optimum));
-        if (t == 0 && (rc = fix_makespan(w, bound * w->scale)))
-            return tf_fail(err, rc, "out of memory");
-        w->g->len[w->g->bound_arc] = -bound * w->scale;
-        rc = dw_run_bounded(w, OBJECTIVE_SUM, "the total freeze ratio", err);
-        if (rc != TF_ESOLVER)
-            break;
-    }
-    return rc;
-}
-
-/* Bounds every ratio by z: the arc a_u -> b_u gets length max_u - z span_u
- * (exactly min_u at z = 1).  The next pricing starts afresh, because the old
- * tree's potentials no longer fit the new lengths. */
-static void set_ratio_bound(dw_state *w, double z)
-{
-    fast_net *g = w->g;
-    for (int j = 0; j < g->k; j++) {
-        int u = g->freezable[j];
-        g->len[g->short_arc[u]] = z >= 1.0 ? w->min_ms[u] : w->max_ms[u] - z * g->span[u];
-    }
-    w->fresh_pricing = 1;
-}
-
 /* The slope of t at the current ratio bound z, right after dw_run has
  * proved t(z): -sum_u (max_u - min_u) f_u, with f the optimal flow on the
  * arcs a_u -> b_u when pricing at the duals that proved it.  Those duals
@@ -1038,6 +1016,107 @@ static int ratio_bound_slope(dw_state *w, double *slope, double *bound, tf_error
     for (int c = 0; c < w->n_caps; c++)
         *bound += w->dual_centre[c] * w->cap_value[c];
     return 0;
+}
+
+/* A stage c with its price lambda_c, for total_ratio_floor's order. */
+typedef struct priced_cap {
+    double per_price; /* count_c / lambda_c */
+    double freeze;    /* count_c cap_c */
+} priced_cap;
+
+static int by_per_price(const void *a, const void *b)
+{
+    double x = ((const priced_cap *)a)->per_price, y = ((const priced_cap *)b)->per_price;
+    return (x > y) - (x < y);
+}
+
+/* A lower bound on the total-ratio stage's objective (sum r / k) over the
+ * points of X with makespan at most bound_ms, from the batch-time stage's
+ * proof: there nu T <= nu bound_ms, so sum_c lambda_c (cap_c - mean_c) <=
+ * gap = nu bound_ms - L.  A stage with lambda_c > 0 is then at most
+ * gap / lambda_c below its cap, and any set S of such stages gives up at
+ * most gap max_S (count_c / lambda_c) of freezing in all; ratios elsewhere
+ * are >= 0.  The best S is a prefix in order of count_c / lambda_c.  The
+ * gap gets 1e-12 of L for the pricing's round-off, so a price that is only
+ * round-off contributes nothing.
+ *
+ * When every stage's cap binds at a positive price, the bound is the first
+ * column's value (the batch-time optimum fills every cap) and the stage
+ * ends at once: 1F1B with 64 ranks and 16 microbatches spent more than
+ * 1,000 rounds proving it, and did not finish in 90 s.  Returns -INFINITY
+ * only when out of memory. */
+static double total_ratio_floor(const dw_state *w, double bound_ms)
+{
+    priced_cap *c = malloc(((size_t)w->n_caps + 1) * sizeof *c);
+    if (!c)
+        return -INFINITY;
+    int n = 0;
+    for (int i = 0; i < w->n_caps; i++)
+        if (w->proof_lambda[i] > 0.0)
+            c[n++] = (priced_cap){w->cap_count[i] / w->proof_lambda[i],
+                                  w->cap_count[i] * w->cap_value[i]};
+    qsort(c, (size_t)n, sizeof *c, by_per_price);
+    double gap = fmax(0.0, w->proof_nu * bound_ms - w->proof_bound) +
+                 1e-12 * fmax(1.0, fabs(w->proof_bound));
+    double freeze = 0.0, best = 0.0;
+    for (int i = 0; i < n; i++) {
+        freeze += c[i].freeze;
+        best = fmax(best, freeze - gap * c[i].per_price);
+    }
+    free(c);
+    return best / w->g->k;
+}
+
+/* Keeps the batch-time stage's proof (dual_centre, just after dw_run) with
+ * its Lagrangian bound, for total_ratio_floor.  Returns 0 or a TF_E* code. */
+static int keep_batch_proof(dw_state *w, tf_error *err)
+{
+    double slope;
+    int rc = ratio_bound_slope(w, &slope, &w->proof_bound, err);
+    if (rc)
+        return rc;
+    w->proof_nu = w->nu_sigma[0];
+    for (int c = 0; c < w->n_caps; c++)
+        w->proof_lambda[c] = fmax(0.0, -w->dual_centre[c]);
+    return 0;
+}
+
+/* Minimises the total ratio with the makespan bound at `optimum` (scaled).
+ * The bound is the exact optimum; only if round-off then leaves no feasible
+ * point (the network reports a positive cycle) is it relaxed, by 1e-12 and
+ * at most 1e-9 relative (freeze_lpsolve.c relaxes by 1e-9 at once). */
+static int least_total_ratio(dw_state *w, double optimum, tf_error *err)
+{
+    static const double slacks[] = {0.0, 1e-12, 1e-11, 1e-10, 1e-9};
+    const int tries = (int)(sizeof slacks / sizeof slacks[0]);
+    int rc = 0;
+    for (int t = 0; t < tries; t++) {
+        double bound = optimum + slacks[t] * fmax(1.0, fabs(optimum));
+        if (t == 0 && (rc = fix_makespan(w, bound * w->scale)))
+            return tf_fail(err, rc, "out of memory");
+        w->g->len[w->g->bound_arc] = -bound * w->scale;
+        w->floor = total_ratio_floor(w, bound * w->scale);
+        if (w->floor == -INFINITY)
+            return tf_fail(err, TF_ENOMEM, "out of memory");
+        rc = dw_run_bounded(w, OBJECTIVE_SUM, "the total freeze ratio", err);
+        w->floor = -INFINITY;
+        if (rc != TF_ESOLVER)
+            break;
+    }
+    return rc;
+}
+
+/* Bounds every ratio by z: the arc a_u -> b_u gets length max_u - z span_u
+ * (exactly min_u at z = 1).  The next pricing starts afresh, because the old
+ * tree's potentials no longer fit the new lengths. */
+static void set_ratio_bound(dw_state *w, double z)
+{
+    fast_net *g = w->g;
+    for (int j = 0; j < g->k; j++) {
+        int u = g->freezable[j];
+        g->len[g->short_arc[u]] = z >= 1.0 ? w->min_ms[u] : w->max_ms[u] - z * g->span[u];
+    }
+    w->fresh_pricing = 1;
 }
 
 /* Spread's second stage: the least z such that t(z), the least makespan
@@ -1144,9 +1223,11 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
         w.cost_master = calloc(nn, sizeof *w.cost_master);
         w.dual_centre = calloc((size_t)s->stages + 1, sizeof *w.dual_centre);
         w.dual_smooth = calloc((size_t)s->stages + 1, sizeof *w.dual_smooth);
+        w.proof_lambda = calloc((size_t)s->stages + 1, sizeof *w.proof_lambda);
+        w.floor = -INFINITY;
         w.point_r = calloc((size_t)net.k + 1, sizeof *w.point_r);
         if (!w.demand || !w.tree_arc || !w.alt_arc || !w.duration || !w.finish || !w.late || !w.cost_r ||
-            !w.point_r || !w.cost_master || !w.dual_centre || !w.dual_smooth ||
+            !w.point_r || !w.cost_master || !w.dual_centre || !w.dual_smooth || !w.proof_lambda ||
             tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
             master_init(&w, p->cap)) {
             rc = tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model");
@@ -1168,6 +1249,8 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
         if ((rc = dw_run(&w, OBJECTIVE_T, "the batch time", err)))
             goto done;
         double best_T = w.master_t;
+        if ((rc = keep_batch_proof(&w, err)))
+            goto done;
         if (p->objective == TF_OBJECTIVE_SPREAD) {
             /* t(z*) meets best_T within the stages' 1e-11; the bound stays
              * best_T, which least_total_ratio relaxes only if it must. */

@@ -158,13 +158,14 @@ static void nothing_freezable(void **state)
     instance_free(&x);
 }
 
-/* Solves a 1F1B instance of 8 ranks x `microbatches` with --solver auto
- * and checks that `expected` ran. */
-static void expect_auto_picks(int microbatches, const char *expected)
+/* Solves an instance of `schedule` with --solver auto and checks that
+ * `expected` ran. */
+static void expect_auto_picks(const char *schedule, int ranks, int stages_per_rank,
+                              int microbatches, const char *expected)
 {
     uint64_t seed = 11;
     instance x;
-    fast_instance(&x, "1F1B", 8, 1, microbatches, 0.0, 0, &seed);
+    fast_instance(&x, schedule, ranks, stages_per_rank, microbatches, 0.0, 0, &seed);
     tf_freeze_problem p = instance_problem(&x, TF_SOLVER_AUTO, TF_OBJECTIVE_LEAST_FREEZE);
     tf_freeze_result r;
     assert_int_equal(solve_alone(&p, &r, NULL), 0);
@@ -174,14 +175,40 @@ static void expect_auto_picks(int microbatches, const char *expected)
     instance_free(&x);
 }
 
-/* auto: lp_solve below 1,024 actions, the fast solver from there on,
- * and the result names the one that ran. */
+/* The rule alone, every cap `cap` (the fast solver's slow cases are not
+ * solved here). */
+static void expect_auto_rule(const char *schedule, int ranks, int stages_per_rank,
+                             int microbatches, double cap, tf_solver expected)
+{
+    uint64_t seed = 11;
+    instance x;
+    fast_instance(&x, schedule, ranks, stages_per_rank, microbatches, 0.0, 0, &seed);
+    for (int st = 0; st < x.s.stages; st++)
+        x.cap[st] = cap;
+    tf_freeze_problem p = instance_problem(&x, TF_SOLVER_AUTO, TF_OBJECTIVE_LEAST_FREEZE);
+    assert_int_equal(tf_freeze_auto_solver(&p), expected);
+    instance_free(&x);
+}
+
+/* auto: lp_solve below 1,024 actions, the fast solver from there on but
+ * for more than 64 cap rows with fewer than 32 actions each, and the
+ * result names the one that ran. */
 static void auto_picks_by_size(void **state)
 {
     (void)state;
     assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS, 1024);
-    expect_auto_picks(64, "fast");     /* 2 x 8 x 64 = 1,024 actions */
-    expect_auto_picks(63, "lp_solve"); /* 1,008 */
+    assert_int_equal(TF_FAST_SOLVER_MAX_CAP_ROWS, 64);
+    assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW, 32);
+    expect_auto_picks("1F1B", 8, 1, 64, "fast");     /* 2 x 8 x 64 = 1,024 actions */
+    expect_auto_picks("1F1B", 8, 1, 63, "lp_solve"); /* 1,008 */
+    expect_auto_rule("1F1B", 64, 1, 8, 0.8, TF_SOLVER_FAST); /* 64 rows, 1,024 actions */
+    /* 105 rows: 1,050 actions, 10 per row; 3,360 actions, 32 per row;
+     * caps of 0 or 1 make no row. */
+    expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.8, TF_SOLVER_LP_SOLVE);
+    expect_auto_rule("Interleaved1F1B", 35, 3, 16, 0.8, TF_SOLVER_FAST);
+    expect_auto_rule("Interleaved1F1B", 35, 3, 5, 1.0, TF_SOLVER_FAST);
+    expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.0, TF_SOLVER_FAST);
+    expect_auto_picks("Interleaved1F1B", 35, 3, 5, "lp_solve");
 }
 
 /* ZBVZeroBubble, 4 ranks x 8 microbatches (192 actions), every time about

@@ -96,7 +96,8 @@ typedef struct tf_freeze_result {
 
 /* Solves problem p under control ctl (NULL: tf_freeze_control_init's).
  * The solver is p->solver, or for TF_SOLVER_AUTO lp_solve below
- * TF_FAST_SOLVER_MIN_ACTIONS actions and the fast solver from there on.
+ * TF_FAST_SOLVER_MIN_ACTIONS actions and the fast solver from there on,
+ * but for many cap rows with few actions each (TF_FAST_SOLVER_MAX_CAP_ROWS).
  * Both snap ratios within 1e-9 of 0 or 1 to it and report the makespan as
  * the longest path of the planned durations.  Every path is bounded:
  * lp_solve by its iteration guard, the fast solver by ctl->max_rounds
@@ -121,6 +122,10 @@ typedef struct tf_freeze_result {
 int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
                     tf_freeze_result *out, tf_error *err);
 
+/* The solver TF_SOLVER_AUTO picks for p (a problem tf_freeze_solve
+ * accepts): TF_SOLVER_LP_SOLVE or TF_SOLVER_FAST. */
+tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p);
+
 /* Frees what tf_freeze_solve allocated in r and zeroes its pointers; r
  * zeroed, or already freed, is fine. */
 void tf_freeze_result_free(tf_freeze_result *r);
@@ -133,6 +138,16 @@ char *tf_freeze_solver_version(char *buf, size_t size);
  * checked against, solves; from there on the fast solver is tens to
  * hundreds of times faster (docs/results.md has the measurements). */
 #define TF_FAST_SOLVER_MIN_ACTIONS 1024
+
+/* ...unless the stages' caps make more than TF_FAST_SOLVER_MAX_CAP_ROWS
+ * rows with fewer than TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW actions each:
+ * there the fast solver's column generation needs many rounds per row and
+ * lp_solve is the faster (Interleaved1F1B, 35 ranks x 3 stages: 1,050
+ * actions 0.34 s against more than 90 s, 2,100 actions 50 s against more
+ * than 60 s; 1F1B with 64 ranks and 1,024 actions: fast 4.3 s, lp_solve
+ * 7.8 s).  A cap row is a stage with a cap above 0 and below 1. */
+#define TF_FAST_SOLVER_MAX_CAP_ROWS 64
+#define TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW 32
 
 /* Rounds of column generation (pricings) the fast solver may take in one
  * solve, all stages together; the benchmark profiles take 15-1,500. */

@@ -83,14 +83,21 @@ static int check_problem(const tf_freeze_problem *p, tf_error *err)
     return rc ? rc : check_memory(p, err);
 }
 
-/* The rule of "auto": by size, in the words of TF_FAST_SOLVER_MIN_ACTIONS,
- * and lp_solve for a binding memory limit, which only it takes. */
-static tf_solver solver_for(const tf_freeze_problem *p)
+/* The rule of "auto": by size and cap rows, in the words of
+ * TF_FAST_SOLVER_MIN_ACTIONS and TF_FAST_SOLVER_MAX_CAP_ROWS, and lp_solve
+ * for a binding memory limit, which only it takes. */
+tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p)
 {
-    if (tf_freeze_memory_binds(p))
+    const int n = p->schedule->n_actions;
+    if (tf_freeze_memory_binds(p) || n < TF_FAST_SOLVER_MIN_ACTIONS)
         return TF_SOLVER_LP_SOLVE;
-    return p->schedule->n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? TF_SOLVER_FAST
-                                                                : TF_SOLVER_LP_SOLVE;
+    int rows = 0;
+    for (int st = 0; st < p->schedule->stages; st++)
+        rows += p->cap[st] > 0.0 && p->cap[st] < 1.0;
+    if (rows > TF_FAST_SOLVER_MAX_CAP_ROWS &&
+        n < (long)rows * TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW)
+        return TF_SOLVER_LP_SOLVE;
+    return TF_SOLVER_FAST;
 }
 
 static int run_solver(tf_solver solver, const tf_freeze_problem *p, const tf_freeze_limits *lim,
@@ -135,7 +142,7 @@ int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
                             ctl->max_rounds > 0 ? ctl->max_rounds : TF_FAST_MAX_ROUNDS};
     tf_solver solver = p->solver;
     if (solver == TF_SOLVER_AUTO)
-        solver = solver_for(p);
+        solver = tf_freeze_auto_solver(p);
     /* The one valid input without a plan: found and named before solving. */
     if (tf_freeze_memory_binds(p) && (rc = tf_freeze_memory_check(p, err)))
         return rc;

@@ -49,9 +49,8 @@ typedef struct stage_stats {
 typedef struct item {
     int stage, mb, layer;
     tfx_kfac_factor f;
-    int in_grad_slot;         /* reads the gradient slot, else the activation slot */
-    const float *src;         /* N x cols */
-    float *copy;              /* owned: src moved here before the slot was overwritten */
+    const float *src;         /* N x cols: its copy once queued */
+    float *copy;              /* owned: the input, copied when queued */
     size_t bytes;             /* of copy */
     int cols;
     int row;                  /* factor rows done (it runs in chunks of rows) */
@@ -157,12 +156,11 @@ static void stage_stats_free(stage_stats *ss)
 
 /* What item (stage, layer, f, mb) reads: *cols wide, N rows. */
 static const float *item_source(const tfx_stage *st, const layer *l, tfx_kfac_factor f,
-                                int mb, int *cols, int *in_grad_slot)
+                                int mb, int *cols)
 {
     const tfx_activation_slot *a = &st->act[mb];
     const tfx_gradient_slot *g = tfx_stage_gradient_slot(st, mb);
     *cols = f == TFX_KFAC_A ? l->in : l->out;
-    *in_grad_slot = f == TFX_KFAC_G && l->kind != L_HEAD;
     if (l->kind == L_HEAD)
         return f == TFX_KFAC_A ? a->lnf : a->dlogits; /* dlogits: the logits' gradient */
     const tfx_block_acts *b = &a->blk[l->block];
@@ -375,42 +373,12 @@ int tfx_kfac_after(tfx_kfac *k, int rank, tf_action_type type, int stage, int mb
     const tfx_kfac_factor f = type == TF_ACT_F ? TFX_KFAC_A : TFX_KFAC_G;
     for (int i = 0; i < ss->n_layers; i++) {
         item it = {.stage = stage, .mb = mb, .layer = i, .f = f, .origin = q->step};
-        it.src = item_source(ss->st, &ss->layers[i], f, mb, &it.cols, &it.in_grad_slot);
+        it.src = item_source(ss->st, &ss->layers[i], f, mb, &it.cols);
         item *kept = push(k, q, &it);
-        /* A lazy stage frees or reuses a microbatch's buffers at the
-         * action's end (model.h): the item cannot read them later. */
-        if (kept && ss->st->lazy) {
-            int rc = copy_out(k, q, kept, err);
-            if (rc)
-                return rc;
-        }
-    }
-    return 0;
-}
-
-/* Whether action (type, stage, mb) overwrites what `it` reads. */
-static int overwrites(const tfx_stage *st, const item *it, tf_action_type type, int stage,
-                      int mb)
-{
-    if (it->copy || it->stage != stage)
-        return 0;
-    if (type == TF_ACT_F)
-        return !it->in_grad_slot && it->mb == mb;
-    if (type == TF_ACT_B || type == TF_ACT_I)
-        return it->in_grad_slot && (st->n_grad_slots == 0 || it->mb == mb);
-    return 0;
-}
-
-int tfx_kfac_before(tfx_kfac *k, int rank, tf_action_type type, int stage, int mb,
-                    tf_error *err)
-{
-    rank_queue *q = &k->queues[rank];
-    const tfx_stage *st = k->stages[stage].st;
-    for (int i = 0; i < q->count; i++) {
-        item *it = &q->ring[(q->head + i) % q->cap];
-        if (!overwrites(st, it, type, stage, mb))
-            continue;
-        int rc = copy_out(k, q, it, err);
+        /* The runtime's (lazy) stages free or reuse a microbatch's buffers
+         * at the action's end (model.h), and on any stage a later action
+         * rewrites the slot: the item cannot read them later. */
+        int rc = kept ? copy_out(k, q, kept, err) : 0;
         if (rc)
             return rc;
     }

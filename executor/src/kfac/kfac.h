@@ -3,21 +3,15 @@
  *
  * The runtime calls, on each rank's own thread:
  *   tfx_kfac_step_begin / _end   around the rank's actions of a step;
- *   tfx_kfac_before              before an action's receive: what the
- *                                action is about to overwrite (its
- *                                activation slot for F, its gradient slot
- *                                for B and I) is copied out for the
- *                                pending items that still read it;
  *   tfx_kfac_after               after the action: F queues the A items of
- *                                the stage's layers, B and I the G items;
+ *                                the stage's layers, B and I the G items,
+ *                                each with a copy of its input;
  *   tfx_kfac_run_one             while a receive would block.
  * A rank's queue and the factors of its stages are touched only by that
- * rank's thread, so nothing here locks.  On a stage that holds every
- * buffer from creation, an item reads the slot in place until an action
- * overwrites it (the next action of that microbatch; gradient slot: of any
- * microbatch sharing it).  A lazy stage (the runtime's) frees or reuses a
- * microbatch's buffers when the action ends, so there every item reads a
- * copy taken when it is queued. */
+ * rank's thread, so nothing here locks.  The runtime's (lazy) stages free
+ * or reuse a microbatch's buffers when the action ends, and on any stage a
+ * later action rewrites the slot, so every item reads a copy taken when it
+ * is queued. */
 #ifndef TFX_KFAC_INTERNAL_H
 #define TFX_KFAC_INTERNAL_H
 
@@ -54,17 +48,11 @@ void tfx_kfac_step_begin(tfx_kfac *k, int rank, double t0, int training);
 /* The rank's last action of the step is done: leftovers stay queued. */
 void tfx_kfac_step_end(tfx_kfac *k, int rank);
 
-/* Before action (type, stage, mb) of `rank` receives or computes: copies
- * the inputs of pending items that it would overwrite.  Returns 0 or an
- * allocation error. */
-int tfx_kfac_before(tfx_kfac *k, int rank, tf_action_type type, int stage, int mb,
-                    tf_error *err);
-
 /* After action (type, stage, mb) of `rank`, before its buffers are
  * released: queues its items (F: A of each layer, B and I: G of each
- * layer), dropping the oldest not yet started beyond the bound; on a lazy
- * stage (model.h), whose buffers do not outlive the action, each item gets
- * a copy of its input now.  Returns 0 or an allocation error. */
+ * layer), dropping the oldest not yet started beyond the bound, each with
+ * a copy of its input (the action's buffers do not outlive it on a lazy
+ * stage, model.h).  Returns 0 or an allocation error. */
 int tfx_kfac_after(tfx_kfac *k, int rank, tf_action_type type, int stage, int mb,
                    tf_error *err);
 

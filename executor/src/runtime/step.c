@@ -233,19 +233,8 @@ static void release_buffers(tfx_rank_job *job, int index)
         p->action_bytes[index] = (double)st->held_bytes - p->action_bytes[index];
 }
 
-/* K-FAC statistics: before action `index` receives, what it overwrites is
- * saved for the pending items that read it.  Returns 0 or an error. */
-static int aux_before(tfx_rank_job *job, int index)
-{
-    const tf_action *a = &job->p->schedule.actions[index];
-    if (!job->p->kfac)
-        return 0;
-    return tfx_kfac_before(job->p->kfac, job->rank, a->type, a->stage, a->microbatch,
-                           &job->err);
-}
-
-/* ... and after its compute, before its buffers are released, the items it
- * feeds are queued.  Returns 0 or an error. */
+/* K-FAC statistics: after action `index`'s compute, before its buffers are
+ * released, the items it feeds are queued.  Returns 0 or an error. */
 static int aux_after(tfx_rank_job *job, int index)
 {
     const tf_action *a = &job->p->schedule.actions[index];
@@ -262,8 +251,6 @@ static int run_action(tfx_rank_job *job, int index)
 {
     const double t_enter = tf_now_seconds();
     int rc = hold_buffers(job, index);
-    if (rc == 0)
-        rc = aux_before(job, index);
     if (rc == 0)
         rc = receive_input(job, index);
     if (rc == 0)
@@ -289,10 +276,6 @@ static int run_pair(tfx_rank_job *job, int index)
     int rc = hold_buffers(job, index);
     if (rc == 0)
         rc = hold_buffers(job, index + 1);
-    if (rc == 0)
-        rc = aux_before(job, index);
-    if (rc == 0)
-        rc = aux_before(job, index + 1);
     if (rc == 0)
         rc = receive_input(job, index);
     if (rc == 0)

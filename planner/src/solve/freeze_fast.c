@@ -1068,7 +1068,10 @@ static double total_ratio_floor(const dw_state *w, double bound_ms)
 }
 
 /* Keeps the batch-time stage's proof (dual_centre, just after dw_run) with
- * its Lagrangian bound, for total_ratio_floor.  Returns 0 or a TF_E* code. */
+ * its Lagrangian bound, for total_ratio_floor.  A negative price of T
+ * (round-off) or a bound that is not finite proves nothing about points
+ * with a smaller T: the prices are then kept at 0, and the floor is 0.
+ * Returns 0 or a TF_E* code. */
 static int keep_batch_proof(dw_state *w, tf_error *err)
 {
     double slope;
@@ -1076,8 +1079,9 @@ static int keep_batch_proof(dw_state *w, tf_error *err)
     if (rc)
         return rc;
     w->proof_nu = w->nu_sigma[0];
+    int usable = w->proof_nu >= 0.0 && isfinite(w->proof_bound);
     for (int c = 0; c < w->n_caps; c++)
-        w->proof_lambda[c] = fmax(0.0, -w->dual_centre[c]);
+        w->proof_lambda[c] = usable ? fmax(0.0, -w->dual_centre[c]) : 0.0;
     return 0;
 }
 

@@ -1,7 +1,8 @@
 /* fuzz_profile.c - libFuzzer target for profile.json (tf_profile_parse), and
  * for what a profile feeds: the DAG of its schedule (deadlock check), the
  * profile written back and read again, and on small profiles the freeze LP
- * with both solvers, which must agree on the batch time. */
+ * with both solvers, which must agree on the batch time and the total
+ * freeze. */
 #include <math.h>
 
 #include "fuzz_util.h"
@@ -14,10 +15,10 @@
 enum { PLANNED_ACTIONS = 256 };
 
 /* Plans p with one solver, no fallback, a time limit well inside
- * libFuzzer's -timeout.  Returns the batch time, or NAN when the solver
- * reported a failure (allowed: only wrong answers and crashes are
- * findings). */
-static double planned_batch(const tf_profile *p, tf_solver solver)
+ * libFuzzer's -timeout.  Returns the batch time, with the plan's total
+ * freeze ratio in *freeze, or NAN when the solver reported a failure
+ * (allowed: only wrong answers and crashes are findings). */
+static double planned_batch(const tf_profile *p, tf_solver solver, double *freeze)
 {
     tf_plan_options o;
     tf_plan_options_init(&o);
@@ -29,6 +30,9 @@ static double planned_batch(const tf_profile *p, tf_solver solver)
     if (tf_plan_from_profile(p, &o, &plan, &err))
         return NAN;
     double batch = plan.batch_ms_planned;
+    *freeze = 0.0;
+    for (int i = 0; i < plan.schedule.n_actions; i++)
+        *freeze += plan.actions[i].freeze_ratio;
     FUZZ_CHECK(plan.batch_ms_all_frozen <= batch * (1 + 1e-9) + 1e-9 &&
                    batch <= plan.batch_ms_unfrozen * (1 + 1e-9) + 1e-9,
                "%s: planned %.17g outside [%.17g, %.17g]", tf_solver_name(solver), batch,
@@ -54,10 +58,14 @@ static void check_profile(const tf_profile *p)
     free(json);
     if (p->schedule.n_actions > PLANNED_ACTIONS)
         return;
-    double lp = planned_batch(p, TF_SOLVER_LP_SOLVE), fast = planned_batch(p, TF_SOLVER_FAST);
-    if (!isnan(lp) && !isnan(fast))
-        FUZZ_CHECK(fabs(lp - fast) <= 1e-6 * fmax(1.0, lp), "lp_solve %.17g, fast %.17g", lp,
-                   fast);
+    double lp_freeze, fast_freeze;
+    double lp = planned_batch(p, TF_SOLVER_LP_SOLVE, &lp_freeze);
+    double fast = planned_batch(p, TF_SOLVER_FAST, &fast_freeze);
+    if (isnan(lp) || isnan(fast))
+        return;
+    FUZZ_CHECK(fabs(lp - fast) <= 1e-6 * fmax(1.0, lp), "lp_solve %.17g, fast %.17g", lp, fast);
+    FUZZ_CHECK(fabs(lp_freeze - fast_freeze) <= 1e-6 * fmax(1.0, lp_freeze),
+               "total freeze: lp_solve %.17g, fast %.17g", lp_freeze, fast_freeze);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -285,6 +285,7 @@ typedef struct dw_state {
     double proof_nu, proof_bound;
     double slack_used;     /* largest slack in the last master solution */
     double slack_cost;     /* what all its slack adds to the master's value */
+    int proof_noisy;       /* a stage failed: its proof was within round-off */
     double slack_last;     /* slack_used one round before */
     int slack_rounds;      /* rounds in a row with slack_used unchanged and real */
     int may_give_up;       /* a pass may end early on settled slack (dw_run_bounded) */
@@ -777,7 +778,7 @@ static int slack_settled(dw_state *w)
  * TF_ESOLVER. */
 #define PROOF_NOISE_MAX 1e-4
 
-static int proof_trusted(const dw_state *w, const double *y, const char *step, tf_error *err)
+static int proof_trusted(dw_state *w, const double *y, const char *step, tf_error *err)
 {
     if (w->penalty <= 0.0)
         return 0;
@@ -787,6 +788,7 @@ static int proof_trusted(const dw_state *w, const double *y, const char *step, t
     double noise = w->ratio_eps * prices / fmax(1.0, fabs(w->master_objective));
     if (noise <= PROOF_NOISE_MAX)
         return 0;
+    w->proof_noisy = 1;
     return tf_fail(err, TF_ESOLVER,
                    "fast solver: at cap prices summing to %.3g the ratios' round-off (%.3g) "
                    "is %.2g of the objective while minimising %s: too coarse to prove it",
@@ -1135,7 +1137,11 @@ static int least_total_ratio(dw_state *w, double optimum, tf_error *err)
             return tf_fail(err, TF_ENOMEM, "out of memory");
         rc = dw_run_bounded(w, OBJECTIVE_SUM, "the total freeze ratio", err);
         w->floor = -INFINITY;
-        if (rc != TF_ESOLVER)
+        /* A proof lost in round-off (proof_trusted) is not a bound that is
+         * too tight: a looser bound would only give a different plan (on
+         * the fuzzed GPipe profile of regressions/, 1e-6 less freezing at a
+         * batch time 4e-11 longer). */
+        if (rc != TF_ESOLVER || w->proof_noisy)
             break;
     }
     return rc;

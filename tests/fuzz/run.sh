@@ -52,6 +52,8 @@ seed() {
 # (Seeds are kept small: large inputs slow every execution down.)
 mkdir -p "$work/seed/fuzz_profile"
 seed fuzz_profile $(find "$src/traces" -name '*.json')
+# ...and the planner's regression profiles, which each once broke a solver.
+seed fuzz_profile "$src"/tests/planner/regressions/*.profile.json
 if [ -x "$build/tools/tf-study" ]; then
     rm -rf "$work/study-profiles"
     "$build/tools/tf-study" "$src/tools/examples/llama8b-h200.json" -q -j 1 \

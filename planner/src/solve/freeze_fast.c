@@ -283,6 +283,7 @@ typedef struct dw_state {
      * lambda_c (mean_c(x) - cap_c) >= bound for every point x of X */
     double *proof_lambda;  /* n_caps, >= 0 */
     double proof_nu, proof_bound;
+    double proof_slope;    /* of t at z = 1 at those duals (ratio_bound_slope) */
     double slack_used;     /* largest slack in the last master solution */
     double slack_cost;     /* what all its slack adds to the master's value */
     int proof_noisy;       /* a stage failed: its proof was within round-off */
@@ -1107,8 +1108,7 @@ static double total_ratio_floor(const dw_state *w, double bound_ms)
  * Returns 0 or a TF_E* code. */
 static int keep_batch_proof(dw_state *w, tf_error *err)
 {
-    double slope;
-    int rc = ratio_bound_slope(w, &slope, &w->proof_bound, err);
+    int rc = ratio_bound_slope(w, &w->proof_slope, &w->proof_bound, err);
     if (rc)
         return rc;
     w->proof_nu = w->nu_sigma[0];
@@ -1184,10 +1184,9 @@ static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_e
 {
     const fast_net *g = w->g;
     const char *step = "the largest freeze ratio";
-    double slope, bound;
-    int rc = ratio_bound_slope(w, &slope, &bound, err);
-    if (rc)
-        return rc;
+    /* The slope at z = 1 and its bound: the batch-time proof's, kept. */
+    double slope = w->proof_slope, bound = w->proof_bound;
+    int rc;
     double proof_gap = fmax(best_t - bound, 1e-14 * fmax(1.0, best_t));
     if (slope < 0.0 && proof_gap / -slope <= 1e-9)
         return 0; /* z* = 1: the network's arcs already say r_u <= 1 */

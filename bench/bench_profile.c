@@ -145,3 +145,45 @@ int bench_add_memory(tf_profile *p, double share, tf_error *err)
     }
     return rc;
 }
+
+/* The rows of rank r (in m) that f and q leave at its limit. */
+static int rank_rows_at_limit(const tf_memory_model *m, int r, const double *f,
+                              const double *q, double limit, int *rows)
+{
+    double live = m->static_bytes[r];
+    int at_limit = 0;
+    for (int k = m->event_offset[r]; k < m->event_offset[r + 1]; k++) {
+        live += tf_memory_event_delta(&m->events[k], f, q);
+        if (!tf_memory_event_can_rise(&m->events[k]))
+            continue;
+        ++*rows;
+        at_limit += live >= limit * (1.0 - 1e-7);
+    }
+    return at_limit;
+}
+
+int bench_count_memory_rows(const tf_plan *plan, bench_memory_rows *out, tf_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!plan->memory || !plan->memory_limit)
+        return 0;
+    const int n = plan->schedule.n_actions;
+    double *f = calloc((size_t)n + 1, sizeof *f), *q = calloc((size_t)n + 1, sizeof *q);
+    tf_memory_options o = {plan->freeze_saves_memory, plan->max_freeze_ratio};
+    tf_memory_model m = {0};
+    int rc = !f || !q ? tf_fail(err, TF_ENOMEM, "out of memory counting memory rows")
+                      : tf_memory_model_build(&plan->schedule, plan->memory, &o, &m, err);
+    for (int i = 0; i < n && !rc; i++) {
+        f[i] = plan->actions[i].freeze_ratio;
+        q[i] = plan->actions[i].recompute_ratio;
+    }
+    for (int r = 0; r < m.ranks && !rc; r++) {
+        int k = rank_rows_at_limit(&m, r, f, q, plan->memory_limit[r], &out->rows);
+        out->at_limit += k;
+        out->most_on_rank = k > out->most_on_rank ? k : out->most_on_rank;
+    }
+    tf_memory_model_free(&m);
+    free(f);
+    free(q);
+    return rc;
+}

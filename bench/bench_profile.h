@@ -15,6 +15,7 @@
 #define TF_BENCH_PROFILE_H
 
 #include "tf/error.h"
+#include "tf/plan.h"
 #include "tf/profile.h"
 
 /* The microbatch count that gives about `actions` actions for the built-in
@@ -44,5 +45,18 @@ int bench_make_profile(const char *schedule, int ranks, int stages_per_rank, int
  * deeper ranks must freeze or recompute.  Returns 0, or the planner's
  * error; on error p keeps no memory. */
 int bench_add_memory(tf_profile *p, double share, tf_error *err);
+
+/* A planned memory limit's rows, counted from the plan (its schedule,
+ * bytes, caps and ratios: the events the LP builds its rows from). */
+typedef struct bench_memory_rows {
+    int rows;          /* events that can raise a rank's live bytes: one LP row each */
+    int at_limit;      /* of those, the ones the plan's ratios leave within 1e-7 of the
+                        * limit (relative): the rows that can bind at its optimum */
+    int most_on_rank;  /* the largest at_limit of one rank */
+} bench_memory_rows;
+
+/* Counts plan's memory rows into *out (all zero when the plan has no
+ * limit).  Returns 0, or TF_ENOMEM / the model's error. */
+int bench_count_memory_rows(const tf_plan *plan, bench_memory_rows *out, tf_error *err);
 
 #endif

@@ -152,6 +152,7 @@ typedef struct solve_report {
     double batch_ms, total_freeze;
     int variables, constraints;
     char solver[32];             /* the solver that ran, as the plan names it */
+    bench_memory_rows memory_rows; /* with --memory, a tf plan's: its limit rows */
     char msg[512];               /* the error message when rc != 0 */
 } solve_report;
 
@@ -237,7 +238,8 @@ static const tf_cli_option options[] = {
     {"memory", 0, TF_CLI_NUMBER, AT(memory), 0, 1, .flags = TF_CLI_ABOVE_MIN, .arg = "F",
      .help = "give each profile memory and a limit F of the way (0 < F <= 1; 1 binds nowhere) "
              "from the smallest any plan meets to the largest unfrozen peak (lp_solve's memory "
-             "rows; the fast row times its fallback to lp_solve; the others n/a)"},
+             "rows; the fast row times its fallback to lp_solve; the others n/a); under each "
+             "planned row, its memory rows and how many the plan meets with equality"},
     {"save-profiles", 0, TF_CLI_PATH, AT(profile_dir), .arg = "DIR",
      .help = "also write each size's profile to DIR/profile-ACTIONS.json, to time tf-plan on "
              "it with its JSON I/O (an existing file is an error)"},
@@ -373,6 +375,7 @@ static void child_solve(const tf_profile *p, int solver, const bench_options *o,
             r->variables = plan.solver_variables;
             r->constraints = plan.solver_constraints;
             snprintf(r->solver, sizeof r->solver, "%s", plan.solver_name);
+            r->rc = bench_count_memory_rows(&plan, &r->memory_rows, &err);
             tf_plan_free(&plan);
         }
     }
@@ -510,6 +513,15 @@ static void print_header(const bench_options *o, const python_rows *py)
            "idle_MiB", "vars", "cons", "batch_ms", "total_freeze", "vs_lp_solve");
 }
 
+/* Under a row planned with a memory limit: how many limit rows its LP had
+ * and how many the plan meets with equality, the rows that can bind. */
+static void print_memory_rows(const bench_memory_rows *m)
+{
+    if (m->rows > 0)
+        printf("%26smemory rows %d, at the limit under this plan %d (most on one rank %d)\n", "",
+               m->rows, m->at_limit, m->most_on_rank);
+}
+
 static void print_row(int actions, int microbatches, int solver, const measurement *m,
                       double parent_mib, double idle_mib, const measurement *reference,
                       const bench_options *o, const python_rows *py)
@@ -564,6 +576,7 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         int differs = !(fabs(rel) <= 1e-9 && fabs(freeze) <= 1e-6);
         printf("batch %+.1e rel, freeze %+.1e%s\n", rel, freeze, differs ? "  DIFFERS" : "");
     }
+    print_memory_rows(&r->memory_rows);
 }
 
 /* The last row of a size: each solver's speed-up over lp_solve. */

@@ -60,6 +60,14 @@ check "memory limit: the fast row is lp_solve's, by the fallback" \
   grep -Eq '^ +128 +[0-9]+ +fast +fallback' "$work/out"
 check "memory limit: HiGHS has no memory rows" \
   grep -q 'highs     n/a       (time only: no memory rows)' "$work/out"
+# 1F1B with recomputation: every F keeps activations and every B brings back
+# what its recomputation dropped, so each of the 128 actions has a row that
+# can raise the bytes; a limit that binds leaves at least one of them at it.
+check "memory limit: its rows counted, some at the limit" \
+  awk '/^ +128 +[0-9]+ +lp_solve/ { want = 1; next }
+       want && $1 == "memory" && $2 == "rows" {
+         rows = $3 + 0; at = $10 + 0; exit !(rows == 128 && at >= 1 && at <= rows) }
+       want { exit 1 }' "$work/out"
 
 # Regressions.  lp_solve's default dual simplex cycles on Interleaved1F1B
 # 4 x 64: the guard in freeze_lpsolve.c stops it and re-solves with the primal

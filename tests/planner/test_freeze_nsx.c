@@ -187,8 +187,10 @@ static void solves_and_resolves_match_lp_solve(void **state)
         assert_int_equal(tf_nsx_solve(&m, b, tree_arc, alt_arc, 1e-12), 0);
         check_answer(&g, &m, b);
         for (int round = 0; round < 6; round++) {
-            if (round % 3 == 2)
+            if (round % 3 == 2) {
                 change_lengths(&seed, &g);
+                tf_nsx_lengths_changed(&m);
+            }
             random_demands(&seed, &g, b);
             int rc = tf_nsx_resolve(&m, b, 1e-12, 1e-12);
             if (rc) {

@@ -940,6 +940,13 @@ static int master_init(dw_state *w, const double *cap)
     return 0;
 }
 
+/* T <= bound_ms: the length of the network's arc T -> O. */
+static void set_makespan_bound(dw_state *w, double bound_ms)
+{
+    w->g->len[w->g->bound_arc] = -bound_ms;
+    tf_nsx_lengths_changed(&w->nsx);
+}
+
 /* Moves the bound T <= bound_ms from the master into the network (arc
  * T -> O), for the stages after the first.  A master row bounding T would
  * let its dual grow without limit (the master is degenerate at T*), and a
@@ -979,7 +986,7 @@ static int fix_makespan(dw_state *w, double bound_ms)
     }
     w->cols = kept;
     w->have_basis = 0;
-    w->g->len[w->g->bound_arc] = -bound_ms;
+    set_makespan_bound(w, bound_ms);
     w->makespan_fixed = 1;
     return add_point_column(w);
 }
@@ -1131,7 +1138,7 @@ static int least_total_ratio(dw_state *w, double optimum, tf_error *err)
         double bound = optimum + slacks[t] * fmax(1.0, fabs(optimum));
         if (t == 0 && (rc = fix_makespan(w, bound * w->scale)))
             return tf_fail(err, rc, "out of memory");
-        w->g->len[w->g->bound_arc] = -bound * w->scale;
+        set_makespan_bound(w, bound * w->scale);
         w->floor = total_ratio_floor(w, bound * w->scale);
         if (w->floor == -INFINITY)
             return tf_fail(err, TF_ENOMEM, "out of memory");
@@ -1157,6 +1164,7 @@ static void set_ratio_bound(dw_state *w, double z)
         int u = g->freezable[j];
         g->len[g->short_arc[u]] = z >= 1.0 ? w->min_ms[u] : w->max_ms[u] - z * g->span[u];
     }
+    tf_nsx_lengths_changed(&w->nsx);
     w->fresh_pricing = 1;
 }
 

@@ -95,6 +95,7 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
                 const double *len)
 {
     memset(m, 0, sizeof *m);
+    m->lengths_stale = 1;
     m->nodes = nodes;
     m->arcs = arcs;
     m->tail = tail;
@@ -600,37 +601,58 @@ static int primal_phase(tf_nsx *m, double tol)
      * bug turning into an endless loop. */
     long limit = m->pivots + 200L * m->nodes + 100000L, since_refresh = 0;
     m->next_arc = 0;
+    /* Both callers refresh the potentials just before, so a first scan
+     * that finds nothing is already the final one. */
+    int exact = 1;
     for (;;) {
         int e = find_entering(m, tol, block);
         if (e < 0) {
+            if (exact)
+                break;
             refresh_potentials(m);
             since_refresh = 0;
-            e = find_entering(m, tol, block);
-            if (e < 0)
-                break;
+            exact = 1;
+            continue;
         }
         int rc = pivot(m, e);
         if (rc)
             return rc;
+        exact = 0;
         if (++m->pivots > limit)
             return TF_ESOLVER;
         if (++since_refresh >= refresh_every) {
             refresh_potentials(m);
             since_refresh = 0;
+            exact = 1;
         }
     }
     return 0;
 }
 
+/* Copies the caller's lengths into the arc lists, where the dual ratio
+ * test reads them by position. */
+static void read_lengths(tf_nsx *m)
+{
+    for (int p = 0; p < m->arcs; p++) {
+        m->out.len[p] = m->len[m->out.arc[p]];
+        m->in.len[p] = m->len[m->in.arc[p]];
+    }
+    m->lengths_stale = 0;
+}
+
 int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
                  double tol)
 {
+    m->lengths_stale = 1;
     int rc = build_tree(m, b, tree_arc, alt_arc);
     if (rc)
         return rc;
+    read_lengths(m);
     m->pivots = 0;
     m->dual_pivots = 0;
-    return primal_phase(m, tol);
+    rc = primal_phase(m, tol);
+    m->lengths_stale = rc != 0;
+    return rc;
 }
 
 /* Tree flows for demands b on the current tree (non-tree arcs carry 0):
@@ -712,17 +734,25 @@ static int dual_pivot(tf_nsx *m, int v)
     return 0;
 }
 
+void tf_nsx_lengths_changed(tf_nsx *m)
+{
+    m->lengths_stale = 1;
+}
+
 int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
 {
     m->pivots = 0;
     m->dual_pivots = 0;
-    /* The caller may have changed lengths since the last solve. */
-    for (int p = 0; p < m->arcs; p++) {
-        m->out.len[p] = m->len[m->out.arc[p]];
-        m->in.len[p] = m->len[m->in.arc[p]];
+    /* A successful solve leaves exact potentials (primal_phase ends on a
+     * refresh) and the lists' copies of the lengths current; only changed
+     * lengths, or a failed solve, make them stale. */
+    if (m->lengths_stale) {
+        read_lengths(m);
+        refresh_potentials(m);
     }
+    /* Until it succeeds, the tree and potentials are in flux. */
+    m->lengths_stale = 1;
     tree_flows(m, b);
-    refresh_potentials(m);
     m->negative_tol = flow_tol;
     build_tournament(m);
     long limit = 4L * m->nodes + 1000L;
@@ -745,5 +775,7 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
         if (m->flow[m->pred[v]] < 0.0)
             m->flow[m->pred[v]] = 0.0;
     refresh_potentials(m);
-    return primal_phase(m, tol);
+    rc = primal_phase(m, tol);
+    m->lengths_stale = rc != 0;
+    return rc;
 }

@@ -29,7 +29,7 @@ typedef struct tf_nsx_adjacency {
     int *first, *split;  /* nodes + 1 each (split's last entry unused) */
     int *arc, *far;      /* by position: the arc and its other end */
     double *len;         /* by position: its length, read from the caller's
-                          * lengths at the start of each resolve */
+                          * lengths by the first resolve after they change */
     int *at;             /* arcs: the position of each */
 } tf_nsx_adjacency;
 
@@ -43,7 +43,8 @@ typedef struct tf_nsx_entry {
 typedef struct tf_nsx {
     int nodes, arcs;
     /* Problem data, owned by the caller.  Lengths may change between
-     * solves (not during one); tf_nsx_resolve reads them afresh. */
+     * solves (not during one): tf_nsx_solve reads them afresh, and
+     * tf_nsx_resolve after tf_nsx_lengths_changed. */
     const int *tail, *head;
     const double *len;
     /* State, owned here (tf_nsx_init / tf_nsx_free). */
@@ -79,6 +80,9 @@ typedef struct tf_nsx {
     int next_arc;        /* where the block search resumes */
     long pivots;         /* primal pivots in the last solve */
     long dual_pivots;    /* dual pivots in the last resolve */
+    int lengths_stale;   /* the lists' lengths or the potentials may not fit
+                          * len and the tree: after tf_nsx_lengths_changed
+                          * or a failed solve */
 } tf_nsx;
 
 /* Allocates the state for a network of `nodes` nodes and `arcs` arcs whose
@@ -110,6 +114,14 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
  * 0, or TF_ESOLVER when the dual pivots find no feasible flow or exceed
  * their guard (4 per node): the caller then solves afresh. */
 int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol);
+
+/* Tells m that the caller changed some of len since the last solve, so
+ * the next tf_nsx_resolve reads them again and recomputes the potentials
+ * (O(arcs)); a resolve that follows only a change of demands skips both.
+ * tf_nsx_solve reads them anyway.  Correctness does not hang on it: stale
+ * lengths only mislead the dual pivots, and the primal pivots, which read
+ * len itself from freshly computed potentials, repair what they leave. */
+void tf_nsx_lengths_changed(tf_nsx *m);
 
 void tf_nsx_free(tf_nsx *m);
 

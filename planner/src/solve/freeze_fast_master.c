@@ -290,7 +290,7 @@ static double screened_cost(const revised *m, int j)
  * structural column is priced in double first, and again in long double
  * only if the double value, less a bound on its round-off ((rows + 2)
  * units of 2^-52 on every product, taken as 2e-15 (rows + 2) times
- * |cost| + |dual|_1 max |a_j|), could still beat the best so far.  The
+ * |cost| + |dual|_1 max |a_j| + |best|), could still beat the best so far.  The
  * choice is the one the long-double prices alone would make. */
 static int entering(revised *m, real eps, int bland)
 {
@@ -307,7 +307,9 @@ static int entering(revised *m, real eps, int bland)
         if (m->barred[j] || m->position[j] >= 0)
             continue;
         if (j < m->cols) {
-            double err = unit * (fabs((double)m->cost[j]) + dual_l1 * m->column_max[j]);
+            /* best rounded to double moves by up to 2^-53 of itself */
+            double err = unit * (fabs((double)m->cost[j]) + dual_l1 * m->column_max[j] +
+                                 fabs((double)best));
             if (screened_cost(m, j) - err >= (double)best)
                 continue;
         }

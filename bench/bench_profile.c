@@ -177,7 +177,9 @@ int bench_count_memory_rows(const tf_plan *plan, bench_memory_rows *out, tf_erro
         f[i] = plan->actions[i].freeze_ratio;
         q[i] = plan->actions[i].recompute_ratio;
     }
-    for (int r = 0; r < m.ranks && !rc; r++) {
+    /* A limit that the unfrozen peaks meet adds no rows (planner.md). */
+    const int binds = !rc && tf_memory_first_over(&m, plan->memory_limit) >= 0;
+    for (int r = 0; r < m.ranks && binds; r++) {
         int k = rank_rows_at_limit(&m, r, f, q, plan->memory_limit[r], &out->rows);
         out->at_limit += k;
         out->most_on_rank = k > out->most_on_rank ? k : out->most_on_rank;

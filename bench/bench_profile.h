@@ -47,16 +47,21 @@ int bench_make_profile(const char *schedule, int ranks, int stages_per_rank, int
 int bench_add_memory(tf_profile *p, double share, tf_error *err);
 
 /* A planned memory limit's rows, counted from the plan (its schedule,
- * bytes, caps and ratios: the events the LP builds its rows from). */
+ * bytes, caps and ratios: the events the LP builds its rows from; R actions
+ * that recompute nothing are left out of a plan, and so are their rows).
+ * The LP keeps a running sum of each rank's changes, one equality row per
+ * event, and bounds it by the limit at every event that can raise it: those
+ * bounds are the rows counted. */
 typedef struct bench_memory_rows {
-    int rows;          /* events that can raise a rank's live bytes: one LP row each */
+    int rows;          /* events that can raise a rank's live bytes: one bound each */
     int at_limit;      /* of those, the ones the plan's ratios leave within 1e-7 of the
                         * limit (relative): the rows that can bind at its optimum */
     int most_on_rank;  /* the largest at_limit of one rank */
 } bench_memory_rows;
 
 /* Counts plan's memory rows into *out (all zero when the plan has no
- * limit).  Returns 0, or TF_ENOMEM / the model's error. */
+ * limit, or one that every unfrozen peak meets: the LP then has no memory
+ * rows).  Returns 0, or TF_ENOMEM / the model's error. */
 int bench_count_memory_rows(const tf_plan *plan, bench_memory_rows *out, tf_error *err);
 
 #endif

@@ -29,7 +29,8 @@ typedef struct tf_nsx_adjacency {
     int *first, *split;  /* nodes + 1 each (split's last entry unused) */
     int *arc, *far;      /* by position: the arc and its other end */
     double *len;         /* by position: its length, read from the caller's
-                          * lengths by the first resolve after they change */
+                          * lengths by each solve and by the first resolve
+                          * after they change */
     int *at;             /* arcs: the position of each */
 } tf_nsx_adjacency;
 

@@ -120,8 +120,9 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol);
  * the next tf_nsx_resolve reads them again and recomputes the potentials
  * (O(arcs)); a resolve that follows only a change of demands skips both.
  * tf_nsx_solve reads them anyway.  Correctness does not hang on it: stale
- * lengths only mislead the dual pivots, and the primal pivots, which read
- * len itself from freshly computed potentials, repair what they leave. */
+ * lengths only mislead the dual pivots (more of them, or their guard trips
+ * and the caller solves afresh), and the primal pivots, which read len
+ * itself from freshly computed potentials, repair what they leave. */
 void tf_nsx_lengths_changed(tf_nsx *m);
 
 void tf_nsx_free(tf_nsx *m);

@@ -772,7 +772,7 @@ static int slack_settled(dw_state *w)
  * outweigh what separates the master from a better point: a fuzzed
  * Interleaved1F1B profile with one backward of 1e6 ms (ratio_eps 4.6e-8)
  * ended its total-ratio stage at cap duals near 65,536, 3e-3 of the
- * objective, with a total freeze 6e-4 above lp_solve's.  Past
+ * objective, with a total freeze 0.011 (6e-4 relative) above lp_solve's.  Past
  * PROOF_NOISE_MAX of the objective the stage fails and lp_solve decides;
  * test_freeze_fast's instances reach 2.8e-5 (its wide-range durations) and
  * the benchmark profiles 2e-8, all with lp_solve's answers.  Returns 0 or

@@ -95,7 +95,7 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
                 const double *len)
 {
     memset(m, 0, sizeof *m);
-    m->lengths_stale = 1;
+    m->stale = 1;
     m->nodes = nodes;
     m->arcs = arcs;
     m->tail = tail;
@@ -637,13 +637,13 @@ static void read_lengths(tf_nsx *m)
         m->out.len[p] = m->len[m->out.arc[p]];
         m->in.len[p] = m->len[m->in.arc[p]];
     }
-    m->lengths_stale = 0;
+    m->stale = 0;
 }
 
 int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
                  double tol)
 {
-    m->lengths_stale = 1;
+    m->stale = 1;
     int rc = build_tree(m, b, tree_arc, alt_arc);
     if (rc)
         return rc;
@@ -651,7 +651,7 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
     m->pivots = 0;
     m->dual_pivots = 0;
     rc = primal_phase(m, tol);
-    m->lengths_stale = rc != 0;
+    m->stale = rc != 0;
     return rc;
 }
 
@@ -736,7 +736,7 @@ static int dual_pivot(tf_nsx *m, int v)
 
 void tf_nsx_lengths_changed(tf_nsx *m)
 {
-    m->lengths_stale = 1;
+    m->stale = 1;
 }
 
 int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
@@ -746,12 +746,12 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
     /* A successful solve leaves exact potentials (primal_phase ends on a
      * refresh) and the lists' copies of the lengths current; only changed
      * lengths, or a failed solve, make them stale. */
-    if (m->lengths_stale) {
+    if (m->stale) {
         read_lengths(m);
         refresh_potentials(m);
     }
     /* Until it succeeds, the tree and potentials are in flux. */
-    m->lengths_stale = 1;
+    m->stale = 1;
     tree_flows(m, b);
     m->negative_tol = flow_tol;
     build_tournament(m);
@@ -776,6 +776,6 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
             m->flow[m->pred[v]] = 0.0;
     refresh_potentials(m);
     rc = primal_phase(m, tol);
-    m->lengths_stale = rc != 0;
+    m->stale = rc != 0;
     return rc;
 }

@@ -81,7 +81,7 @@ typedef struct tf_nsx {
     int next_arc;        /* where the block search resumes */
     long pivots;         /* primal pivots in the last solve */
     long dual_pivots;    /* dual pivots in the last resolve */
-    int lengths_stale;   /* the lists' lengths or the potentials may not fit
+    int stale;           /* the lists' lengths or the potentials may not fit
                           * len and the tree: after tf_nsx_lengths_changed
                           * or a failed solve */
 } tf_nsx;

@@ -265,6 +265,59 @@ static void random_masters_agree_with_lp_solve(void **state)
     assert_true(kept_used > 100);
 }
 
+/* Near the optimum column generation adds points that differ from each
+ * other in the 5th to 8th digit, and the optimal basis combines them: B^-1 b
+ * from an explicit inverse then misses b by up to 1e-8 even in long double,
+ * and the plan (the points' combination) ran past the makespan its master
+ * claimed.  Here every row is an equality and there are as many columns as
+ * rows, points within `spread` of one another, so the only solution is
+ * B^-1 b: it must meet the rows to round-off. */
+static void nearly_parallel_points_meet_the_rows(void **state)
+{
+    (void)state;
+    enum { N = 12 };
+    double worst = 0.0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        uint64_t rng = 0x2545f4914f6cdd1dULL * seed;
+        const double spread = pow(10.0, -4.0 - (double)(seed % 4));
+        double a[N * N], b[N], c[N], x[N], y[N], objective;
+        char sense[N];
+        double base[N], weight[N], total = 0.0;
+        for (int i = 0; i < N; i++) {
+            base[i] = 0.3 + 0.4 * test_random(&rng);
+            weight[i] = 0.5 + test_random(&rng);
+            total += weight[i];
+        }
+        /* Row N - 1 is the convexity row; the others are a point's entries,
+         * b their combination at the weights (scaled to sum to 1). */
+        for (int j = 0; j < N; j++) {
+            for (int i = 0; i < N - 1; i++)
+                a[(size_t)i * N + (size_t)j] = base[i] + spread * (test_random(&rng) - 0.5);
+            a[(size_t)(N - 1) * N + (size_t)j] = 1.0;
+            c[j] = test_random(&rng);
+        }
+        for (int i = 0; i < N; i++) {
+            b[i] = 0.0;
+            for (int j = 0; j < N; j++)
+                b[i] += a[(size_t)i * N + (size_t)j] * weight[j] / total;
+            sense[i] = 'E';
+        }
+        int basis[N];
+        for (int i = 0; i < N; i++)
+            basis[i] = -1;
+        assert_int_equal(tf_master_lp_solve(N, N, a, sense, b, c, x, y, &objective, basis), 0);
+        for (int i = 0; i < N; i++) {
+            double lhs = 0.0;
+            for (int j = 0; j < N; j++)
+                lhs += a[(size_t)i * N + (size_t)j] * x[j];
+            worst = fmax(worst, fabs(lhs - b[i]));
+        }
+    }
+    /* Double sums of 12 terms of about 1 carry a few 1e-16; without the
+     * refinement the rows were missed by up to 1.4e-10 (spread 1e-7). */
+    assert_true(worst <= 1e-14);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +325,7 @@ int main(void)
         cmocka_unit_test(unusable_bases_fall_back_to_a_cold_start),
         cmocka_unit_test(warm_start_after_a_column_is_added),
         cmocka_unit_test(random_masters_agree_with_lp_solve),
+        cmocka_unit_test(nearly_parallel_points_meet_the_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

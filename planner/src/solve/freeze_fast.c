@@ -764,32 +764,38 @@ static int slack_settled(dw_state *w)
     return w->slack_rounds >= SLACK_SETTLED_ROUNDS;
 }
 
-/* Whether a proof at cap duals y of a bound stage can be trusted.  Each
- * priced ratio carries up to ratio_eps of round-off, and the prices of the
- * ratios sum to at most 1 + sum |y|, so the proof's value (a reduced cost
- * or a Lagrangian bound) is uncertain by ratio_eps (1 + sum |y|).  Where
- * the penalty has driven the duals up against coarse ratios, that can
- * outweigh what separates the master from a better point: a fuzzed
- * Interleaved1F1B profile with one backward of 1e6 ms (ratio_eps 4.6e-8)
- * ended its total-ratio stage at cap duals near 65,536, 3e-3 of the
- * objective, with a total freeze 0.011 (6e-4 relative) above lp_solve's.  Past
- * PROOF_NOISE_MAX of the objective the stage fails and lp_solve decides;
- * test_freeze_fast's instances reach 2.8e-5 (its wide-range durations) and
- * the benchmark profiles 2e-8, all with lp_solve's answers.  Returns 0 or
- * TF_ESOLVER. */
+/* The round-off of a value priced at cap duals y (a reduced cost or a
+ * Lagrangian bound): each priced ratio carries up to ratio_eps, and the
+ * prices of the ratios sum to at most 1 + sum |y|. */
+static double pricing_noise(const dw_state *w, const double *y)
+{
+    double prices = 1.0;
+    for (int c = 0; c < w->n_caps; c++)
+        prices += fabs(y[c]);
+    return w->ratio_eps * prices;
+}
+
+/* Whether a proof at cap duals y of a bound stage can be trusted: its
+ * value is uncertain by pricing_noise.  Where the penalty has driven the
+ * duals up against coarse ratios, that can outweigh what separates the
+ * master from a better point: a fuzzed Interleaved1F1B profile with one
+ * backward of 1e6 ms (ratio_eps 4.6e-8) ended its total-ratio stage at cap
+ * duals near 65,536, 3e-3 of the objective, with a total freeze 0.011
+ * (6e-4 relative) above lp_solve's.  Past PROOF_NOISE_MAX of the objective
+ * the stage fails and lp_solve decides; test_freeze_fast's instances reach
+ * 2.8e-5 (its wide-range durations) and the benchmark profiles 2e-8, all
+ * with lp_solve's answers.  Returns 0 or TF_ESOLVER. */
 #define PROOF_NOISE_MAX 1e-4
 
 static int proof_trusted(dw_state *w, const double *y, const char *step, tf_error *err)
 {
     if (w->penalty <= 0.0)
         return 0;
-    double prices = 1.0;
-    for (int c = 0; c < w->n_caps; c++)
-        prices += fabs(y[c]);
-    double noise = w->ratio_eps * prices / fmax(1.0, fabs(w->master_objective));
+    double noise = pricing_noise(w, y) / fmax(1.0, fabs(w->master_objective));
     if (noise <= PROOF_NOISE_MAX)
         return 0;
     w->proof_noisy = 1;
+    double prices = pricing_noise(w, y) / w->ratio_eps;
     return tf_fail(err, TF_ESOLVER,
                    "fast solver: at cap prices summing to %.3g the ratios' round-off (%.3g) "
                    "is %.2g of the objective while minimising %s: too coarse to prove it",
@@ -863,7 +869,14 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
             double reduced = nu * w->point_T - sigma;
             for (int j = 0; j < g->k; j++)
                 reduced += w->cost_master[g->freezable[j]] * w->point_r[j];
-            if (reduced < -tol && !(reduced >= -1e3 * tol && point_is_column(w)))
+            /* A point the master already has cannot improve it, whatever
+             * its reduced cost within the pricing's round-off: at a penalty
+             * of 1e6, a column already in the master came back at -2.5e-8
+             * (round-off 6.7e-6) every round, and Interleaved1F1B with 12
+             * ranks x 3 stages and 2,592 actions added it for thousands of
+             * rounds. */
+            double noise = fmax(1e3 * tol, pricing_noise(w, w->dual));
+            if (reduced < -tol && !(reduced >= -noise && point_is_column(w)))
                 break; /* it prices out: add it */
             if (!smoothed) {
                 /* Nothing prices out at the master's duals: they prove it. */

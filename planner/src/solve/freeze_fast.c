@@ -1243,6 +1243,38 @@ static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_e
 }
 
 /* The solve, for caps above 0 (tf_freeze_fast_run). */
+/* Whether the plan keeps what its master promised: the makespan within the
+ * bound (bound_ms, relaxed by at most 1e-9 in least_total_ratio, and 1e-9
+ * more for snapping) and every cap (to the ratios' resolution, and 1e-9 for
+ * snapping).  The master's values are only as good as its basis inverse:
+ * before they were refined, a plan ran 1.2e-8 past its bound, and at cap
+ * prices near 1e7 some master solves end on a drifted basis (fast-solver.md).
+ * A plan that fails goes to lp_solve.  Returns 0 or TF_ESOLVER. */
+static int plan_keeps_master(const dw_state *w, const tf_freeze_result *out, double bound_ms,
+                             tf_error *err)
+{
+    if (out->makespan > bound_ms * (1.0 + 2e-9))
+        return tf_fail(err, TF_ESOLVER,
+                       "fast solver: the plan's makespan %.17g ms is past the %.17g ms its "
+                       "master LP claims",
+                       out->makespan, bound_ms);
+    for (int c = 0; c < w->n_caps; c++) {
+        double sum = 0.0;
+        for (int j = 0; j < w->g->k; j++) {
+            int u = w->g->freezable[j];
+            if (w->s->actions[u].stage == w->cap_stage[c])
+                sum += out->ratio[u];
+        }
+        double mean = sum / w->cap_count[c];
+        if (mean > w->cap_value[c] + 2e-9 + w->ratio_eps)
+            return tf_fail(err, TF_ESOLVER,
+                           "fast solver: the plan freezes stage %d at a mean ratio of %.17g, "
+                           "past its cap %.17g",
+                           w->cap_stage[c], mean, w->cap_value[c]);
+    }
+    return 0;
+}
+
 static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
                     tf_freeze_result *out, tf_error *err)
 {
@@ -1254,6 +1286,7 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
     const int n = s->n_actions;
     fast_net net;
     dw_state w;
+    double best_T = INFINITY; /* the batch-time optimum, scaled */
     memset(&w, 0, sizeof w);
     int rc = net_build(s, g, max_ms, min_ms, &net);
     if (tf_freeze_result_alloc(out, n) || rc) {
@@ -1309,7 +1342,7 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
         }
         if ((rc = dw_run(&w, OBJECTIVE_T, "the batch time", err)))
             goto done;
-        double best_T = w.master_t;
+        best_T = w.master_t;
         if ((rc = keep_batch_proof(&w, err)))
             goto done;
         if (p->objective == TF_OBJECTIVE_SPREAD) {
@@ -1330,6 +1363,8 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
         }
     }
     out->makespan = tf_freeze_apply(p, out);
+    if (net.k > 0 && (rc = plan_keeps_master(&w, out, best_T * w.scale, err)))
+        goto done;
     out->solves = w.pricings;
     snprintf(out->status, sizeof out->status, "optimal");
     snprintf(out->solver, sizeof out->solver, "fast");

@@ -1258,21 +1258,25 @@ static int plan_keeps_master(const dw_state *w, const tf_freeze_result *out, dou
                        "fast solver: the plan's makespan %.17g ms is past the %.17g ms its "
                        "master LP claims",
                        out->makespan, bound_ms);
-    for (int c = 0; c < w->n_caps; c++) {
-        double sum = 0.0;
-        for (int j = 0; j < w->g->k; j++) {
-            int u = w->g->freezable[j];
-            if (w->s->actions[u].stage == w->cap_stage[c])
-                sum += out->ratio[u];
-        }
-        double mean = sum / w->cap_count[c];
-        if (mean > w->cap_value[c] + 2e-9 + w->ratio_eps)
-            return tf_fail(err, TF_ESOLVER,
-                           "fast solver: the plan freezes stage %d at a mean ratio of %.17g, "
-                           "past its cap %.17g",
-                           w->cap_stage[c], mean, w->cap_value[c]);
+    double *sum = calloc((size_t)w->n_caps + 1, sizeof *sum);
+    if (!sum)
+        return tf_fail(err, TF_ENOMEM, "out of memory");
+    for (int j = 0; j < w->g->k; j++) {
+        int u = w->g->freezable[j], c = w->cap_of_stage[w->s->actions[u].stage];
+        if (c >= 0)
+            sum[c] += out->ratio[u];
     }
-    return 0;
+    int rc = 0;
+    for (int c = 0; c < w->n_caps && !rc; c++) {
+        double mean = sum[c] / w->cap_count[c];
+        if (mean > w->cap_value[c] + 2e-9 + w->ratio_eps)
+            rc = tf_fail(err, TF_ESOLVER,
+                         "fast solver: the plan freezes stage %d at a mean ratio of %.17g, "
+                         "past its cap %.17g",
+                         w->cap_stage[c], mean, w->cap_value[c]);
+    }
+    free(sum);
+    return rc;
 }
 
 static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,

@@ -98,7 +98,7 @@ solvers_agree "Interleaved1F1B 12 ranks x 3" $native --schedule Interleaved1F1B 
   --stages-per-rank 3 360
 
 # At 2,592 actions the least-freeze stage's penalty climbs to 1e6, where a
-# point already in the master came back with a reduced cost of -2.6e-8,
+# point already in the master came back with a reduced cost of -2.5e-8,
 # inside the pricing's round-off, and was added again round after round (not
 # finished in 60 s).  The fast solver must finish at CLP's batch time
 # (1e-9), and its total freeze within 1e-6 relative of CLP's: the stage is

@@ -764,15 +764,20 @@ static int slack_settled(dw_state *w)
     return w->slack_rounds >= SLACK_SETTLED_ROUNDS;
 }
 
-/* The round-off of a value priced at cap duals y (a reduced cost or a
- * Lagrangian bound): each priced ratio carries up to ratio_eps, and the
- * prices of the ratios sum to at most 1 + sum |y|. */
-static double pricing_noise(const dw_state *w, const double *y)
+/* A bound on what the ratios are priced at, in all, at cap duals y: 1 + sum |y|. */
+static double ratio_prices(const dw_state *w, const double *y)
 {
     double prices = 1.0;
     for (int c = 0; c < w->n_caps; c++)
         prices += fabs(y[c]);
-    return w->ratio_eps * prices;
+    return prices;
+}
+
+/* The round-off of a value priced at cap duals y (a reduced cost or a
+ * Lagrangian bound): each priced ratio carries up to ratio_eps. */
+static double pricing_noise(const dw_state *w, const double *y)
+{
+    return w->ratio_eps * ratio_prices(w, y);
 }
 
 /* Whether a proof at cap duals y of a bound stage can be trusted: its
@@ -795,11 +800,10 @@ static int proof_trusted(dw_state *w, const double *y, const char *step, tf_erro
     if (noise <= PROOF_NOISE_MAX)
         return 0;
     w->proof_noisy = 1;
-    double prices = pricing_noise(w, y) / w->ratio_eps;
     return tf_fail(err, TF_ESOLVER,
                    "fast solver: at cap prices summing to %.3g the ratios' round-off (%.3g) "
                    "is %.2g of the objective while minimising %s: too coarse to prove it",
-                   prices, w->ratio_eps, noise, step);
+                   ratio_prices(w, y), w->ratio_eps, noise, step);
 }
 
 static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
@@ -1242,7 +1246,6 @@ static int min_largest_ratio(dw_state *w, double best_t, double unfrozen_T, tf_e
                                     "minimising %s", step);
 }
 
-/* The solve, for caps above 0 (tf_freeze_fast_run). */
 /* Whether the plan keeps what its master promised: the makespan within the
  * bound (bound_ms, relaxed by at most 1e-9 in least_total_ratio, and 1e-9
  * more for snapping) and every cap (to the ratios' resolution, and 1e-9 for
@@ -1279,6 +1282,7 @@ static int plan_keeps_master(const dw_state *w, const tf_freeze_result *out, dou
     return rc;
 }
 
+/* The solve, for caps above 0 (tf_freeze_fast_run). */
 static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
                     tf_freeze_result *out, tf_error *err)
 {

@@ -51,6 +51,7 @@ typedef struct fast_net {
     int *start_node;         /* n */
     int *end_node;           /* n: == start_node for fixed actions */
     double *end_offset;      /* n: pi_end + offset = finish (max for fixed, 0 split) */
+    int *action_of;          /* nodes: the action whose start or end a node is (-1: O, T) */
     int *freezable;          /* k: action of the j-th freezable action */
     int *freeze_index;       /* n: j, or -1 */
     double *span;            /* n: max - min */
@@ -69,6 +70,7 @@ static void net_free(fast_net *g)
     free(g->start_node);
     free(g->end_node);
     free(g->end_offset);
+    free(g->action_of);
     free(g->freezable);
     free(g->freeze_index);
     free(g->span);
@@ -83,10 +85,15 @@ static void net_free(fast_net *g)
     memset(g, 0, sizeof *g);
 }
 
-/* Numbers the nodes: 0 = O, 1 = T, 2 .. n+1 the starts, then the ends of
- * the freezable actions (a fixed action's end is its start plus max). */
-static int net_place_nodes(const tf_schedule *s, const double *max_ms, const double *min_ms,
-                           fast_net *g)
+/* Numbers the nodes: 0 = O, 1 = T, then each action's start, followed by
+ * its end if it is freezable (a fixed action's end is its start plus max),
+ * in topological order.  The spanning trees follow the schedule's chains,
+ * so this order keeps a walk along the tree's thread, which every pivot
+ * makes, in nearby memory: on 1F1B with 131,072 actions the dual pivots
+ * took 9.5 ns per node their walks listed, against 17 ns with the starts
+ * in action order and the ends after them (the same pivots). */
+static int net_place_nodes(const tf_schedule *s, const tf_dag *d, const double *max_ms,
+                           const double *min_ms, fast_net *g)
 {
     const int n = s->n_actions;
     size_t nn = (size_t)n + 1;
@@ -96,8 +103,9 @@ static int net_place_nodes(const tf_schedule *s, const double *max_ms, const dou
     g->freezable = malloc(nn * sizeof *g->freezable);
     g->freeze_index = malloc(nn * sizeof *g->freeze_index);
     g->span = malloc(nn * sizeof *g->span);
+    g->action_of = malloc((2 * nn + 2) * sizeof *g->action_of);
     if (!g->start_node || !g->end_node || !g->end_offset || !g->freezable ||
-        !g->freeze_index || !g->span)
+        !g->freeze_index || !g->span || !g->action_of)
         return TF_ENOMEM;
     g->k = 0;
     for (int u = 0; u < n; u++) {
@@ -110,11 +118,17 @@ static int net_place_nodes(const tf_schedule *s, const double *max_ms, const dou
     }
     g->node_T = 1;
     g->nodes = 2 + n + g->k;
-    for (int u = 0; u < n; u++) {
-        g->start_node[u] = 2 + u;
-        int j = g->freeze_index[u];
-        g->end_node[u] = j >= 0 ? 2 + n + j : 2 + u;
-        g->end_offset[u] = j >= 0 ? 0.0 : max_ms[u];
+    g->action_of[0] = g->action_of[1] = -1;
+    int next = 2;
+    for (int i = 0; i < n; i++) {
+        const int u = d->topo[i];
+        g->action_of[next] = u;
+        g->start_node[u] = g->end_node[u] = next++;
+        if (g->freeze_index[u] >= 0) {
+            g->action_of[next] = u;
+            g->end_node[u] = next++;
+        }
+        g->end_offset[u] = g->freeze_index[u] >= 0 ? 0.0 : max_ms[u];
     }
     return 0;
 }
@@ -231,7 +245,7 @@ static int net_build(const tf_schedule *s, const tf_dag *d, const double *max_ms
     memset(g, 0, sizeof *g);
     g->n = s->n_actions;
     g->stages = s->stages;
-    int rc = net_place_nodes(s, max_ms, min_ms, g);
+    int rc = net_place_nodes(s, d, max_ms, min_ms, g);
     if (!rc)
         rc = net_count_arcs(s, d, g);
     if (!rc)
@@ -376,7 +390,7 @@ static void warm_start_tree(dw_state *w)
             if (t == 0)
                 ready = 0.0;
             else {
-                int u = t < 2 + n ? t - 2 : g->freezable[t - 2 - n];
+                int u = g->action_of[t];
                 ready = w->finish[u] - g->end_offset[u];
             }
             ready += g->len[a];
@@ -396,6 +410,20 @@ static void warm_start_tree(dw_state *w)
             best_T = w->finish[v];
             w->tree_arc[g->node_T] = g->sink_arc[v];
         }
+    }
+}
+
+/* The first pricing's start tree is a longest path under durations that
+ * guess its optimum: an action whose ratio costs nothing (or pays) is
+ * frozen whole there, so it starts at its least duration.  From the
+ * unfrozen durations the primal simplex took 14,109 pivots (0.85 s) on
+ * 1F1B with 131,072 actions, from these none. */
+static void first_durations(dw_state *w)
+{
+    const fast_net *g = w->g;
+    for (int j = 0; j < g->k; j++) {
+        const int u = g->freezable[j];
+        w->duration[u] = w->cost_r[u] <= 0.0 ? w->min_ms[u] : w->max_ms[u];
     }
 }
 
@@ -427,6 +455,8 @@ static int price(dw_state *w, double nu, double *value)
     if (rc) {
         for (int v = 0; v < g->nodes; v++)
             w->alt_arc[v] = -1;
+        if (w->pricings == 0)
+            first_durations(w);
         warm_start_tree(w);
         rc = tf_nsx_solve(&w->nsx, w->demand, w->tree_arc, w->alt_arc, 1e-12 * w->scale);
     }

@@ -200,6 +200,13 @@ static void solves_and_resolves_match_lp_solve(void **state)
             } else {
                 resolved++;
                 dual_pivots += m.dual_pivots;
+                /* With only the demands changed, the ratio test keeps every
+                 * reduced cost non-negative (integer data: no round-off), so
+                 * the primal phase has nothing to do; an arc the ratio test
+                 * missed shows here, though the answer would still be
+                 * optimal after the primal pivots repair it. */
+                if (round % 3 != 2)
+                    assert_int_equal(m.pivots, 0);
             }
             check_answer(&g, &m, b);
         }

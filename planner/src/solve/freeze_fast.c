@@ -103,9 +103,8 @@ static int net_place_nodes(const tf_schedule *s, const tf_dag *d, const double *
     g->freezable = malloc(nn * sizeof *g->freezable);
     g->freeze_index = malloc(nn * sizeof *g->freeze_index);
     g->span = malloc(nn * sizeof *g->span);
-    g->action_of = malloc((2 * nn + 2) * sizeof *g->action_of);
     if (!g->start_node || !g->end_node || !g->end_offset || !g->freezable ||
-        !g->freeze_index || !g->span || !g->action_of)
+        !g->freeze_index || !g->span)
         return TF_ENOMEM;
     g->k = 0;
     for (int u = 0; u < n; u++) {
@@ -118,6 +117,9 @@ static int net_place_nodes(const tf_schedule *s, const tf_dag *d, const double *
     }
     g->node_T = 1;
     g->nodes = 2 + n + g->k;
+    g->action_of = malloc((size_t)g->nodes * sizeof *g->action_of);
+    if (!g->action_of)
+        return TF_ENOMEM;
     g->action_of[0] = g->action_of[1] = -1;
     int next = 2;
     for (int i = 0; i < n; i++) {
@@ -540,6 +542,24 @@ static void relax_point(dw_state *w)
 
 enum { OBJECTIVE_T, OBJECTIVE_SUM };
 
+/* The mean ratio under each cap row (means[n_caps]) of the ratios r, one
+ * per freezable action (by freeze index); returns their sum. */
+static double cap_means(const dw_state *w, const double *r, double *means)
+{
+    double total = 0.0;
+    for (int c = 0; c < w->n_caps; c++)
+        means[c] = 0.0;
+    for (int i = 0; i < w->g->k; i++) {
+        total += r[i];
+        int cap = w->cap_of_stage[w->s->actions[w->g->freezable[i]].stage];
+        if (cap >= 0)
+            means[cap] += r[i];
+    }
+    for (int c = 0; c < w->n_caps; c++)
+        means[c] /= w->cap_count[c];
+    return total;
+}
+
 /* Stores the last priced point as column j = w->cols. */
 static int add_point_column(dw_state *w)
 {
@@ -573,18 +593,7 @@ static int add_point_column(dw_state *w)
     w->alpha[j] = 0.0;
     /* The column's total and its cap-row entries, kept so that each master
      * is built in O(columns x rows) rather than O(columns x actions). */
-    double total = 0.0, *caps = w->col_cap + (size_t)j * (size_t)w->n_caps;
-    for (int c = 0; c < w->n_caps; c++)
-        caps[c] = 0.0;
-    for (int i = 0; i < k; i++) {
-        total += r[i];
-        int cap = w->cap_of_stage[w->s->actions[w->g->freezable[i]].stage];
-        if (cap >= 0)
-            caps[cap] += r[i];
-    }
-    w->col_sum[j] = total;
-    for (int c = 0; c < w->n_caps; c++)
-        caps[c] /= w->cap_count[c];
+    w->col_sum[j] = cap_means(w, r, w->col_cap + (size_t)j * (size_t)w->n_caps);
     return 0;
 }
 
@@ -1291,24 +1300,21 @@ static int plan_keeps_master(const dw_state *w, const tf_freeze_result *out, dou
                        "fast solver: the plan's makespan %.17g ms is past the %.17g ms its "
                        "master LP claims",
                        out->makespan, bound_ms);
-    double *sum = calloc((size_t)w->n_caps + 1, sizeof *sum);
-    if (!sum)
+    const int k = w->g->k;
+    double *r = malloc(((size_t)k + (size_t)w->n_caps + 1) * sizeof *r), *mean = r + k;
+    if (!r)
         return tf_fail(err, TF_ENOMEM, "out of memory");
-    for (int j = 0; j < w->g->k; j++) {
-        int u = w->g->freezable[j], c = w->cap_of_stage[w->s->actions[u].stage];
-        if (c >= 0)
-            sum[c] += out->ratio[u];
-    }
+    for (int j = 0; j < k; j++)
+        r[j] = out->ratio[w->g->freezable[j]];
+    cap_means(w, r, mean);
     int rc = 0;
-    for (int c = 0; c < w->n_caps && !rc; c++) {
-        double mean = sum[c] / w->cap_count[c];
-        if (mean > w->cap_value[c] + 2e-9 + w->ratio_eps)
+    for (int c = 0; c < w->n_caps && !rc; c++)
+        if (mean[c] > w->cap_value[c] + 2e-9 + w->ratio_eps)
             rc = tf_fail(err, TF_ESOLVER,
                          "fast solver: the plan freezes stage %d at a mean ratio of %.17g, "
                          "past its cap %.17g",
-                         w->cap_stage[c], mean, w->cap_value[c]);
-    }
-    free(sum);
+                         w->cap_stage[c], mean[c], w->cap_value[c]);
+    free(r);
     return rc;
 }
 

@@ -1,5 +1,5 @@
 /* bench_lp.h - what the general LP solvers' rows of bench-solvers share
- * (bench_clp.c, bench_highs.c): the work around the LP, done as
+ * (bench_pylp.c): the work around the LP, done as
  * tf_plan_from_profile does it so that the rows time the same pipeline, and
  * the result they report.
  *

@@ -104,7 +104,7 @@ int bench_pylp_available(const bench_pylp *py, bench_pylp_solver solver, char *v
     return ok;
 }
 
-/* Writes the compact LP (bench_clp.h) in CPLEX LP format: columns s<i>
+/* Writes the compact LP (bench_pylp.h) in CPLEX LP format: columns s<i>
  * (start of action i), r<j> (ratio of the j-th freezable action), T.
  * ratio_index[i] is j or -1.  Returns 0, or -1 on a write error. */
 static int write_lp(FILE *f, const tf_schedule *s, const tf_dag *g, const double *max_ms,

@@ -10,16 +10,15 @@
  * bench_profile.h (the one bench-plan uses), with the microbatch count that
  * gives about that many actions (bench_microbatches_for; the row shows the
  * actual count), caps 0.8, objective least-freeze unless --objective says
- * spread (the CLP, HiGHS and SciPy rows then say "n/a": they solve
+ * spread (the HiGHS and SciPy rows then say "n/a": they solve
  * least-freeze only).
  *
  * What is timed: everything from the profile in memory to the plan result -
  * per-action durations, the DAG, the unfrozen and all-frozen bounds, the LP
  * (built and solved), the ratios, the planned longest path and the critical
- * actions.  For lp_solve and fast that is tf_plan_from_profile with
+ * actions.  For lp_solve, fast and clp that is tf_plan_from_profile with
  * tf_plan_options.solver set and no fallback, so that each row is that
- * solver's own; for CLP the same steps in bench_clp.c, for HiGHS and SciPy
- * in bench_pylp.c.  Not
+ * solver's own; for HiGHS and SciPy the same steps in bench_pylp.c.  Not
  * timed: generating the profile, reading profile.json and writing plan.json
  * (JSON I/O is the same for every solver).  `solve_s` is the solver's own
  * share (LP build and solves, as the plan's solver.seconds reports it).
@@ -47,8 +46,7 @@
  * The last row of each size is the speed-up (lp_solve seconds / solver
  * seconds).
  *
- * CLP (COIN-OR, Debian package coinor-libclp-dev) is built in only when CMake
- * finds it; otherwise its rows say "not built".  HiGHS is not packaged for
+ * HiGHS is not packaged for
  * Debian 12: its rows run native HiGHS through its Python interface
  * (highspy), and the SciPy rows scipy.optimize.linprog(method="highs"),
  * both by bench/solve_lp.py under --python (default: the PyTorch
@@ -87,9 +85,6 @@
 #include "tf/schedule.h"
 #include "tf/util.h"
 #include "bench_pylp.h"
-#ifdef TF_BENCH_HAVE_CLP
-#include "bench_clp.h"
-#endif
 
 enum {
     SOLVER_LP_SOLVE = 0,
@@ -161,7 +156,6 @@ typedef enum {
     RUN_FAILED,
     RUN_TIMEOUT,
     RUN_CRASHED,
-    RUN_NOT_BUILT,
     RUN_NOT_INSTALLED,
     RUN_NOT_APPLICABLE
 } run_outcome;
@@ -228,7 +222,7 @@ static const tf_cli_option options[] = {
     {"stages-per-rank", 0, TF_CLI_INT, AT(stages_per_rank), 1, 64, .arg = "V",
      .help = "stages per rank (default: the schedule's)"},
     {"objective", 0, TF_CLI_CUSTOM, AT(objective), .parse = tf_cli_objective, .arg = "NAME",
-     .help = "least-freeze (default) or spread (not for clp, highs, scipy)"},
+     .help = "least-freeze (default) or spread (not for highs, scipy)"},
     {"limit", 0, TF_CLI_NUMBER, AT(limit), 0, 86400, .flags = TF_CLI_ABOVE_MIN, .arg = "S",
      .help = "seconds per solve before the child is killed (default 300)"},
     {"solvers", 0, TF_CLI_CUSTOM, AT(use), .parse = parse_solvers, .arg = "LIST",
@@ -237,8 +231,9 @@ static const tf_cli_option options[] = {
      .help = "the python that runs the highs (highspy) and scipy rows"},
     {"memory", 0, TF_CLI_NUMBER, AT(memory), 0, 1, .flags = TF_CLI_ABOVE_MIN, .arg = "F",
      .help = "give each profile memory and a limit F of the way (0 < F <= 1; 1 binds nowhere) "
-             "from the smallest any plan meets to the largest unfrozen peak (lp_solve's memory "
-             "rows; the fast row times its fallback to lp_solve; the others n/a); under each "
+             "from the smallest any plan meets to the largest unfrozen peak (memory rows for "
+             "lp_solve and clp; the fast row times its fallback to a general solver; highs and "
+             "scipy n/a); under each "
              "planned row, its memory rows and how many the plan meets with equality"},
     {"save-profiles", 0, TF_CLI_PATH, AT(profile_dir), .arg = "DIR",
      .help = "also write each size's profile to DIR/profile-ACTIONS.json, to time tf-plan on "
@@ -336,17 +331,9 @@ static void child_solve(const tf_profile *p, int solver, const bench_options *o,
     tf_error err = {0};
     double started = tf_now_seconds();
     bench_pylp_solver which;
-    if (python_solver(solver, &which) || solver == SOLVER_CLP) {
+    if (python_solver(solver, &which)) {
         bench_lp_result lr;
-        if (solver != SOLVER_CLP)
-            r->rc = bench_pylp_plan(p, &o->python, which, &lr, &err);
-#ifdef TF_BENCH_HAVE_CLP
-        else
-            r->rc = bench_clp_plan(p, &lr, &err);
-#else
-        else
-            r->rc = tf_fail(&err, TF_EINVAL, "CLP is not built in");
-#endif
+        r->rc = bench_pylp_plan(p, &o->python, which, &lr, &err);
         r->seconds = tf_now_seconds() - started;
         if (!r->rc) {
             r->solve_seconds = lr.solve_seconds;
@@ -359,9 +346,12 @@ static void child_solve(const tf_profile *p, int solver, const bench_options *o,
     } else {
         tf_plan_options options;
         tf_plan_options_init(&options);
-        options.solver = solver == SOLVER_FAST ? TF_SOLVER_FAST : TF_SOLVER_LP_SOLVE;
-        /* The fast solver hands memory rows to lp_solve: its row then
-         * times that fallback, the cost a user of --solver fast sees. */
+        options.solver = solver == SOLVER_FAST  ? TF_SOLVER_FAST
+                         : solver == SOLVER_CLP ? TF_SOLVER_CLP
+                                                : TF_SOLVER_LP_SOLVE;
+        /* The fast solver hands memory rows to a general solver (CLP from
+         * TF_FAST_SOLVER_MIN_ACTIONS on): its row then times that
+         * fallback, the cost a user of --solver fast sees. */
         options.control.fallback = o->memory > 0;
         options.objective = o->objective;
         tf_plan plan;
@@ -484,19 +474,15 @@ static int measure(const tf_profile *p, int solver, const bench_options *o, meas
 
 static void print_header(const bench_options *o, const python_rows *py)
 {
-    char version[32];
+    char version[32], clp_version[32];
     printf("bench-solvers: %s, %d %s x %d %s per rank, %s, caps 0.8, "
            "limit %g s per solve\n",
            o->schedule, o->ranks, tf_plural(o->ranks, "rank", "ranks"), o->stages_per_rank,
            tf_plural(o->stages_per_rank, "stage", "stages"), tf_objective_name(o->objective),
            o->limit);
     printf("solvers: lp_solve %s, fast (planner %s), clp %s, highs %s%s, scipy %s%s\n",
-           tf_freeze_solver_version(version, sizeof version), TF_VERSION,
-#ifdef TF_BENCH_HAVE_CLP
-           bench_clp_version(),
-#else
-           "not built",
-#endif
+           tf_freeze_solver_version("lp_solve", version, sizeof version), TF_VERSION,
+           tf_freeze_solver_version("clp", clp_version, sizeof clp_version),
            py->text[BENCH_PYLP_HIGHS],
            py->available[BENCH_PYLP_HIGHS] ? " (native, through highspy)" : "",
            py->text[BENCH_PYLP_SCIPY],
@@ -529,9 +515,6 @@ static void print_row(int actions, int microbatches, int solver, const measureme
     const double limit = o->limit;
     printf("%8d %6d  %-9s ", actions, microbatches, solver_label(solver));
     switch (m->outcome) {
-    case RUN_NOT_BUILT:
-        printf("not built\n");
-        return;
     case RUN_NOT_INSTALLED:
         printf("%s\n", py->text[solver == SOLVER_SCIPY ? BENCH_PYLP_SCIPY : BENCH_PYLP_HIGHS]);
         return;
@@ -558,7 +541,7 @@ static void print_row(int actions, int microbatches, int solver, const measureme
         break;
     }
     const solve_report *r = &m->report;
-    /* "fallback": the fast solver declined (memory rows) and lp_solve solved. */
+    /* "fallback": the fast solver declined (memory rows) and a general one solved. */
     const char *status = strcmp(r->solver, solver_label(solver)) ? "fallback" : "ok";
     printf("%-9s %9.3f %9.3f %9.3f %9.1f %10.1f %8.1f %8d %8d %18.9f %14.9f  ", status, r->seconds,
            r->solve_seconds, m->cpu_seconds, m->peak_mib, parent_mib, idle_mib, r->variables,
@@ -627,20 +610,15 @@ static int save_profile(const tf_profile *p, const char *dir, int actions)
     return 0;
 }
 
-/* A row that needs no child: RUN_NOT_APPLICABLE (a general solver with
- * spread or memory rows), RUN_NOT_INSTALLED (a Python solver missing) or RUN_NOT_BUILT (CLP not
- * built in); RUN_OK when the solver runs. */
+/* A row that needs no child: RUN_NOT_APPLICABLE (a Python solver with
+ * spread or memory rows) or RUN_NOT_INSTALLED (a Python solver missing);
+ * RUN_OK when the solver runs. */
 static run_outcome row_without_child(int solver, const bench_options *o,
                                      const python_rows *py)
 {
-#ifndef TF_BENCH_HAVE_CLP
-    if (solver == SOLVER_CLP)
-        return RUN_NOT_BUILT;
-#endif
     bench_pylp_solver which;
     int in_python = python_solver(solver, &which);
-    if ((solver == SOLVER_CLP || in_python) &&
-        (o->objective != TF_OBJECTIVE_LEAST_FREEZE || o->memory > 0))
+    if (in_python && (o->objective != TF_OBJECTIVE_LEAST_FREEZE || o->memory > 0))
         return RUN_NOT_APPLICABLE;
     if (in_python && !py->available[which])
         return RUN_NOT_INSTALLED;

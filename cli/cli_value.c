@@ -214,7 +214,7 @@ int tf_cli_objective(const char *text, void *field, const char **expected)
 
 int tf_cli_solver(const char *text, void *field, const char **expected)
 {
-    *expected = "auto, lp_solve or fast";
+    *expected = "auto, lp_solve, clp or fast";
     return tf_solver_parse(text, field) == 0 ? 0 : -1;
 }
 

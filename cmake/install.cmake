@@ -53,7 +53,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/planner/include/tf
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/timelyfreeze)
 
 # What each static library needs at link time, as pkg-config Libs.private.
-string(JOIN " " TF_PC_PLANNER_PRIVATE "${LPSOLVE_LIBRARY}" "${COLAMD_LIBRARY}" -ldl -lm)
+string(JOIN " " TF_PC_PLANNER_PRIVATE "${LPSOLVE_LIBRARY}" "${COLAMD_LIBRARY}" "${CLP_LIBRARY}"
+     "${COINUTILS_LIBRARY}" -ldl -lm)
 set(TF_PC_EXEC_PRIVATE "-lpthread -lm")
 set(TF_PC_EXEC_REQUIRES "")
 if(OPENBLAS_FOUND)

@@ -235,7 +235,7 @@ static const tf_cli_option options[] = {
     {"objective", 0, TF_CLI_CUSTOM, AT(objective), .parse = tf_cli_objective,
      .needs = "auto-plan", .arg = "NAME", .help = "least-freeze (default) or spread, as tf-plan's"},
     {"solver", 0, TF_CLI_CUSTOM, AT(solver), .parse = tf_cli_solver, .needs = "auto-plan",
-     .arg = "NAME", .help = "auto (default), lp_solve or fast, as tf-plan's"},
+     .arg = "NAME", .help = "auto (default), lp_solve, clp or fast, as tf-plan's"},
     {"memory-limit", 0, TF_CLI_SIZE, AT(memory_limit), 1, 1.152921504606846976e18,
      .needs = "auto-plan", .arg = "SIZE",
      .help = "every rank's memory limit (80GiB, 80GB or bytes), as tf-plan's: the plan keeps "

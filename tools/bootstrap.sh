@@ -27,8 +27,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config python3 python3-venv
-          liblpsolve55-dev libcjson-dev libgraphviz-dev libcmocka-dev libopenblas-dev
-          zlib1g-dev fonts-dejavu-core)
+          liblpsolve55-dev coinor-libclp-dev libcjson-dev libgraphviz-dev libcmocka-dev
+          libopenblas-dev zlib1g-dev fonts-dejavu-core)
 
 install_missing() {
   local missing=()

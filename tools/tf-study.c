@@ -70,7 +70,7 @@ static const tf_cli_option options[] = {
     {"objective", 0, TF_CLI_CUSTOM, AT(options.objective), .parse = tf_cli_objective,
      .arg = "NAME", .help = "least-freeze (default) or spread, as in tf-plan"},
     {"solver", 0, TF_CLI_CUSTOM, AT(options.solver), .parse = tf_cli_solver, .arg = "NAME",
-     .help = "auto (default), lp_solve or fast, as in tf-plan"},
+     .help = "auto (default), lp_solve, clp or fast, as in tf-plan"},
     {"gpu-memory", 0, TF_CLI_SIZE, AT(gpu_memory), 1, 1.152921504606846976e18, .arg = "SIZE",
      .help = "each GPU's memory (80GiB = 80 x 2^30 bytes, 80GB = 80e9, or bytes), over the "
              "study's gpu_memory_bytes; needs the model's bytes (its shape or measured bytes "

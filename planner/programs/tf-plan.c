@@ -82,9 +82,10 @@ static const tf_cli_option options[] = {
      .help = "no action's ratio above R, in (0, 1] (default 1: none); keeps the LP from "
              "freezing whole microbatches, which costs accuracy"},
     {"solver", 0, TF_CLI_CUSTOM, AT(options.solver), .parse = tf_cli_solver, .arg = "NAME",
-     .help = "auto (default: chosen by the schedule's size), lp_solve, or fast (the "
-             "structured exact solver); the plan records the solver that ran (the other one "
-             "takes over if it fails, and the plan says why)"},
+     .help = "auto (default: chosen by the schedule's size), lp_solve, clp (COIN-OR CLP: "
+             "the general solver for memory limits and many stages) or fast (the structured "
+             "exact solver); the plan records the solver that ran (another one takes over if "
+             "it fails, and the plan says why)"},
     {"time-limit", 0, TF_CLI_NUMBER, AT(options.control.time_limit_s), 0, 1e9, .arg = "S",
      .help = "stop solving after S seconds (default " TF_PLAN_STRING(TF_PLAN_TIME_LIMIT_S)
              "; 0: none)"},

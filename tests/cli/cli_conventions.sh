@@ -59,7 +59,7 @@ for p in tf-plan tf-study tf-exec; do
     extra=(); [ "$p" = tf-exec ] && extra=(--auto-plan)
     # shellcheck disable=SC2086
     expect_status 2 "$p --solver bogus" "${bin[$p]}" ${base[$p]} "${extra[@]}" --solver bogus
-    said "$p --solver bogus" "$p: --solver: expected auto, lp_solve or fast, got \"bogus\""
+    said "$p --solver bogus" "$p: --solver: expected auto, lp_solve, clp or fast, got \"bogus\""
 done
 for p in tf-plan tf-study tf-exec bench-solvers; do
     [ -n "${bin[$p]:-}" ] || continue

@@ -217,7 +217,7 @@ static void test_bad_values(void **state)
     expect_complaint(objective,
                      "prog: --objective: expected least-freeze or spread, got \"most\"\n");
     const char *solver[] = {"prog", "x", "--solver", "bogus", NULL};
-    expect_complaint(solver, "prog: --solver: expected auto, lp_solve or fast, got \"bogus\"\n");
+    expect_complaint(solver, "prog: --solver: expected auto, lp_solve, clp or fast, got \"bogus\"\n");
     const char *path[] = {"prog", "x", "-o", "", NULL};
     expect_complaint(path, "prog: --output: expected a file name, got \"\"\n");
 }

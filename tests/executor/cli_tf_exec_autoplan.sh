@@ -158,7 +158,7 @@ refused with_plan 2 "--auto-plan and --plan: give one of them" --auto-plan \
 refused with_no_freeze 2 "--auto-plan and --no-freeze" --auto-plan --no-freeze "${small[@]}"
 refused with_checkpoint 2 "--auto-plan and --checkpoint" --auto-plan --checkpoint "$work/ck" \
     "${small[@]}"
-refused bad_solver 2 '--solver: expected auto, lp_solve or fast, got "bogus"' --auto-plan \
+refused bad_solver 2 '--solver: expected auto, lp_solve, clp or fast, got "bogus"' --auto-plan \
     --solver bogus "${small[@]}"
 refused bad_objective 2 '--objective: expected least-freeze or spread, got "most"' --auto-plan \
     --objective most "${small[@]}"

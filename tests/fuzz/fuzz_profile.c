@@ -1,8 +1,8 @@
 /* fuzz_profile.c - libFuzzer target for profile.json (tf_profile_parse), and
  * for what a profile feeds: the DAG of its schedule (deadlock check), the
  * profile written back and read again, and on small profiles the freeze LP
- * with both solvers, which must agree on the batch time and the total
- * freeze. */
+ * with every solver, which must agree with lp_solve on the batch time and
+ * the total freeze. */
 #include <math.h>
 
 #include "fuzz_util.h"
@@ -11,7 +11,7 @@
 #include "tf/planner.h"
 #include "tf/profile.h"
 
-/* Profiles up to this many actions are planned (both solvers: a few ms). */
+/* Profiles up to this many actions are planned (each solver: a few ms). */
 enum { PLANNED_ACTIONS = 256 };
 
 /* Plans p with one solver, no fallback, a time limit well inside
@@ -58,14 +58,29 @@ static void check_profile(const tf_profile *p)
     free(json);
     if (p->schedule.n_actions > PLANNED_ACTIONS)
         return;
-    double lp_freeze, fast_freeze;
+    double lp_freeze;
     double lp = planned_batch(p, TF_SOLVER_LP_SOLVE, &lp_freeze);
-    double fast = planned_batch(p, TF_SOLVER_FAST, &fast_freeze);
-    if (isnan(lp) || isnan(fast))
+    if (isnan(lp))
         return;
-    FUZZ_CHECK(fabs(lp - fast) <= 1e-6 * fmax(1.0, lp), "lp_solve %.17g, fast %.17g", lp, fast);
-    FUZZ_CHECK(fabs(lp_freeze - fast_freeze) <= 1e-6 * fmax(1.0, lp_freeze),
-               "total freeze: lp_solve %.17g, fast %.17g", lp_freeze, fast_freeze);
+    const tf_solver others[2] = {TF_SOLVER_FAST, TF_SOLVER_CLP};
+    for (int k = 0; k < 2; k++) {
+        double freeze, batch = planned_batch(p, others[k], &freeze);
+        const char *name = tf_solver_name(others[k]);
+        if (isnan(batch))
+            continue;
+        FUZZ_CHECK(fabs(lp - batch) <= 1e-6 * fmax(1.0, lp), "lp_solve %.17g, %s %.17g", lp,
+                   name, batch);
+        /* The total freeze agrees too, unless the one that freezes more
+         * has the shorter batch time: the first objective comes first,
+         * and where the exact bound on it is infeasible by round-off,
+         * lp_solve plans 1e-9 relative above it (freeze_lpsolve.c), which
+         * on an ill-conditioned profile frees real freezing (the coarse
+         * ratios regression: 6.3e-3 ms of 6.3e6 frees 0.011). */
+        const int traded = (freeze - lp_freeze) * (lp - batch) > 0.0;
+        FUZZ_CHECK(traded || fabs(lp_freeze - freeze) <= 1e-6 * fmax(1.0, lp_freeze),
+                   "total freeze: lp_solve %.17g at %.17g ms, %s %.17g at %.17g ms", lp_freeze,
+                   lp, name, freeze, batch);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Smoke test of bench-solvers on a tiny size: exit 0, every solver that is
-# there finishes, lp_solve and fast (and CLP, HiGHS and SciPy when built and
+# there finishes, lp_solve, fast and CLP (and HiGHS and SciPy when
 # installed) report the same batch time (1e-9 relative) and total freeze
 # (1e-6); the time limit kills a solve (and the Python of HiGHS's) and
 # reports "timeout"; a missing Python solver says so; bad options are usage
@@ -16,15 +16,14 @@ bench=$TF_BENCH_SOLVERS
 # agree FILE [REFERENCE [FREEZE_REL]]: every solver row of bench-solvers output
 # FILE is ok and agrees with REFERENCE's (default lp_solve, which must be
 # there, beside the speed-up row): the same batch time (1e-9 relative) and
-# total freeze (1e-6, or FREEZE_REL relative).  Another reference may be
-# missing (a solver not built): then the rows need only be ok.
+# total freeze (1e-6, or FREEZE_REL relative).
 # Columns by header name; rows: actions micro solver status ...
 agree() {
   awk -v ref="${2:-lp_solve}" -v rel="${3:-0}" '
     $1 == "actions" { for (i = 1; i <= NF; i++) col[$i] = i; next }
     !("solver" in col) || $1 !~ /^[0-9]+$/ { next }
     $3 == "speed-up" { speedup = 1; next }
-    ($3 == "clp" || $3 == "highs" || $3 == "scipy") && ($4 == "not" || $4 == "n/a") { next }
+    ($3 == "highs" || $3 == "scipy") && ($4 == "not" || $4 == "n/a") { next }
     $4 != "ok" && $4 != "fallback" { print "row not ok: " $0; bad = 1; next }
     { t[$3] = $col["batch_ms"]; f[$3] = $col["total_freeze"] }
     END {
@@ -59,10 +58,11 @@ solvers_agree() {
 solvers_agree "smoke" 256
 check "speed-up of fast" grep -q 'speed-up  fast over lp_solve [0-9.]*x' "$work/out"
 
-# A binding memory limit: lp_solve solves the memory rows, the fast solver
-# hands them to it (its row says fallback), both give the same plan, and
-# the solvers without memory rows say so.
-solvers_agree "memory limit" --solvers=lp_solve,fast,highs --memory 0.5 128
+# A binding memory limit: lp_solve and CLP solve the memory rows, the fast
+# solver hands them to a general one (its row says fallback: lp_solve below
+# 1,024 actions, CLP from there on), all give the same plan, and the
+# solvers without memory rows say so.
+solvers_agree "memory limit" --solvers=lp_solve,fast,clp,highs --memory 0.5 128
 check "memory limit: said" grep -q "^memory: 128 actions, every rank's limit" "$work/out"
 check "memory limit: the fast row is lp_solve's, by the fallback" \
   grep -Eq '^ +128 +[0-9]+ +fast +fallback' "$work/out"
@@ -77,6 +77,21 @@ check "memory limit: its rows counted, some at the limit" \
          rows = $3 + 0; at = $10 + 0; seen = 1; exit !(rows == 128 && at >= 1 && at <= rows) }
        want { exit 1 }
        END { if (!seen) exit 1 }' "$work/out"
+expect_status 0 "memory limit, 1,024 actions: exit" cpu_bounded 200 "$bench" --limit 3600 \
+  --solvers=lp_solve,fast,clp --memory 0.5 --save-profiles "$work" 1024
+check "memory limit, 1,024 actions: figures" agree "$work/out"
+check "memory limit, 1,024 actions: the fast row is CLP's, by the fallback" \
+  grep -Eq '^ +1024 +[0-9]+ +fast +fallback' "$work/out"
+# auto gives such a limit to CLP from 1,024 actions on, and the fast
+# solver's fallback names CLP.
+expect_status 0 "memory limit, 1,024 actions: auto" "$TF_PLAN" "$work/profile-1024.json" \
+  -o "$work/mem-auto.json"
+check "memory limit, 1,024 actions: auto picks clp" grep -Eq '^solver +clp [0-9.]+ \(auto\)' \
+  "$work/out"
+expect_status 0 "memory limit, 1,024 actions: fast" "$TF_PLAN" "$work/profile-1024.json" \
+  --solver fast -o "$work/mem-fast.json"
+check "memory limit, 1,024 actions: the fallback is clp" grep -Eq '^fallback +clp solved it' \
+  "$work/out"
 # A limit that every unfrozen peak meets adds no rows, and says none.
 expect_status 0 "memory limit that binds nowhere: exit" \
   "$bench" --solvers=lp_solve --memory 1 128
@@ -111,7 +126,7 @@ solvers_agree "Interleaved1F1B 12 ranks x 3" $native --schedule Interleaved1F1B 
 # finished in 60 s).  The fast solver must finish at CLP's batch time
 # (1e-9), and its total freeze within 1e-6 relative of CLP's: the stage is
 # ill-conditioned there (about 3e6 of freezing per ms of batch time), and
-# lp_solve takes over 10 minutes.  Without CLP, finishing is all it checks.
+# lp_solve takes over 10 minutes.
 expect_status 0 "Interleaved1F1B 12 ranks x 3, 2,592 actions: exit" cpu_bounded 600 "$bench" \
   --limit 3600 --solvers=fast,clp --schedule Interleaved1F1B --ranks 12 --stages-per-rank 3 2592
 check "Interleaved1F1B 12 ranks x 3, 2,592 actions: fast finishes near CLP" \

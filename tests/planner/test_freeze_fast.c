@@ -1,6 +1,6 @@
-/* test_freeze_fast.c - the fast solver against the lp_solve reference
- * (tf_freeze_solve with each solver alone) on seeded random instances of every
- * built-in schedule, both objectives: same makespan (1e-9 relative), same
+/* test_freeze_fast.c - the fast solver and CLP against the lp_solve
+ * reference (tf_freeze_solve with each solver alone) on seeded random
+ * instances of every built-in schedule, both objectives: same makespan (1e-9 relative), same
  * total freeze (1e-6 relative), same largest ratio for spread, and a plan
  * that meets the caps and whose durations give the reported makespan. */
 #include <math.h>
@@ -33,25 +33,38 @@ static void summarise_ratios(int n, const tf_freeze_result *r, double *sum, doub
     }
 }
 
+/* One solver's answer against lp_solve's (ref): the plan meets the caps,
+ * the makespan is best_T, the total freeze (and for spread the largest
+ * ratio) lp_solve's. */
+static void check_against(instance *x, tf_solver solver, tf_objective objective, double best_T,
+                          const tf_freeze_result *ref, const char *what)
+{
+    tf_freeze_result r;
+    tf_error err = {0};
+    if (instance_solve(x, solver, objective, &r, &err))
+        fail_msg("%s: %s", what, err.msg);
+    assert_string_equal(r.solver, tf_solver_name(solver));
+    assert_string_equal(r.status, "optimal");
+    instance_check_plan(x, &r);
+    double ref_sum, ref_max, sum, max;
+    summarise_ratios(x->s.n_actions, ref, &ref_sum, &ref_max);
+    summarise_ratios(x->s.n_actions, &r, &sum, &max);
+    assert_close(r.makespan, best_T, 1e-9);
+    assert_close(sum, ref_sum, 1e-6);
+    if (objective == TF_OBJECTIVE_SPREAD)
+        assert_close(max, ref_max, 1e-6);
+    tf_freeze_result_free(&r);
+}
+
 static int compare(const char *name, int ranks, int spr, int mb, double p2p, int equal,
                    tf_objective objective, uint64_t seed_value)
 {
     uint64_t seed = seed_value;
     instance x;
     fast_instance(&x, name, ranks, spr, mb, p2p, equal, &seed);
-    tf_freeze_result ref, fast;
+    tf_freeze_result ref;
     tf_error err = {0};
     assert_int_equal(instance_solve(&x, TF_SOLVER_LP_SOLVE, objective, &ref, &err), 0);
-    int rc = instance_solve(&x, TF_SOLVER_FAST, objective, &fast, &err);
-    if (rc)
-        fail_msg("%s %dx%d mb %d seed %llu: %s", name, ranks, spr, mb,
-                 (unsigned long long)seed_value, err.msg);
-    assert_string_equal(fast.solver, "fast");
-    assert_string_equal(fast.status, "optimal");
-    instance_check_plan(&x, &fast);
-    double ref_sum, ref_max, fast_sum, fast_max;
-    summarise_ratios(x.s.n_actions, &ref, &ref_sum, &ref_max);
-    summarise_ratios(x.s.n_actions, &fast, &fast_sum, &fast_max);
     /* The batch time is the first objective, the same for both: compare
      * spread's with least-freeze's, because freeze_lpsolve.c may relax the bound
      * by 1e-9 relative in spread's later stages and spread then uses it. */
@@ -63,12 +76,12 @@ static int compare(const char *name, int ranks, int spr, int mb, double p2p, int
         best_T = least.makespan;
         tf_freeze_result_free(&least);
     }
-    assert_close(fast.makespan, best_T, 1e-9);
-    assert_close(fast_sum, ref_sum, 1e-6);
-    if (objective == TF_OBJECTIVE_SPREAD)
-        assert_close(fast_max, ref_max, 1e-6);
+    char what[128];
+    snprintf(what, sizeof what, "%s %dx%d mb %d seed %llu", name, ranks, spr, mb,
+             (unsigned long long)seed_value);
+    check_against(&x, TF_SOLVER_FAST, objective, best_T, &ref, what);
+    check_against(&x, TF_SOLVER_CLP, objective, best_T, &ref, what);
     tf_freeze_result_free(&ref);
-    tf_freeze_result_free(&fast);
     instance_free(&x);
     return 1;
 }
@@ -191,24 +204,26 @@ static void expect_auto_rule(const char *schedule, int ranks, int stages_per_ran
 }
 
 /* auto: lp_solve below 1,024 actions, the fast solver from there on but
- * for more than 64 cap rows with fewer than 32 actions each, and the
- * result names the one that ran. */
+ * for more than 64 cap rows with fewer than 128 actions each, which CLP
+ * takes, and the result names the one that ran. */
 static void auto_picks_by_size(void **state)
 {
     (void)state;
     assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS, 1024);
     assert_int_equal(TF_FAST_SOLVER_MAX_CAP_ROWS, 64);
-    assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW, 32);
+    assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW, 128);
     expect_auto_picks("1F1B", 8, 1, 64, "fast");     /* 2 x 8 x 64 = 1,024 actions */
     expect_auto_picks("1F1B", 8, 1, 63, "lp_solve"); /* 1,008 */
     expect_auto_rule("1F1B", 64, 1, 8, 0.8, TF_SOLVER_FAST); /* 64 rows, 1,024 actions */
-    /* 105 rows: 1,050 actions, 10 per row; 3,360 actions, 32 per row;
-     * caps of 0 or 1 make no row. */
-    expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.8, TF_SOLVER_LP_SOLVE);
-    expect_auto_rule("Interleaved1F1B", 35, 3, 16, 0.8, TF_SOLVER_FAST);
+    /* 105 rows: 1,050 actions, 10 per row; 13,230, 126 per row; 13,440,
+     * 128 per row; 840 actions, below 1,024; caps of 0 or 1 make no row. */
+    expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.8, TF_SOLVER_CLP);
+    expect_auto_rule("Interleaved1F1B", 35, 3, 63, 0.8, TF_SOLVER_CLP);
+    expect_auto_rule("Interleaved1F1B", 35, 3, 64, 0.8, TF_SOLVER_FAST);
+    expect_auto_rule("Interleaved1F1B", 35, 3, 4, 0.8, TF_SOLVER_LP_SOLVE);
     expect_auto_rule("Interleaved1F1B", 35, 3, 5, 1.0, TF_SOLVER_FAST);
     expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.0, TF_SOLVER_FAST);
-    expect_auto_picks("Interleaved1F1B", 35, 3, 5, "lp_solve");
+    expect_auto_picks("Interleaved1F1B", 35, 3, 5, "clp");
 }
 
 /* ZBVZeroBubble, 4 ranks x 8 microbatches (192 actions), every time about

@@ -4,7 +4,8 @@
  * Random small profiles of every built-in schedule, with stage bytes,
  * recomputation on some stages and a limit below some rank's unfrozen
  * peak, go through the whole planner (tf_plan_from_profile: the profile's
- * JSON, R actions placed, the LP, the plan).  The same problem is then
+ * JSON, R actions placed, the LP, the plan), once with each general solver
+ * (lp_solve, CLP).  The same problem is then
  * built here a second way and solved with lp_solve: every DAG edge its own
  * row (no implied edges left out), and for every rank and every position
  * of its order one dense row "live bytes so far <= limit", written from
@@ -446,7 +447,9 @@ static void check_plan_fits(const instance *x, const tf_plan *plan)
     free(value);
 }
 
-/* Returns 1 when a plan was made, 0 when both found none. */
+/* Returns 1 when a plan was made, 0 when neither the planner nor the
+ * second LP found one.  Both general solvers plan; each must match the
+ * second LP. */
 static int check_instance(instance *x, double u)
 {
     tf_profile p;
@@ -455,24 +458,27 @@ static int check_instance(instance *x, double u)
         fail_msg("%s", err.msg);
     durations_and_limit(x, &p, u);
     tf_dag_build(&x->s, 0.0, &x->g, NULL);
-    tf_plan_options o;
-    tf_plan_options_init(&o);
-    o.memory_limit = x->limit;
-    o.solver = TF_SOLVER_LP_SOLVE;
-    tf_plan plan;
-    int rc = tf_plan_from_profile(&p, &o, &plan, &err);
     optimum second = solve_second(x, x->max_ms, x->min_ms);
-    if (!second.feasible) {
-        if (rc != TF_EINVAL)
-            fail_msg("%s: the second LP finds no plan, the planner %s", x->s.name,
-                     rc ? err.msg : "planned one");
-        assert_contains(err.msg, "smallest achievable peak");
-        tf_profile_free(&p);
-        return 0;
-    }
-    {
+    const tf_solver solvers[2] = {TF_SOLVER_LP_SOLVE, TF_SOLVER_CLP};
+    for (int k = 0; k < 2; k++) {
+        tf_plan_options o;
+        tf_plan_options_init(&o);
+        o.memory_limit = x->limit;
+        o.solver = solvers[k];
+        o.control.fallback = 0;
+        tf_plan plan;
+        int rc = tf_plan_from_profile(&p, &o, &plan, &err);
+        const char *solver = tf_solver_name(solvers[k]);
+        if (!second.feasible) {
+            if (rc != TF_EINVAL)
+                fail_msg("%s: the second LP finds no plan, %s %s", x->s.name, solver,
+                         rc ? err.msg : "planned one");
+            assert_contains(err.msg, "smallest achievable peak");
+            continue;
+        }
         if (rc)
-            fail_msg("%s: %s", x->s.name, err.msg);
+            fail_msg("%s: %s: %s", x->s.name, solver, err.msg);
+        assert_string_equal(plan.solver_name, solver);
         double freeze = 0.0, recompute = 0.0;
         for (int i = 0; i < plan.schedule.n_actions; i++) {
             freeze += plan.actions[i].freeze_ratio;
@@ -485,7 +491,7 @@ static int check_instance(instance *x, double u)
         tf_plan_free(&plan);
     }
     tf_profile_free(&p);
-    return 1;
+    return second.feasible;
 }
 
 static void free_instance(instance *x)

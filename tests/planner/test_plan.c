@@ -354,7 +354,7 @@ static void solver_choice_is_recorded(void **state)
     }
     char version[32];
     assert_string_equal(plans[0].solver_name, "lp_solve");
-    assert_string_equal(plans[0].solver_version, tf_freeze_solver_version(version, sizeof version));
+    assert_string_equal(plans[0].solver_version, tf_freeze_solver_version("lp_solve", version, sizeof version));
     assert_string_equal(plans[1].solver_name, "fast");
     const char *chosen = p.schedule.n_actions >= TF_FAST_SOLVER_MIN_ACTIONS ? "fast" : "lp_solve";
     assert_string_equal(plans[2].solver_name, chosen);

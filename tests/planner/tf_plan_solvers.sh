@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tf-plan --solver: lp_solve and fast must give the same plan (batch time
-# within 1e-9 relative, total freeze within 1e-6) on every bundled trace,
+# tf-plan --solver: lp_solve, clp and fast must give the same plan (batch
+# time within 1e-9 relative, total freeze within 1e-6) on every bundled trace,
 # the plan and the summary must name the solver that ran, auto must pick one
 # and say so, and an unknown solver is a usage error that writes nothing.
 # Run by ctest with TF_PLAN and TF_SOURCE_DIR set.
@@ -8,19 +8,22 @@
 need TF_PLAN TF_SOURCE_DIR
 src=$TF_SOURCE_DIR
 
-# compare LP_PLAN FAST_PLAN: same batch time and total freeze, each plan
-# names its solver (and lp_solve's plan its version).
+# compare LP_PLAN OTHER_PLAN NAME: same batch time and total freeze, each
+# plan names its solver (and the general solvers' plans their versions).
 compare() {
-    python3 - "$1" "$2" <<'PY'
+    python3 - "$1" "$2" "$3" <<'PY'
 import json, re, sys
 lp, fast = (json.load(open(p)) for p in sys.argv[1:3])
+name = sys.argv[3]
 def total(plan):
     return sum(a["freeze_ratio"] for a in plan["actions"])
 assert lp["solver"]["name"] == "lp_solve", lp["solver"]
 assert lp["solver"]["requested"] == "lp_solve", lp["solver"]
 assert re.fullmatch(r"\d+(\.\d+)+", lp["solver"]["version"]), lp["solver"]
-assert fast["solver"]["name"] == "fast", fast["solver"]
-assert fast["solver"]["requested"] == "fast", fast["solver"]
+assert fast["solver"]["name"] == name, fast["solver"]
+assert fast["solver"]["requested"] == name, fast["solver"]
+if name == "clp":
+    assert re.fullmatch(r"\d+(\.\d+)+", fast["solver"]["version"]), fast["solver"]
 for plan in (lp, fast):
     assert plan["solver"]["status"] == "optimal", plan["solver"]
 t_lp, t_fast = lp["batch_ms"]["planned"], fast["batch_ms"]["planned"]
@@ -36,12 +39,15 @@ for trace in "${traces[@]}"; do
     expect_status 0 "$name: fast" "$TF_PLAN" "$trace" --solver fast -o "$work/fast.json"
     cp "$work/out" "$work/fast.out"
     expect_status 0 "$name: lp_solve" "$TF_PLAN" "$trace" --solver lp_solve -o "$work/lp.json"
-    check "$name: lp_solve and fast differ" compare "$work/lp.json" "$work/fast.json"
+    check "$name: lp_solve and fast differ" compare "$work/lp.json" "$work/fast.json" fast
     # The summary names the solver that ran and its time.
     check "$name: lp_solve summary" grep -Eq '^solver +lp_solve [0-9.]+: optimal, .* [0-9.]+ s$' \
         "$work/out"
     check "$name: fast summary" grep -Eq '^solver +fast [0-9.]+: optimal, .* [0-9.]+ s$' \
         "$work/fast.out"
+    expect_status 0 "$name: clp" "$TF_PLAN" "$trace" --solver clp -o "$work/clp.json"
+    check "$name: clp summary" grep -Eq '^solver +clp [0-9.]+: optimal, .* [0-9.]+ s$' "$work/out"
+    check "$name: lp_solve and clp differ" compare "$work/lp.json" "$work/clp.json" clp
 done
 
 # auto (the default) records what it chose, and the summary says it chose.
@@ -50,9 +56,9 @@ expect_status 0 "--solver auto" "$TF_PLAN" "$trace" -o "$work/auto.json"
 check "--solver auto: the plan records the choice" python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))["solver"]
-assert s["requested"] == "auto" and s["name"] in ("lp_solve", "fast"), s' "$work/auto.json"
+assert s["requested"] == "auto" and s["name"] in ("lp_solve", "clp", "fast"), s' "$work/auto.json"
 check "--solver auto: the summary says auto" \
-    grep -Eq '^solver +(lp_solve|fast) [0-9.]+ \(auto\): optimal' "$work/out"
+    grep -Eq '^solver +(lp_solve|clp|fast) [0-9.]+ \(auto\): optimal' "$work/out"
 expect_status 0 "explicit --solver auto" "$TF_PLAN" "$trace" --solver auto -q -o "$work/auto2.json"
 check "explicit --solver auto: recorded" grep -Eq '"requested":[[:space:]]*"auto"' "$work/auto2.json"
 
@@ -82,7 +88,7 @@ expect_stdout "--help lacks --solver" '--solver NAME'
 # Unknown or missing solver: usage errors naming the flag and the value,
 # and an existing plan left as it was.
 printf 'precious' >"$work/plan.json"
-expect_refused_with 2 "unknown solver" '--solver: expected auto, lp_solve or fast, got "bogus"' \
+expect_refused_with 2 "unknown solver" '--solver: expected auto, lp_solve, clp or fast, got "bogus"' \
     "$work/plan.json" -- "$TF_PLAN" "$trace" --solver bogus -o "$work/plan.json"
 # (-o after --solver would be taken as its value.)
 expect_status 2 "solver without value" "$TF_PLAN" "$trace" --solver

@@ -290,7 +290,7 @@ expect_refused "a profile over -o" "--profiles: the profile $work/prof/$name wou
 expect_status 0 "-o and --plot both on /dev/null" "$TF_STUDY" "$work/good.json" -q \
     -o /dev/null --plot /dev/null
 
-expect_refused_with 2 "bad --solver" '--solver: expected auto, lp_solve or fast, got "bogus"' \
+expect_refused_with 2 "bad --solver" '--solver: expected auto, lp_solve, clp or fast, got "bogus"' \
     "$work/keep.csv" -- "$TF_STUDY" "$work/good.json" -q -o "$work/keep.csv" --solver bogus
 
 # --- memory: the bundled LLaMA-3.1-8B study on 80 GiB GPUs ----------------

@@ -8,13 +8,14 @@
  * lexicographic: minimise T; then (least-freeze) minimise sum r, or (spread)
  * minimise max r and then sum r.
  *
- * Two solvers find the same optimum: lp_solve on the LP as written, and the
- * fast solver on its network structure (docs/fast-solver.md).  Both solve
- * the objectives in sequence, each stage keeping the previous optimum as a
- * bound, so the answer is the exact lexicographic optimum (within solver
- * tolerance) rather than a weighted compromise.  The problem names the
- * solver, or "auto" to pick one by size; by default the other one solves
- * when the first fails.
+ * Three solvers find the same optimum: two general ones on the LP as
+ * written, lp_solve and COIN-OR CLP, and the fast solver on its network
+ * structure (docs/fast-solver.md).  Each solves the objectives in
+ * sequence, each stage keeping the previous optimum as a bound, so the
+ * answer is the exact lexicographic optimum (within solver tolerance)
+ * rather than a weighted compromise.  The problem names the solver, or
+ * "auto" to pick one by size; by default another one solves when the
+ * first fails.
  *
  * What to solve (tf_freeze_problem) and how far to go (tf_freeze_control)
  * are structs with init functions, so that a field added to either keeps
@@ -41,7 +42,7 @@ typedef struct tf_freeze_problem {
     const double *min_ms;        /* n_actions: fully frozen, in [0, max_ms[i]] */
     const double *cap;           /* schedule->stages: mean ratio cap per stage, in [0, 1] */
     tf_objective objective;      /* what to minimise after the batch time */
-    tf_solver solver;            /* TF_SOLVER_AUTO: by size (TF_FAST_SOLVER_MIN_ACTIONS) */
+    tf_solver solver;            /* TF_SOLVER_AUTO: tf_freeze_auto_solver */
     /* Memory (tf/memory.h; docs/planner.md, "Memory").  With a model of
      * schedule and a limit per rank that some rank's unfrozen peak exceeds,
      * every rank's live bytes stay within its limit: the freeze ratios of
@@ -85,29 +86,30 @@ typedef struct tf_freeze_result {
     double *recompute;   /* n: recompute ratio of each backward an R serves (0 elsewhere) */
     int variables;       /* columns of the LP; fast: nodes of its network */
     int constraints;     /* rows of the LP; fast: arcs of its network */
-    int solves;          /* lp_solve calls made; fast: network-simplex pricings */
+    int solves;          /* simplex calls made; fast: network-simplex pricings */
     double seconds;      /* wall time spent building and solving (after a
                           * fallback, both solvers' time) */
     char status[32];     /* "optimal" (a failure is reported in the error) */
-    char solver[32];     /* which solver produced it: "lp_solve" or "fast" */
+    char solver[32];     /* which solver produced it: "lp_solve", "clp" or "fast" */
     char fallback[512];  /* "" or why the solver chosen first failed, when the
-                          * other one then produced it */
+                          * fallback then produced it */
 } tf_freeze_result;
 
 /* Solves problem p under control ctl (NULL: tf_freeze_control_init's).
- * The solver is p->solver, or for TF_SOLVER_AUTO lp_solve below
- * TF_FAST_SOLVER_MIN_ACTIONS actions and the fast solver from there on,
- * but for many cap rows with few actions each (TF_FAST_SOLVER_MAX_CAP_ROWS).
- * Both snap ratios within 1e-9 of 0 or 1 to it and report the makespan as
+ * The solver is p->solver, or for TF_SOLVER_AUTO tf_freeze_auto_solver's.
+ * All snap ratios within 1e-9 of 0 or 1 to it and report the makespan as
  * the longest path of the planned durations.  Every path is bounded:
  * lp_solve by its iteration guard, the fast solver by ctl->max_rounds
- * rounds of column generation, and both by the time limit.  Only a
+ * rounds of column generation, and all by the time limit.  Only a
  * TF_ESOLVER before the time limit falls back (out of memory would fail
- * the other solver too).
+ * another solver too): from the fast solver to a general one (lp_solve
+ * below TF_FAST_SOLVER_MIN_ACTIONS actions, else CLP), from lp_solve to the
+ * fast solver, from CLP to lp_solve.
  *
- * With a binding memory limit lp_solve solves (auto picks it; the fast
- * solver declines, and with fallback lp_solve takes over), and ratios are
- * snapped only where that keeps every rank within its limit.
+ * With a binding memory limit a general solver solves (auto picks one;
+ * the fast solver declines, and with fallback a general one takes over),
+ * and ratios are snapped only where that keeps every rank within its
+ * limit.
  *
  * Returns 0 with *out filled (free with tf_freeze_result_free): out->solver
  * names the solver that produced the plan and out->fallback is "" or the
@@ -123,18 +125,22 @@ int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
                     tf_freeze_result *out, tf_error *err);
 
 /* The solver TF_SOLVER_AUTO picks for p (a problem tf_freeze_solve
- * accepts): TF_SOLVER_LP_SOLVE or TF_SOLVER_FAST. */
+ * accepts): below TF_FAST_SOLVER_MIN_ACTIONS actions lp_solve; from there
+ * on CLP for a binding memory limit or many cap rows with few actions each
+ * (TF_FAST_SOLVER_MAX_CAP_ROWS), else the fast solver. */
 tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p);
 
 /* Frees what tf_freeze_solve allocated in r and zeroes its pointers; r
  * zeroed, or already freed, is fine. */
 void tf_freeze_result_free(tf_freeze_result *r);
 
-/* Writes lp_solve's version ("5.5.2.5") into buf[size]; returns buf. */
-char *tf_freeze_solver_version(char *buf, size_t size);
+/* Writes the version of the code a solver named by tf_freeze_result's
+ * `solver` runs into buf[size] and returns buf: lp_solve's ("5.5.2.5"),
+ * CLP's ("1.17.6"), or the planner's own for the fast solver. */
+char *tf_freeze_solver_version(const char *solver, char *buf, size_t size);
 
-/* The size from which "auto" takes the fast solver: below it both solvers
- * take milliseconds and lp_solve, the general solver the fast one is
+/* The size from which "auto" takes the fast solver: below it every solver
+ * takes milliseconds and lp_solve, the general solver the others are
  * checked against, solves; from there on the fast solver is tens to
  * hundreds of times faster (docs/results.md has the measurements). */
 #define TF_FAST_SOLVER_MIN_ACTIONS 1024
@@ -142,12 +148,12 @@ char *tf_freeze_solver_version(char *buf, size_t size);
 /* ...unless the stages' caps make more than TF_FAST_SOLVER_MAX_CAP_ROWS
  * rows with fewer than TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW actions each:
  * there the fast solver's column generation needs many rounds per row and
- * lp_solve is the faster (Interleaved1F1B, 35 ranks x 3 stages: 1,050
- * actions 0.34 s against more than 90 s, 2,100 actions 50 s against more
- * than 60 s; 1F1B with 64 ranks and 1,024 actions: fast 4.3 s, lp_solve
- * 7.8 s).  A cap row is a stage with a cap above 0 and below 1. */
+ * CLP is the faster (Interleaved1F1B, 35 ranks x 3 stages, equal layer
+ * times: 70 actions per row CLP 2.3 s against fast 30 s, 100 per row 3.8 s
+ * against 9.9 s, 140 per row 19.5 s against 5.4 s; docs/planner.md).  A cap
+ * row is a stage with a cap above 0 and below 1. */
 #define TF_FAST_SOLVER_MAX_CAP_ROWS 64
-#define TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW 32
+#define TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW 128
 
 /* Rounds of column generation (pricings) the fast solver may take in one
  * solve, all stages together; the benchmark profiles take 15-1,500. */

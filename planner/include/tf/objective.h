@@ -19,10 +19,15 @@ const char *tf_objective_name(tf_objective o);
 int tf_objective_parse(const char *name, tf_objective *o);
 
 /* Which solver: auto picks one by the schedule's size (tf/freeze.h). */
-typedef enum { TF_SOLVER_AUTO = 0, TF_SOLVER_LP_SOLVE = 1, TF_SOLVER_FAST = 2 } tf_solver;
+typedef enum {
+    TF_SOLVER_AUTO = 0,
+    TF_SOLVER_LP_SOLVE = 1,
+    TF_SOLVER_FAST = 2,
+    TF_SOLVER_CLP = 3
+} tf_solver;
 
-/* "auto" / "lp_solve" / "fast"; any other value names "auto".  Never NULL,
- * static. */
+/* "auto" / "lp_solve" / "fast" / "clp"; any other value names "auto".
+ * Never NULL, static. */
 const char *tf_solver_name(tf_solver solver);
 
 /* Sets *solver from its name.  Returns 0, or TF_EINVAL (then *solver is

@@ -23,7 +23,7 @@ typedef struct tf_plan_options {
      * spread out (docs/accuracy.md). */
     double max_action_ratio;
     tf_solver solver;             /* TF_SOLVER_AUTO: picked by size (tf/freeze.h) */
-    tf_freeze_control control;    /* time limit, fallback to the other solver, progress */
+    tf_freeze_control control;    /* time limit, fallback to another solver, progress */
     /* > 0: every rank's memory limit in bytes, over the profile's
      * memory_limit_bytes (which needs the profile's memory fields); 0: the
      * profile's, if any. */

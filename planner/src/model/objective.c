@@ -27,6 +27,7 @@ const char *tf_solver_name(tf_solver solver)
     switch (solver) {
     case TF_SOLVER_LP_SOLVE: return "lp_solve";
     case TF_SOLVER_FAST: return "fast";
+    case TF_SOLVER_CLP: return "clp";
     default: return "auto";
     }
 }
@@ -39,6 +40,8 @@ int tf_solver_parse(const char *name, tf_solver *solver)
         *solver = TF_SOLVER_LP_SOLVE;
     else if (strcmp(name, "fast") == 0)
         *solver = TF_SOLVER_FAST;
+    else if (strcmp(name, "clp") == 0)
+        *solver = TF_SOLVER_CLP;
     else
         return TF_EINVAL;
     return 0;

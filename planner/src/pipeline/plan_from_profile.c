@@ -314,12 +314,7 @@ static void record_solver(tf_plan *plan, const tf_freeze_result *fr, tf_solver r
     snprintf(plan->solver_name, sizeof plan->solver_name, "%s", fr->solver);
     snprintf(plan->solver_requested, sizeof plan->solver_requested, "%s",
              tf_solver_name(requested));
-    /* The version is that of the code that solved: lp_solve's library, or
-     * the planner itself for the fast solver, which is part of it. */
-    if (strcmp(fr->solver, "lp_solve") == 0)
-        tf_freeze_solver_version(plan->solver_version, sizeof plan->solver_version);
-    else
-        snprintf(plan->solver_version, sizeof plan->solver_version, "%s", TF_VERSION);
+    tf_freeze_solver_version(fr->solver, plan->solver_version, sizeof plan->solver_version);
     snprintf(plan->solver_status, sizeof plan->solver_status, "%s", fr->status);
     snprintf(plan->solver_fallback, sizeof plan->solver_fallback, "%s", fr->fallback);
     plan->solver_variables = fr->variables;

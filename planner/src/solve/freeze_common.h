@@ -1,9 +1,10 @@
 /* freeze_common.h - what the two freeze solvers share beyond tf/freeze.h
  * (freeze_common.c).  Internal to the planner library.
  *
- * Both solvers (freeze_lpsolve.c, freeze_fast.c) include this and nothing of
- * each other; the dispatcher (solver.c) is the only file that knows both,
- * and neither calls it.
+ * Every solver (freeze_lpsolve.c, freeze_clp.c, freeze_fast.c) includes
+ * this and nothing of the fast one's or the general ones' insides; the
+ * dispatcher (solver.c) is the only file that knows them all, and none
+ * calls it.
  */
 #ifndef TF_FREEZE_COMMON_H
 #define TF_FREEZE_COMMON_H
@@ -30,15 +31,21 @@ typedef struct tf_freeze_limits {
     int max_rounds;        /* the fast solver's (tf_freeze_control) */
 } tf_freeze_limits;
 
-/* The two solvers, on a problem tf_freeze_solve has checked (its solver
+/* The three solvers, on a problem tf_freeze_solve has checked (its solver
  * field is ignored), under limits lim (NULL: none).  Same returns as
  * tf_freeze_solve, without the fallback: 0 with *out filled, or TF_ESOLVER
  * / TF_ENOMEM (TF_EINVAL: the fast solver's network came out miscounted)
  * with *out freed.  out->seconds is the solver's own time. */
 int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
                           tf_freeze_result *out, tf_error *err);
+int tf_freeze_clp_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                      tf_freeze_result *out, tf_error *err);
 int tf_freeze_fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
                        tf_freeze_result *out, tf_error *err);
+
+/* The libraries' versions ("5.5.2.5", "1.17.6") into buf[size]; return buf. */
+char *tf_freeze_lpsolve_version(char *buf, size_t size);
+char *tf_freeze_clp_version(char *buf, size_t size);
 
 /* lp_solve's process-wide state, set up before threads solve in parallel
  * (tf_planner_init says why).  Returns 0 or TF_ENOMEM. */

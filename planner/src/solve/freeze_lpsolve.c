@@ -13,7 +13,9 @@
  * Lexicographic optimum by sequential solves: minimise T; fix T's upper
  * bound at the optimum and minimise sum r (least-freeze), or first max r then
  * sum r (spread); with recomputation, then fix sum r and minimise sum q.
- * Each re-solve starts from the previous optimal basis.
+ * Each re-solve starts from the previous optimal basis.  The sequence is
+ * written once against lp_engine; lpsolve_engine below runs it on
+ * lp_solve, freeze_clp.c's on CLP.
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@
 #include "model/freezable.h"
 #include "tf/util.h"
 
-char *tf_freeze_solver_version(char *buf, size_t size)
+char *tf_freeze_lpsolve_version(char *buf, size_t size)
 {
     int major, minor, release, build;
     lp_solve_version(&major, &minor, &release, &build);
@@ -50,11 +52,6 @@ int tf_freeze_lpsolve_init(void)
     delete_lp(lp);
     return 0;
 }
-
-/* Not an lp_solve status: a failed solve left the model with other
- * dimensions than it was built with (seen after a numerical failure of the
- * primal retry below), so nothing more can be read from or solved on it. */
-enum { MODEL_DAMAGED = -100, TIME_LIMIT = -101 };
 
 static const char *status_name(int status)
 {
@@ -262,6 +259,8 @@ static int build_model(const tf_freeze_problem *p, lp_model *m)
 
 static void free_model(lp_model *m)
 {
+    if (m->engine && m->engine->release)
+        m->engine->release(m);
     if (m->lp)
         delete_lp(m->lp);
     free(m->ratio_column);
@@ -295,7 +294,7 @@ static int __WINAPI stop_when_cycling(lprec *lp, void *handle)
  * guard, the primal simplex (which does not cycle on those cases) solves
  * again from the start, with a guard 20 times larger.  Returns lp_solve's
  * status, or MODEL_DAMAGED if the model's size changed. */
-static int guarded_solve(lp_model *m, int *solves)
+static int lpsolve_solve(lp_model *m, int *solves)
 {
     m->iteration_limit = 50LL * (m->rows + m->columns) + 10000;
     put_abortfunc(m->lp, stop_when_cycling, m);
@@ -320,19 +319,49 @@ static int guarded_solve(lp_model *m, int *solves)
     return status;
 }
 
-/* 0 for OPTIMAL; else TF_ESOLVER naming the status (or the time limit)
- * and the objective of m->step. */
-static int report_status(const lp_model *m, int status, tf_freeze_result *out, tf_error *err)
+static int lpsolve_set_objective(lp_model *m, int count, double *values, int *columns)
+{
+    return set_obj_fnex(m->lp, count, values, columns) ? 0 : TF_ENOMEM;
+}
+
+static void lpsolve_set_upper(lp_model *m, int column, double value)
+{
+    set_upbo(m->lp, column, value);
+}
+
+static void lpsolve_restart(lp_model *m)
+{
+    default_basis(m->lp);
+}
+
+static double lpsolve_value(lp_model *m, int column)
+{
+    return get_var_primalresult(m->lp, get_Nrows(m->lp) + column);
+}
+
+static long long lpsolve_iterations(lp_model *m)
+{
+    return (long long)get_total_iter(m->lp);
+}
+
+static const lp_engine lpsolve_engine = {
+    "lp_solve", NULL, NULL, lpsolve_solve, lpsolve_set_objective, lpsolve_set_upper,
+    lpsolve_restart, lpsolve_value, lpsolve_iterations,
+};
+
+/* 0 for OPTIMAL; else TF_ESOLVER naming the engine, the status (or the
+ * time limit) and the objective of m->step. */
+static int report_status(lp_model *m, int status, tf_freeze_result *out, tf_error *err)
 {
     snprintf(out->status, sizeof out->status, "%s", status_name(status));
     if (status == TIME_LIMIT)
         return tf_fail(err, TF_ESOLVER,
-                       "lp_solve: stopped at the time limit (%g s) while minimising %s after "
-                       "%lld iterations",
-                       m->lim->time_limit_s, m->step, (long long)get_total_iter(m->lp));
+                       "%s: stopped at the time limit (%g s) while minimising %s after "
+                       "%lld iterations", m->engine->name,
+                       m->lim->time_limit_s, m->step, m->engine->iterations(m));
     if (status != OPTIMAL)
-        return tf_fail(err, TF_ESOLVER, "lp_solve: %s while minimising %s (status %d)",
-                       status_name(status), m->step, status);
+        return tf_fail(err, TF_ESOLVER, "%s: %s while minimising %s (status %d)",
+                       m->engine->name, status_name(status), m->step, status);
     return 0;
 }
 
@@ -341,7 +370,7 @@ static int solve_step(lp_model *m, const char *step, int *solves, tf_freeze_resu
                       tf_error *err)
 {
     m->step = step;
-    return report_status(m, guarded_solve(m, solves), out, err);
+    return report_status(m, m->engine->solve(m, solves), out, err);
 }
 
 /* What a retry from a relaxed bound or the slack basis has cured:
@@ -367,21 +396,21 @@ static int retryable(int status)
 static int solve_keeping_optimum(lp_model *m, int column, double optimum, const char *step,
                                  int *solves, tf_freeze_result *out, tf_error *err)
 {
-    set_upbo(m->lp, column, optimum);
+    m->engine->set_upper(m, column, optimum);
     m->step = step;
-    int status = guarded_solve(m, solves);
+    int status = m->engine->solve(m, solves);
     if (retryable(status)) {
-        set_upbo(m->lp, column, optimum + 1e-9 * fmax(1.0, fabs(optimum)));
-        status = guarded_solve(m, solves);
+        m->engine->set_upper(m, column, optimum + 1e-9 * fmax(1.0, fabs(optimum)));
+        status = m->engine->solve(m, solves);
     }
     if (retryable(status)) {
-        default_basis(m->lp);
-        status = guarded_solve(m, solves);
+        m->engine->restart(m);
+        status = m->engine->solve(m, solves);
     }
     for (double slack = 1e-7; retryable(status) && slack <= 1e-5; slack *= 10) {
-        set_upbo(m->lp, column, optimum + slack * fmax(1.0, fabs(optimum)));
-        default_basis(m->lp);
-        status = guarded_solve(m, solves);
+        m->engine->set_upper(m, column, optimum + slack * fmax(1.0, fabs(optimum)));
+        m->engine->restart(m);
+        status = m->engine->solve(m, solves);
     }
     return report_status(m, status, out, err);
 }
@@ -400,7 +429,7 @@ static int set_sum_objective(lp_model *m, const int *column)
                 cols[count] = column[i];
                 vals[count++] = 1.0;
             }
-        ok = set_obj_fnex(m->lp, count, vals, cols);
+        ok = m->engine->set_objective(m, count, vals, cols) == 0;
     }
     free(cols);
     free(vals);
@@ -417,13 +446,13 @@ static int solve_freezing(lp_model *m, double makespan, int *solves, tf_freeze_r
     if (m->k > 0) {
         if (m->col_z) {
             double one = 1.0;
-            if (!set_obj_fnex(m->lp, 1, &one, &m->col_z))
+            if (m->engine->set_objective(m, 1, &one, &m->col_z))
                 return tf_fail(err, TF_ENOMEM, "out of memory");
             int rc = solve_keeping_optimum(m, m->col_T, makespan, "the largest freeze ratio",
                                            solves, out, err);
             if (rc)
                 return rc;
-            bounded = get_var_primalresult(m->lp, get_Nrows(m->lp) + m->col_z);
+            bounded = m->engine->value(m, m->col_z);
             bounded_column = m->col_z;
         }
         if (set_sum_objective(m, m->ratio_column))
@@ -433,7 +462,7 @@ static int solve_freezing(lp_model *m, double makespan, int *solves, tf_freeze_r
         if (rc)
             return rc;
         if (m->col_sum) {
-            bounded = get_var_primalresult(m->lp, get_Nrows(m->lp) + m->col_sum);
+            bounded = m->engine->value(m, m->col_sum);
             bounded_column = m->col_sum;
         }
     }
@@ -445,14 +474,17 @@ static int solve_freezing(lp_model *m, double makespan, int *solves, tf_freeze_r
                                  out, err);
 }
 
-int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
-                          tf_freeze_result *out, tf_error *err)
+int tf_lp_run(const tf_freeze_problem *p, const tf_freeze_limits *lim, const lp_engine *e,
+              tf_freeze_result *out, tf_error *err)
 {
     memset(out, 0, sizeof *out);
     double started = tf_now_seconds();
     const int n = p->schedule->n_actions;
     lp_model m = {0};
     int rc = build_model(p, &m);
+    m.engine = e;
+    if (!rc && e->load)
+        rc = e->load(&m);
     if (rc) {
         free_model(&m);
         return tf_fail(err, rc, "out of memory building the freeze LP for %d actions", n);
@@ -461,20 +493,18 @@ int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *li
     m.rows = out->constraints = get_Nrows(m.lp);
     m.columns = out->variables = get_Ncolumns(m.lp);
     int solves = 0;
-    double *values = malloc(((size_t)out->variables + 1) * sizeof *values);
-    if (tf_freeze_result_alloc(out, n) || !values) {
+    if (tf_freeze_result_alloc(out, n)) {
         rc = tf_fail(err, TF_ENOMEM, "out of memory solving the freeze LP");
         goto done;
     }
     if ((rc = solve_step(&m, "the batch time", &solves, out, err)))
         goto done;
-    double makespan = get_var_primalresult(m.lp, get_Nrows(m.lp) + m.col_T);
+    double makespan = e->value(&m, m.col_T);
     if ((rc = solve_freezing(&m, makespan, &solves, out, err)))
         goto done;
-    get_variables(m.lp, values);
     for (int i = 0; i < n; i++) {
-        out->ratio[i] = m.ratio_column[i] ? values[m.ratio_column[i] - 1] : 0.0;
-        out->recompute[i] = m.recompute_column[i] ? values[m.recompute_column[i] - 1] : 0.0;
+        out->ratio[i] = m.ratio_column[i] ? e->value(&m, m.ratio_column[i]) : 0.0;
+        out->recompute[i] = m.recompute_column[i] ? e->value(&m, m.recompute_column[i]) : 0.0;
     }
     /* The batch time reported is the longest path under the planned
      * durations, which the LP bounds from above; they agree to solver
@@ -482,13 +512,18 @@ int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *li
     out->makespan = tf_freeze_apply(p, out);
     out->solves = solves;
     snprintf(out->status, sizeof out->status, "optimal");
-    snprintf(out->solver, sizeof out->solver, "lp_solve");
+    snprintf(out->solver, sizeof out->solver, "%s", e->name);
 
 done:
-    free(values);
     free_model(&m);
     out->seconds = tf_now_seconds() - started;
     if (rc)
         tf_freeze_result_free(out);
     return rc;
+}
+
+int tf_freeze_lpsolve_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                          tf_freeze_result *out, tf_error *err)
+{
+    return tf_lp_run(p, lim, &lpsolve_engine, out, err);
 }

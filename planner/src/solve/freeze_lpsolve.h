@@ -1,7 +1,9 @@
-/* freeze_lpsolve.h - the lp_solve model of the freeze LP, shared by
- * freeze_lpsolve.c (time: the DAG, the caps, the objectives) and
- * freeze_memory.c (memory: the running-sum rows of every rank's bytes, and
- * each rank's smallest achievable peak).  Internal to solve/. */
+/* freeze_lpsolve.h - the freeze LP as written, built in lp_solve's sparse
+ * model and shared by freeze_lpsolve.c (time: the DAG, the caps, the
+ * objectives, and the lexicographic solve), freeze_memory.c (memory: the
+ * running-sum rows of every rank's bytes, and each rank's smallest
+ * achievable peak) and freeze_clp.c (the same model and solve with CLP's
+ * simplex and barrier).  Internal to solve/. */
 #ifndef TF_FREEZE_LPSOLVE_H
 #define TF_FREEZE_LPSOLVE_H
 
@@ -18,8 +20,12 @@
  *                    last objective keeps it at its optimum)
  *   then             y_e, the live bytes of every rank after memory event e,
  *                    in units of the rank's limit (only when memory binds) */
+typedef struct lp_engine lp_engine;
+
 typedef struct lp_model {
     lprec *lp;
+    const lp_engine *engine;   /* which simplex solves it */
+    void *clp;                 /* freeze_clp.c's copy of the model, or NULL */
     int n;                     /* actions */
     int k, kq;                 /* freezable actions, recomputed backwards */
     int *ratio_column;         /* n: column of r_i, 0 if fixed */
@@ -28,7 +34,7 @@ typedef struct lp_model {
     double *span;              /* n: max - min */
     int col_T, col_z, col_sum;
     int col_y;                 /* the first y column; 0 without memory rows */
-    long long iteration_limit; /* guard against a cycling simplex (guarded_solve) */
+    long long iteration_limit; /* guard against lp_solve cycling (lpsolve_solve) */
     const tf_freeze_limits *lim; /* time limit and progress (may be NULL) */
     const char *step;          /* the objective being minimised, for progress lines */
     int timed_out;             /* the abort callback stopped a solve at the deadline */
@@ -36,6 +42,35 @@ typedef struct lp_model {
 } lp_model;
 
 int tf_lp_add_row(lp_model *m, int count, double *values, int *columns, int type, double rhs);
+
+/* Statuses of a solve beyond lp_solve's own (OPTIMAL, INFEASIBLE, ...),
+ * which both engines report in.  MODEL_DAMAGED: a failed solve left the
+ * model with other dimensions than it was built with (seen after a
+ * numerical failure of lp_solve's primal retry), so nothing more can be
+ * read from or solved on it. */
+enum { MODEL_DAMAGED = -100, TIME_LIMIT = -101 };
+
+/* What the lexicographic solve asks of a simplex.  Columns are 1-based as
+ * in lp_solve; `load` (may be NULL) copies the built model into the
+ * engine's own, `release` frees that copy. */
+struct lp_engine {
+    const char *name;                                      /* in messages */
+    int (*load)(lp_model *m);                              /* 0 or TF_ENOMEM */
+    void (*release)(lp_model *m);
+    int (*solve)(lp_model *m, int *solves);                /* a status above */
+    int (*set_objective)(lp_model *m, int count, double *values, int *columns);
+    void (*set_upper)(lp_model *m, int column, double value);
+    void (*restart)(lp_model *m);                          /* next solve from scratch */
+    double (*value)(lp_model *m, int column);              /* in the last solution */
+    long long (*iterations)(lp_model *m);                  /* so far, for messages */
+};
+
+/* Builds p's model, solves it lexicographically with engine e (minimise
+ * the batch time; then the largest ratio for spread, the total ratio and
+ * with recomputation the total recompute ratio, each keeping the optimum
+ * before it) and fills out as tf_freeze_lpsolve_run does. */
+int tf_lp_run(const tf_freeze_problem *p, const tf_freeze_limits *lim, const lp_engine *e,
+              tf_freeze_result *out, tf_error *err);
 
 /* The y rows of every rank into m (in row mode, columns from m->col_y on):
  * y_e - y_(e-1) - (the event's change) / limit = 0, the first from the

@@ -1,7 +1,7 @@
 /* solver.c - tf_freeze_solve: checking the problem, the size rule of
- * "auto", the dispatch, the time limit and the fallback to the other
- * solver.  The one file that knows both solvers, so neither has to know
- * the other. */
+ * "auto", the dispatch, the time limit and the fallback to another
+ * solver.  The one file that knows every solver, so none has to know the
+ * others. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,38 +77,69 @@ static int check_problem(const tf_freeze_problem *p, tf_error *err)
     if (p->objective != TF_OBJECTIVE_LEAST_FREEZE && p->objective != TF_OBJECTIVE_SPREAD)
         return tf_fail(err, TF_EINVAL, "freeze problem: objective %d unknown", (int)p->objective);
     if (p->solver != TF_SOLVER_AUTO && p->solver != TF_SOLVER_LP_SOLVE &&
-        p->solver != TF_SOLVER_FAST)
+        p->solver != TF_SOLVER_FAST && p->solver != TF_SOLVER_CLP)
         return tf_fail(err, TF_EINVAL, "freeze problem: solver %d unknown", (int)p->solver);
     int rc = check_arrays(p, err);
     return rc ? rc : check_memory(p, err);
 }
 
+/* The general solver for p: lp_solve for small problems, where it takes
+ * milliseconds, else CLP. */
+static tf_solver general_solver(const tf_freeze_problem *p)
+{
+    return p->schedule->n_actions < TF_FAST_SOLVER_MIN_ACTIONS ? TF_SOLVER_LP_SOLVE
+                                                               : TF_SOLVER_CLP;
+}
+
 /* The rule of "auto": by size and cap rows, in the words of
- * TF_FAST_SOLVER_MIN_ACTIONS and TF_FAST_SOLVER_MAX_CAP_ROWS, and lp_solve
- * for a binding memory limit, which only it takes. */
+ * TF_FAST_SOLVER_MIN_ACTIONS and TF_FAST_SOLVER_MAX_CAP_ROWS, and a general
+ * solver for a binding memory limit, which the fast solver does not take. */
 tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p)
 {
     const int n = p->schedule->n_actions;
     if (tf_freeze_memory_binds(p) || n < TF_FAST_SOLVER_MIN_ACTIONS)
-        return TF_SOLVER_LP_SOLVE;
+        return general_solver(p);
     int rows = 0;
     for (int st = 0; st < p->schedule->stages; st++)
         rows += p->cap[st] > 0.0 && p->cap[st] < 1.0;
     if (rows > TF_FAST_SOLVER_MAX_CAP_ROWS &&
         n < (long)rows * TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW)
-        return TF_SOLVER_LP_SOLVE;
+        return general_solver(p);
     return TF_SOLVER_FAST;
+}
+
+/* Who takes over when `solver` fails: a general solver for the fast one,
+ * the fast one for lp_solve, lp_solve for CLP. */
+static tf_solver fallback_solver(tf_solver solver, const tf_freeze_problem *p)
+{
+    switch (solver) {
+    case TF_SOLVER_FAST: return general_solver(p);
+    case TF_SOLVER_CLP: return TF_SOLVER_LP_SOLVE;
+    default: return TF_SOLVER_FAST;
+    }
 }
 
 static int run_solver(tf_solver solver, const tf_freeze_problem *p, const tf_freeze_limits *lim,
                       tf_freeze_result *out, tf_error *err)
 {
-    if (solver == TF_SOLVER_FAST)
-        return tf_freeze_fast_run(p, lim, out, err);
-    return tf_freeze_lpsolve_run(p, lim, out, err);
+    switch (solver) {
+    case TF_SOLVER_FAST: return tf_freeze_fast_run(p, lim, out, err);
+    case TF_SOLVER_CLP: return tf_freeze_clp_run(p, lim, out, err);
+    default: return tf_freeze_lpsolve_run(p, lim, out, err);
+    }
 }
 
-/* After the first solver failed with `first` (its message): the other one,
+char *tf_freeze_solver_version(const char *solver, char *buf, size_t size)
+{
+    if (strcmp(solver, "lp_solve") == 0)
+        return tf_freeze_lpsolve_version(buf, size);
+    if (strcmp(solver, "clp") == 0)
+        return tf_freeze_clp_version(buf, size);
+    snprintf(buf, size, "%s", TF_VERSION);
+    return buf;
+}
+
+/* After the first solver failed with `first` (its message): another one,
  * within what is left of the time.  Both failures are named if it fails
  * too; on success out->fallback keeps the first. */
 static int fall_back(tf_solver other, const tf_freeze_problem *p, const tf_freeze_limits *lim,
@@ -152,8 +183,8 @@ int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
      * bad input would fail the other one too, and past the time limit no
      * time is left for it. */
     if (rc == TF_ESOLVER && ctl->fallback && !tf_freeze_past_deadline(&lim)) {
-        tf_solver other = solver == TF_SOLVER_FAST ? TF_SOLVER_LP_SOLVE : TF_SOLVER_FAST;
-        return fall_back(other, p, &lim, &first, tf_now_seconds() - started, out, err);
+        return fall_back(fallback_solver(solver, p), p, &lim, &first, tf_now_seconds() - started,
+                         out, err);
     }
     if (rc)
         return tf_fail(err, rc, "%s", first.msg);

@@ -104,7 +104,7 @@ typedef struct tf_freeze_result {
  * TF_ESOLVER before the time limit falls back (out of memory would fail
  * another solver too): from the fast solver to a general one (lp_solve
  * below TF_FAST_SOLVER_MIN_ACTIONS actions, else CLP), from lp_solve to the
- * fast solver, from CLP to lp_solve.
+ * fast solver (to CLP where a memory limit binds), from CLP to lp_solve.
  *
  * With a binding memory limit a general solver solves (auto picks one;
  * the fast solver declines, and with fallback a general one takes over),

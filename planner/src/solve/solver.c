@@ -108,14 +108,15 @@ tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p)
     return TF_SOLVER_FAST;
 }
 
-/* Who takes over when `solver` fails: a general solver for the fast one,
- * the fast one for lp_solve, lp_solve for CLP. */
+/* Who takes over when `solver` fails: a general solver for the fast one;
+ * for lp_solve the fast one, or CLP where a memory limit binds (the fast
+ * one would decline); lp_solve for CLP. */
 static tf_solver fallback_solver(tf_solver solver, const tf_freeze_problem *p)
 {
     switch (solver) {
     case TF_SOLVER_FAST: return general_solver(p);
     case TF_SOLVER_CLP: return TF_SOLVER_LP_SOLVE;
-    default: return TF_SOLVER_FAST;
+    default: return tf_freeze_memory_binds(p) ? TF_SOLVER_CLP : TF_SOLVER_FAST;
     }
 }
 

@@ -81,6 +81,20 @@ total = lambda plan: sum(a["freeze_ratio"] for a in plan["actions"])
 assert abs(total(fast) - total(lp)) <= 1e-9, (total(lp), total(fast))' \
     "$work/coarse-lp.json" "$work/coarse-fast.json"
 
+# Megatron's 530B layout (35 ranks x 3 stages, 35 microbatches, equal layer
+# times; tf-study's 530b.json with a cap of 0.8): CLP with its default
+# tolerance, 1e-7 per row, planned a batch time 2.2e-8 relative above the
+# optimum, 13537/45 ms as the fast solver finds it (every time a multiple of
+# 1/45 ms), and froze less than its 22715/9.
+equal="$src/tests/planner/regressions/interleaved-35x3-equal-times.profile.json"
+expect_status 0 "530B layout: clp" "$TF_PLAN" "$equal" --solver clp -q -o "$work/equal.json"
+check "530B layout: clp's plan is the optimum" python3 -c '
+import json, sys
+plan = json.load(open(sys.argv[1]))
+batch, total = plan["batch_ms"]["planned"], sum(a["freeze_ratio"] for a in plan["actions"])
+assert abs(batch - 13537 / 45) <= 1e-9 * batch, batch
+assert abs(total - 22715 / 9) <= 1e-6, total' "$work/equal.json"
+
 # --help documents the option.
 expect_status 0 "--help" "$TF_PLAN" --help
 expect_stdout "--help lacks --solver" '--solver NAME'

@@ -149,8 +149,8 @@ char *tf_freeze_solver_version(const char *solver, char *buf, size_t size);
  * rows with fewer than TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW actions each:
  * there the fast solver's column generation needs many rounds per row and
  * CLP is the faster (Interleaved1F1B, 35 ranks x 3 stages, equal layer
- * times: 70 actions per row CLP 2.3 s against fast 30 s, 100 per row 3.8 s
- * against 9.9 s, 140 per row 19.5 s against 5.4 s; docs/planner.md).  A cap
+ * times: 70 actions per row CLP 2.1 s against fast 33 s, 100 per row 4.5 s
+ * against 8.6 s, 140 per row 16.9 s against 5.3 s; docs/planner.md).  A cap
  * row is a stage with a cap above 0 and below 1. */
 #define TF_FAST_SOLVER_MAX_CAP_ROWS 64
 #define TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW 128

@@ -6,7 +6,7 @@
  * (one per memory event, a few per cent binding) and those with many cap
  * rows (Interleaved1F1B with 24 or more ranks x 3 stages), where CLP's
  * barrier with crossover is tens to hundreds of times faster
- * (docs/planner.md, "Solvers").  The model is the one lp_solve's sparse
+ * (docs/planner.md, section 5).  The model is the one lp_solve's sparse
  * form holds, copied column by column, so the two solve the same LP and
  * the lexicographic sequence (tf_lp_run) is written once.
  *
@@ -59,11 +59,12 @@ static void row_bounds(lprec *lp, int i, double *lower, double *upper)
 }
 
 /* The matrix in CLP's column-major form, the objective row (lp_solve's
- * row 0) left out of it.  Returns 0 or TF_ENOMEM. */
+ * row 0) left out of it and into c->objective: get_nonzeros counts the
+ * matrix alone, so its entries fit.  Returns 0 or TF_ENOMEM. */
 static int copy_matrix(lprec *lp, clp_copy *c, int rows, int *start, int **index,
                        double **value)
 {
-    const size_t capacity = (size_t)get_nonzeros(lp) + (size_t)c->columns + 1;
+    const size_t capacity = (size_t)get_nonzeros(lp) + 1;
     int *nz_row = malloc(((size_t)rows + 2) * sizeof *nz_row);
     double *nz_value = malloc(((size_t)rows + 2) * sizeof *nz_value);
     *index = malloc(capacity * sizeof **index);
@@ -80,7 +81,7 @@ static int copy_matrix(lprec *lp, clp_copy *c, int rows, int *start, int **index
         for (int k = 0; k < nz; k++) {
             if (nz_row[k] == 0) {
                 c->objective[j - 1] = nz_value[k];
-            } else if ((size_t)count < capacity) {
+            } else {
                 (*index)[count] = nz_row[k] - 1;
                 (*value)[count++] = nz_value[k];
             }

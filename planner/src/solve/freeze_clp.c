@@ -271,8 +271,15 @@ static long long clp_iterations(lp_model *m)
 }
 
 static const lp_engine clp_engine = {
-    "clp", clp_load, clp_release, clp_solve, clp_set_objective, clp_set_upper,
-    clp_restart, clp_value, clp_iterations,
+    .name = "clp",
+    .load = clp_load,
+    .release = clp_release,
+    .solve = clp_solve,
+    .set_objective = clp_set_objective,
+    .set_upper = clp_set_upper,
+    .restart = clp_restart,
+    .value = clp_value,
+    .iterations = clp_iterations,
 };
 
 int tf_freeze_clp_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,

@@ -344,9 +344,15 @@ static long long lpsolve_iterations(lp_model *m)
     return (long long)get_total_iter(m->lp);
 }
 
+/* lp_solve solves its own model: nothing to load or release. */
 static const lp_engine lpsolve_engine = {
-    "lp_solve", NULL, NULL, lpsolve_solve, lpsolve_set_objective, lpsolve_set_upper,
-    lpsolve_restart, lpsolve_value, lpsolve_iterations,
+    .name = "lp_solve",
+    .solve = lpsolve_solve,
+    .set_objective = lpsolve_set_objective,
+    .set_upper = lpsolve_set_upper,
+    .restart = lpsolve_restart,
+    .value = lpsolve_value,
+    .iterations = lpsolve_iterations,
 };
 
 /* 0 for OPTIMAL; else TF_ESOLVER naming the engine, the status (or the

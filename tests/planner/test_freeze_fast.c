@@ -204,17 +204,22 @@ static void expect_auto_rule(const char *schedule, int ranks, int stages_per_ran
 }
 
 /* auto: lp_solve below 1,024 actions, the fast solver from there on but
- * for more than 64 cap rows with fewer than 128 actions each, which CLP
+ * for more than 32 cap rows with fewer than 128 actions each, which CLP
  * takes, and the result names the one that ran. */
 static void auto_picks_by_size(void **state)
 {
     (void)state;
     assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS, 1024);
-    assert_int_equal(TF_FAST_SOLVER_MAX_CAP_ROWS, 64);
+    assert_int_equal(TF_FAST_SOLVER_MAX_CAP_ROWS, 32);
     assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW, 128);
     expect_auto_picks("1F1B", 8, 1, 64, "fast");     /* 2 x 8 x 64 = 1,024 actions */
     expect_auto_picks("1F1B", 8, 1, 63, "lp_solve"); /* 1,008 */
-    expect_auto_rule("1F1B", 64, 1, 8, 0.8, TF_SOLVER_FAST); /* 64 rows, 1,024 actions */
+    /* 64 rows: 1,024 actions, 16 per row; 8,192, 128 per row.  32 rows,
+     * 1,024 actions; 33 rows, 1,056. */
+    expect_auto_rule("1F1B", 64, 1, 8, 0.8, TF_SOLVER_CLP);
+    expect_auto_rule("1F1B", 64, 1, 64, 0.8, TF_SOLVER_FAST);
+    expect_auto_rule("1F1B", 32, 1, 16, 0.8, TF_SOLVER_FAST);
+    expect_auto_rule("1F1B", 33, 1, 16, 0.8, TF_SOLVER_CLP);
     /* 105 rows: 1,050 actions, 10 per row; 13,230, 126 per row; 13,440,
      * 128 per row; 840 actions, below 1,024; caps of 0 or 1 make no row. */
     expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.8, TF_SOLVER_CLP);

@@ -14,10 +14,15 @@
 #     far beyond the threshold (so far that no swing of a shared machine's
 #     load between the profile and step 10 hides it); a re-plan follows at
 #     once (two steps in a row), measures again and solves a plan in which
-#     rank 1 runs the whole
-#     critical path: stage 1 at its cap, stage 0 freezing only its last
-#     backward (the one that ends the step: 1 of 4, ratio 0.25), and a
-#     planned batch time more than twice the first plan's.
+#     rank 1 runs the whole critical path: stage 1 at its cap, stage 0
+#     freezing far less, its last backward (the one that ends the step)
+#     frozen whole exactly when the new profile measured a saving for it,
+#     and a planned batch time more than twice the first plan's.  Which
+#     other stage-0 actions freeze is left to the plan's equality with
+#     tf-plan's on the same profile: at this model's size a stage-0 backward
+#     takes about 0.03 ms, its dW GEMMs a few microseconds, and the load of a
+#     shared machine can make a frozen one measure no faster (no saving, so
+#     not frozen) or put a second one on the critical path (stage 0 at 1/3).
 #  4. Options that need --auto-plan or cannot go with it, too few steps,
 #     bad values: errors naming them; a failed run writes no plan.
 # Run by ctest with TF_EXEC and TF_PLAN.
@@ -104,10 +109,11 @@ expect_status 0 "--auto-plan with rank 1 slowed from step 10" "$TF_EXEC" "${pipe
     --replan-threshold 0.5 --replan-patience 2 --replan-interval 4 \
     --plan-out "$work/replan.json" --profile-out "$work/replan-profile.json" \
     --log "$work/replan.jsonl"
-verdict=$(python3 - "$work/replan.jsonl" "$work/replan.json" <<'EOF'
+verdict=$(python3 - "$work/replan.jsonl" "$work/replan.json" "$work/replan-profile.json" <<'EOF'
 import json, sys
 log = [json.loads(l) for l in open(sys.argv[1])]
 plan = json.load(open(sys.argv[2]))
+profile = json.load(open(sys.argv[3]))
 events = [(l["step"], l["event"]) for l in log if "event" in l]
 replans = [(s, e) for s, e in events if e.startswith("re-plan")]
 if len(replans) != 1:
@@ -120,21 +126,23 @@ plans = [l["freeze_ratio_per_stage"] for l in log if "freeze_ratio_per_stage" in
 if len(plans) != 2 or log[-1]["plan"] != 2:
     sys.exit("expected 2 plans, got %r" % plans)
 first, second = plans
-if abs(second[1] - 0.9) > 1e-9 or abs(second[0] - 0.25) > 1e-9:
-    sys.exit("new plan freezes %r per stage, expected [0.25, 0.9]" % second)
-# Stage 0's last backward ends the step in either plan: it is always frozen.
-if not first[0] >= 0.25 - 1e-9:
-    sys.exit("the balanced plan froze stage 0 at %r, expected at least 0.25" % first[0])
+if abs(second[1] - 0.9) > 1e-9 or not second[0] <= 0.5:
+    sys.exit("new plan freezes %r per stage, expected stage 1 at 0.9, stage 0 at most 0.5"
+             % second)
 planned = [l["planned_ms"] for l in log if "planned_ms" in l]
 if not planned[1] > 2 * planned[0]:
     sys.exit("planned batch times %r: the slow-down should more than double it" % planned)
 rank1 = [a for a in plan["actions"] if a["rank"] == 1]
 if not all(a["critical"] for a in rank1):
     sys.exit("not every action of rank 1 is critical in the new plan")
-frozen0 = [(a["type"], a["microbatch"]) for a in plan["actions"]
-           if a["stage"] == 0 and a["freeze_ratio"] > 0]
-if frozen0 != [("B", 3)]:
-    sys.exit("stage 0 freezes %r, expected only its last backward" % frozen0)
+last0 = [a for a in profile["actions"]
+         if (a["stage"], a["type"], a["microbatch"]) == (0, "B", 3)]
+saves = len(last0) == 1 and last0[0].get("frozen_ms", last0[0]["ms"]) < last0[0]["ms"]
+ratio = [a["freeze_ratio"] for a in plan["actions"]
+         if (a["stage"], a["type"], a["microbatch"]) == (0, "B", 3)]
+if ratio != [1.0 if saves else 0.0]:
+    sys.exit("stage 0's last backward freezes %r; its profile %r %s a saving"
+             % (ratio, last0, "gives" if saves else "gives no"))
 print("ok: re-plan at step %d; stage ratios %r -> %r" % (step, first, second))
 EOF
 )

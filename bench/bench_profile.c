@@ -97,6 +97,13 @@ int bench_make_profile(const char *schedule, int ranks, int stages_per_rank, int
     return 0;
 }
 
+void bench_stage_times_only(tf_profile *p)
+{
+    free(p->overrides);
+    p->overrides = NULL;
+    p->n_overrides = 0;
+}
+
 /* The largest peak over the ranks with nothing frozen or recomputed. */
 static int unfrozen_peak(const tf_profile *p, double *peak, tf_error *err)
 {

@@ -2,12 +2,14 @@
  *
  *   bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]
  *                 [--objective least-freeze|spread] [--limit S] [--solvers LIST]
- *                 [--python PATH] [ACTIONS...]
+ *                 [--python PATH] [--memory F] [--stage-times]
+ *                 [--save-profiles DIR] [ACTIONS...]
  *
  * Default: 1F1B, 8 ranks, the schedule's default stages per rank, sizes
  * 2048 8192 32768 131072 actions, a limit of 300 s per solve, solvers
  * lp_solve,fast,clp,highs,scipy.  Each size is the jittered per-action profile of
- * bench_profile.h (the one bench-plan uses), with the microbatch count that
+ * bench_profile.h (the one bench-plan uses; with --stage-times its stage
+ * times alone), with the microbatch count that
  * gives about that many actions (bench_microbatches_for; the row shows the
  * actual count), caps 0.8, objective least-freeze unless --objective says
  * spread (the HiGHS and SciPy rows then say "n/a": they solve
@@ -133,6 +135,7 @@ typedef struct bench_options {
     bench_pylp python;           /* the Python solvers' interpreter and script */
     const char *profile_dir;     /* where to save each size's profile, or NULL */
     double memory;               /* > 0: memory and a limit that binds (bench_add_memory) */
+    int stage_times;             /* every action its stage's time (bench_stage_times_only) */
     tf_cli_list actions;         /* the ACTIONS operands */
     int sizes[MAX_SIZES];
     int n_sizes;
@@ -172,7 +175,8 @@ static const char synopsis[] =
     "usage: bench-solvers [--schedule NAME] [--ranks P] [--stages-per-rank V]\n"
     "                     [--objective least-freeze|spread] [--limit S]\n"
     "                     [--solvers LIST] [--python PATH]\n"
-    "                     [--save-profiles DIR] [ACTIONS...]\n"
+    "                     [--memory F] [--stage-times] [--save-profiles DIR]\n"
+    "                     [ACTIONS...]\n"
     "\n"
     "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
     "on synthetic profiles of about ACTIONS actions (default 2048 8192 32768\n"
@@ -235,6 +239,10 @@ static const tf_cli_option options[] = {
              "lp_solve and clp; the fast row times its fallback to a general solver; highs and "
              "scipy n/a); under each "
              "planned row, its memory rows and how many the plan meets with equality"},
+    {"stage-times", 0, TF_CLI_FLAG, AT(stage_times),
+     .help = "every action takes its stage's time (the stages' times are still jittered): "
+             "the shape of tf-study's and other stage-level profiles, without the per-action "
+             "times that tf-import and tf-exec measure"},
     {"save-profiles", 0, TF_CLI_PATH, AT(profile_dir), .arg = "DIR",
      .help = "also write each size's profile to DIR/profile-ACTIONS.json, to time tf-plan on "
              "it with its JSON I/O (an existing file is an error)"},
@@ -475,11 +483,11 @@ static int measure(const tf_profile *p, int solver, const bench_options *o, meas
 static void print_header(const bench_options *o, const python_rows *py)
 {
     char version[32], clp_version[32];
-    printf("bench-solvers: %s, %d %s x %d %s per rank, %s, caps 0.8, "
+    printf("bench-solvers: %s, %d %s x %d %s per rank, %s, %s times, caps 0.8, "
            "limit %g s per solve\n",
            o->schedule, o->ranks, tf_plural(o->ranks, "rank", "ranks"), o->stages_per_rank,
            tf_plural(o->stages_per_rank, "stage", "stages"), tf_objective_name(o->objective),
-           o->limit);
+           o->stage_times ? "stage-level" : "per-action", o->limit);
     printf("solvers: lp_solve %s, fast (planner %s), clp %s, highs %s%s, scipy %s%s\n",
            tf_freeze_solver_version("lp_solve", version, sizeof version), TF_VERSION,
            tf_freeze_solver_version("clp", clp_version, sizeof clp_version),
@@ -672,6 +680,8 @@ static int bench_size(int size, const bench_options *o, const python_rows *py)
                 err.msg);
         return TF_EXIT_INPUT;
     }
+    if (o->stage_times)
+        bench_stage_times_only(&p);
     if (o->memory > 0 && bench_add_memory(&p, o->memory, &err)) {
         fprintf(stderr, "bench-solvers: %d %s: %s\n", size, tf_plural(size, "action", "actions"),
                 err.msg);

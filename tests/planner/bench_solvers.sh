@@ -5,7 +5,8 @@
 # (1e-6); the time limit kills a solve (and the Python of HiGHS's) and
 # reports "timeout"; a missing Python solver says so; bad options are usage
 # errors naming the flag.  --save-profiles writes a profile that tf-plan plans to the
-# bench's batch time, and refuses to overwrite it.
+# bench's batch time, and refuses to overwrite it; --stage-times drops the
+# per-action times.
 # Also the instances where the fast solver once stopped at a wrong answer
 # and lp_solve once cycled or aborted, both objectives.
 # Run by ctest with TF_BENCH_SOLVERS and TF_PLAN set.
@@ -185,6 +186,25 @@ fast = next(r for r in rows if len(r) > 3 and r[2] == "fast")
 bench_ms = float(fast[header.index("batch_ms")])
 plan_ms = json.load(open(sys.argv[2]))["batch_ms"]["planned"]
 sys.exit(0 if abs(plan_ms - bench_ms) <= 1e-9 * bench_ms else 1)
+PY
+# --stage-times: every action its stage's time, so the saved profile lists no
+# action's own and every microbatch's forward on a stage takes as long; the
+# solvers agree on that far more degenerate LP too.
+mkdir "$work/stage"
+solvers_agree "stage-level times" $native --stage-times --save-profiles "$work/stage" 512
+check "stage-level times: said" grep -q ', stage-level times, caps 0.8' "$work/out"
+expect_status 0 "stage-level times: planned from the saved profile" "$TF_PLAN" \
+  "$work/stage/profile-512.json" -o "$work/stage-plan.json" --solver fast
+check "stage-level times: no per-action times, equal forwards per stage" \
+  python3 - "$work/stage/profile-512.json" "$work/stage-plan.json" <<'PY'
+import json, sys
+profile, plan = (json.load(open(p)) for p in sys.argv[1:3])
+forwards = {}
+for a in plan["actions"]:
+    if a["type"] == "F":
+        forwards.setdefault(a["stage"], set()).add(a["ms"])
+sys.exit(0 if "actions" not in profile and all(len(v) == 1 for v in forwards.values())
+         and len(forwards) == 8 else 1)
 PY
 run "$bench" --solvers fast --save-profiles "$work/profiles" 256
 check "--save-profiles over an existing file: refused" [ "$rc" -ne 0 ]

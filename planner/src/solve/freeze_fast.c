@@ -1181,6 +1181,31 @@ static int keep_batch_proof(dw_state *w, tf_error *err)
     return 0;
 }
 
+/* Leaves the pricing's tree at a point whose makespan meets the bound that
+ * the next stage puts on it, so that the stage's first pricing starts from
+ * a dual feasible tree (every arc's reduced cost, the new arc T -> O's
+ * included, non-negative) and needs dual pivots only.  The last pricing,
+ * at the prices that proved the batch time, can end anywhere on its
+ * optimal face, and with every microbatch alike (stage-level times) it
+ * ended at the face's slowest point: 1F1B with 8 ranks and 32,768 actions
+ * (bench-solvers --stage-times), T 126,583 ms against the bound 85,160;
+ * the next pricing then took 179,402 primal pivots (4.4 s of the run's
+ * 4.8 s), and 721,136 at 131,072 actions (95 s of 100 s).  A larger price
+ * on T never gives a longer optimal T, and the face at the proof's prices
+ * holds the points that the master combines into T*, so pricing once more
+ * with T's price 1e-3 higher (well above round-off, near the face) gives
+ * T <= T*.  Only a start: a pricing that fails or stays above the bound
+ * costs the next one nothing it would not have paid anyway. */
+static void price_fastest_end(dw_state *w, double bound)
+{
+    const double nu = w->nu_sigma[0];
+    if (w->fresh_pricing || !(nu > 0.0) || w->nsx.pi[w->g->node_T] <= bound)
+        return;
+    set_cap_costs(w, OBJECTIVE_T, w->dual_centre);
+    double value;
+    (void)price(w, nu * (1.0 + 1e-3), &value);
+}
+
 /* Minimises the total ratio with the makespan bound at `optimum` (scaled).
  * The bound is the exact optimum; only if round-off then leaves no feasible
  * point (the network reports a positive cycle) is it relaxed, by 1e-12 and
@@ -1192,8 +1217,11 @@ static int least_total_ratio(dw_state *w, double optimum, tf_error *err)
     int rc = 0;
     for (int t = 0; t < tries; t++) {
         double bound = optimum + slacks[t] * fmax(1.0, fabs(optimum));
-        if (t == 0 && (rc = fix_makespan(w, bound * w->scale)))
-            return tf_fail(err, rc, "out of memory");
+        if (t == 0) {
+            price_fastest_end(w, bound * w->scale);
+            if ((rc = fix_makespan(w, bound * w->scale)))
+                return tf_fail(err, rc, "out of memory");
+        }
         set_makespan_bound(w, bound * w->scale);
         w->floor = total_ratio_floor(w, bound * w->scale);
         if (w->floor == -INFINITY)

@@ -36,6 +36,11 @@ int bench_microbatches_for(const char *schedule, int ranks, int stages_per_rank,
 int bench_make_profile(const char *schedule, int ranks, int stages_per_rank, int microbatches,
                        tf_profile *p, tf_error *err);
 
+/* Drops the per-action times of a bench_make_profile profile: every action
+ * then takes its stage's time, the shape tf-study and stage-level profiles
+ * give (every microbatch alike, so the LP is far more degenerate). */
+void bench_stage_times_only(tf_profile *p);
+
 /* Gives p memory (tf/memory.h) and a limit that binds: every stage holds
  * 20 GiB static, 2 GiB of activations per microbatch (1.2 GiB when its
  * backward is fully frozen), 1 GiB of weight gradients from I to W, a
@@ -44,11 +49,6 @@ int bench_make_profile(const char *schedule, int ranks, int stages_per_rank, int
  * plan meets (tf_plan_memory_floor) to the largest unfrozen peak, so the
  * deeper ranks must freeze or recompute.  Returns 0, or the planner's
  * error; on error p keeps no memory. */
-/* Drops the per-action times of a bench_make_profile profile: every action
- * then takes its stage's time, the shape tf-study and stage-level profiles
- * give (every microbatch alike, so the LP is far more degenerate). */
-void bench_stage_times_only(tf_profile *p);
-
 int bench_add_memory(tf_profile *p, double share, tf_error *err);
 
 /* A planned memory limit's rows, counted from the plan (its schedule,

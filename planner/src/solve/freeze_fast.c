@@ -1194,8 +1194,8 @@ static int keep_batch_proof(dw_state *w, tf_error *err)
  * on T never gives a longer optimal T, and the face at the proof's prices
  * holds the points that the master combines into T*, so pricing once more
  * with T's price 1e-3 higher (well above round-off, near the face) gives
- * T <= T*.  Only a start: a pricing that fails or stays above the bound
- * costs the next one nothing it would not have paid anyway. */
+ * T <= T*.  It changes only where the next pricing starts; if it fails,
+ * the next one starts afresh, as after any failed re-solve. */
 static void price_fastest_end(dw_state *w, double bound)
 {
     const double nu = w->nu_sigma[0];

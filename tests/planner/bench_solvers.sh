@@ -191,8 +191,9 @@ PY
 # action's own and every microbatch's forward on a stage takes as long; the
 # solvers agree on that far more degenerate LP too.  On these two the
 # batch-time stage's last pricing ends at the slow end of its optimal face,
-# so the least-freeze stage starts from the fast end (price_fastest_end in
-# freeze_fast.c; seen with a temporary trace).
+# above the least-freeze stage's bound, so that stage starts from a point
+# priced again to meet it (price_within_bound in freeze_fast.c; seen with a
+# temporary trace).
 mkdir "$work/stage"
 solvers_agree "stage-level times" $native --stage-times --save-profiles "$work/stage" 768
 check "stage-level times: said" grep -q ', stage-level times, caps 0.8' "$work/out"

@@ -1193,13 +1193,14 @@ static int keep_batch_proof(dw_state *w, tf_error *err)
  * 4.8 s), and 721,136 at 131,072 actions (95 s of 100 s).  A larger price
  * on T never gives a longer optimal T, and the face at the proof's prices
  * holds the points that the master combines into T*, so pricing again with
- * T's price raised reaches T <= T*.  The raise starts at 1e-6, just above
- * what the pricing's flow tolerance resolves, and grows 100-fold until the
- * bound holds: a larger one moves the tree further than needed (1F1B with
- * 131,072 per-action times: the bounded stage's first pricing listed 5.3 M
- * nodes after 1e-9, which moved nothing, 6.5 M after 1e-6, 30 M after 1e-3
- * and 1,065 M after 0.1).  It changes only where the next pricing starts;
- * if one fails, the next starts afresh, as after any failed re-solve. */
+ * T's price raised reaches T <= T*.  The raise starts at 1e-6 and grows
+ * 100-fold while the bound fails, because a larger one moves the tree
+ * further than needed (1F1B with 131,072 per-action times: the bounded
+ * stage's first pricing listed 5.3 M nodes after 1e-9, which was below the
+ * pricing's flow tolerance and moved nothing, 6.5 M after 1e-6, 30 M after
+ * 1e-3 and 1,065 M after 0.1).  It changes only where the next pricing
+ * starts; if one fails, the next starts afresh, as after any failed
+ * re-solve. */
 static void price_within_bound(dw_state *w, double bound)
 {
     const double nu = w->nu_sigma[0];

@@ -39,7 +39,7 @@ typedef struct clp_copy {
 
 static clp_copy *copy_of(lp_model *m)
 {
-    return m->clp;
+    return m->engine_state;
 }
 
 /* lp_solve's infinite bound (1e30) as CLP's (DBL_MAX). */
@@ -93,7 +93,7 @@ static int copy_matrix(lprec *lp, clp_copy *c, int rows, int *start, int **index
     return 0;
 }
 
-/* Copies m->lp into a new CLP model (m->clp). */
+/* Copies m->lp into a new CLP model (m->engine_state). */
 static int clp_load(lp_model *m)
 {
     lprec *lp = m->lp;
@@ -101,7 +101,7 @@ static int clp_load(lp_model *m)
     clp_copy *c = calloc(1, sizeof *c);
     if (!c)
         return TF_ENOMEM;
-    m->clp = c;
+    m->engine_state = c;
     c->columns = columns;
     c->cold = 1;
     c->upper = malloc((size_t)columns * sizeof *c->upper);
@@ -153,7 +153,7 @@ static void clp_release(lp_model *m)
     free(c->upper);
     free(c->objective);
     free(c);
-    m->clp = NULL;
+    m->engine_state = NULL;
 }
 
 /* CLP's status in lp_solve's words (Clp_status: 0 optimal, 1 primal

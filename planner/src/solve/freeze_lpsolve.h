@@ -25,7 +25,7 @@ typedef struct lp_engine lp_engine;
 typedef struct lp_model {
     lprec *lp;
     const lp_engine *engine;   /* which simplex solves it */
-    void *engine_state;        /* what the engine's load made (CLP: its copy of the model), or NULL */
+    void *engine_state;        /* what the engine's load made (CLP: its copy), or NULL */
     int n;                     /* actions */
     int k, kq;                 /* freezable actions, recomputed backwards */
     int *ratio_column;         /* n: column of r_i, 0 if fixed */

@@ -1,7 +1,9 @@
 /* test_freeze_nsx.c - the fast solver's network simplex
  * (planner/src/solve/freeze_fast_nsx.c) on seeded random networks, checked
  * against lp_solve on the dual LP: one fresh solve, then re-solves for new
- * demands on the same network, as the column generation uses it.
+ * demands on the same network, as the column generation uses it, and from
+ * the starts it chooses: a walk stopped by its budget, a tree kept from an
+ * earlier solve, a fresh solve with a pivot budget.
  *
  * A network has a root 0, random arcs between the other nodes with small
  * integer lengths, many of them tight at one potential (random_network),
@@ -11,6 +13,7 @@
  * small integers of both signs, many zero, summing to 0. */
 #include <lpsolve/lp_lib.h>
 #include <math.h>
+#include <string.h>
 
 #include "freeze_fast_nsx.h"
 #include "tf/error.h"
@@ -64,6 +67,17 @@ static void random_network(uint64_t *seed, network *g)
     for (int v = 1; v < g->nodes; v++) {
         g->star[v] = add_arc(g, 0, v, -far);
         g->star_back[v] = add_arc(g, v, 0, -far);
+    }
+}
+
+/* The start tree: the star from the root, each arc 0 -> v with its twin
+ * v -> 0 to take where the flow would be negative. */
+static void star_tree(const network *g, int *tree_arc, int *alt_arc)
+{
+    tree_arc[0] = alt_arc[0] = -1;
+    for (int v = 1; v < g->nodes; v++) {
+        tree_arc[v] = g->star[v];
+        alt_arc[v] = g->star_back[v];
     }
 }
 
@@ -176,15 +190,11 @@ static void solves_and_resolves_match_lp_solve(void **state)
         random_network(&seed, &g);
         double b[MAX_NODES];
         int tree_arc[MAX_NODES], alt_arc[MAX_NODES];
-        tree_arc[0] = alt_arc[0] = -1;
-        for (int v = 1; v < g.nodes; v++) {
-            tree_arc[v] = g.star[v];
-            alt_arc[v] = g.star_back[v];
-        }
+        star_tree(&g, tree_arc, alt_arc);
         tf_nsx m;
         assert_int_equal(tf_nsx_init(&m, g.nodes, g.arcs, g.tail, g.head, g.len), 0);
         random_demands(&seed, &g, b);
-        assert_int_equal(tf_nsx_solve(&m, b, tree_arc, alt_arc, 1e-12), 0);
+        assert_int_equal(tf_nsx_solve(&m, b, tree_arc, alt_arc, 1e-12, 0), 0);
         check_answer(&g, &m, b);
         for (int round = 0; round < 6; round++) {
             if (round % 3 == 2) {
@@ -192,11 +202,11 @@ static void solves_and_resolves_match_lp_solve(void **state)
                 tf_nsx_lengths_changed(&m);
             }
             random_demands(&seed, &g, b);
-            int rc = tf_nsx_resolve(&m, b, 1e-12, 1e-12);
+            int rc = tf_nsx_resolve(&m, b, 1e-12, 1e-12, 0);
             if (rc) {
                 /* The caller's fallback: a fresh solve. */
                 assert_int_equal(rc, TF_ESOLVER);
-                assert_int_equal(tf_nsx_solve(&m, b, tree_arc, alt_arc, 1e-12), 0);
+                assert_int_equal(tf_nsx_solve(&m, b, tree_arc, alt_arc, 1e-12, 0), 0);
             } else {
                 resolved++;
                 dual_pivots += m.dual_pivots;
@@ -218,10 +228,81 @@ static void solves_and_resolves_match_lp_solve(void **state)
     assert_true(dual_pivots > 2 * resolved);
 }
 
+/* The caller's ways of choosing where a re-solve starts: a walk stopped
+ * by its budget of listed nodes keeps a dual feasible tree, from which a
+ * re-solve (after tf_nsx_load_tree) reaches lp_solve's optimum; an earlier
+ * optimal tree, loaded after other solves, does too; a fresh solve with a
+ * pivot budget either finishes or says it could not.  Counts the stopped
+ * walks and the fresh solves cut short, so that both are known to have
+ * happened. */
+static void stopped_walks_and_loaded_trees_match_lp_solve(void **state)
+{
+    (void)state;
+    uint64_t seed = 0x10adedULL;
+    int stopped = 0, cut_short = 0;
+    for (int instance = 0; instance < 300; instance++) {
+        network g;
+        random_network(&seed, &g);
+        double b[MAX_NODES];
+        int tree_arc[MAX_NODES], alt_arc[MAX_NODES], first[MAX_NODES], walk[MAX_NODES];
+        star_tree(&g, tree_arc, alt_arc);
+        tf_nsx m;
+        assert_int_equal(tf_nsx_init(&m, g.nodes, g.arcs, g.tail, g.head, g.len), 0);
+        random_demands(&seed, &g, b);
+        int rc = tf_nsx_solve(&m, b, tree_arc, alt_arc, 1e-12, 1);
+        if (rc) {
+            assert_int_equal(rc, TF_ESOLVER);
+            assert_int_equal(m.pivots, 2); /* the one allowed, and the one past it */
+            cut_short++;
+            assert_int_equal(tf_nsx_solve(&m, b, tree_arc, alt_arc, 1e-12, 0), 0);
+        }
+        check_answer(&g, &m, b);
+        memcpy(first, m.pred, (size_t)g.nodes * sizeof *first);
+        for (int round = 0; round < 4; round++) {
+            random_demands(&seed, &g, b);
+            rc = tf_nsx_resolve(&m, b, 1e-12, 1e-12, 1);
+            if (rc) {
+                /* Stopped after its first pivot that listed 2 nodes or more
+                 * (or, rarely, by finding no flow: never here, where every
+                 * demand is routable). */
+                assert_int_equal(rc, TF_ESOLVER);
+                assert_true(m.listed > 1);
+                stopped++;
+                memcpy(walk, m.pred, (size_t)g.nodes * sizeof *walk);
+                assert_int_equal(tf_nsx_load_tree(&m, walk), 0);
+                assert_int_equal(tf_nsx_resolve(&m, b, 1e-12, 1e-12, 0), 0);
+                assert_int_equal(m.pivots, 0); /* dual feasible: the dual pivots suffice */
+            }
+            check_answer(&g, &m, b);
+        }
+        /* The first optimal tree, after four other solves. */
+        random_demands(&seed, &g, b);
+        assert_int_equal(tf_nsx_load_tree(&m, first), 0);
+        assert_int_equal(tf_nsx_resolve(&m, b, 1e-12, 1e-12, 0), 0);
+        assert_int_equal(m.pivots, 0);
+        check_answer(&g, &m, b);
+        /* Node 1 given an arc that does not touch it: no tree, refused;
+         * a fresh solve still works. */
+        if (g.nodes >= 3) {
+            int bad[MAX_NODES];
+            memcpy(bad, first, (size_t)g.nodes * sizeof *bad);
+            bad[1] = g.star[2];
+            assert_int_equal(tf_nsx_load_tree(&m, bad), TF_EINVAL);
+            assert_int_equal(tf_nsx_solve(&m, b, tree_arc, alt_arc, 1e-12, 0), 0);
+            check_answer(&g, &m, b);
+        }
+        tf_nsx_free(&m);
+    }
+    print_message("%d walks stopped, %d fresh solves cut short\n", stopped, cut_short);
+    assert_true(stopped > 300);
+    assert_true(cut_short > 30);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(solves_and_resolves_match_lp_solve),
+        cmocka_unit_test(stopped_walks_and_loaded_trees_match_lp_solve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,6 +212,59 @@ static void refresh_potentials(tf_nsx *m)
         m->pi[v] = tight_potential(m, v);
 }
 
+/* Tree flows for demands b on the tree just built (m->order its preorder):
+ * the demand of each subtree crosses its tree arc, in reverse preorder.
+ * Where the given arc would carry negative flow (or zero flow towards the
+ * root), its reverse twin alt_arc[v] is used.  Returns TF_EINVAL if some
+ * flow is still negative. */
+static int tree_arc_flows(tf_nsx *m, const double *b, const int *alt_arc)
+{
+    const int n = m->nodes;
+    double *demand = m->pi; /* scratch until the potentials are set */
+    for (int k = 0; k < n; k++)
+        demand[m->order[k]] = b[m->order[k]];
+    for (int k = n - 1; k > 0; k--) {
+        int v = m->order[k];
+        double d = demand[v];
+        demand[m->parent[v]] += d;
+        if (alt_arc && alt_arc[v] >= 0 && (m->up[v] ? d >= 0.0 : d < 0.0)) {
+            int a = alt_arc[v];
+            if (m->tail[a] != m->head[m->pred[v]] || m->head[a] != m->tail[m->pred[v]])
+                return TF_EINVAL;
+            m->pred[v] = a;
+            m->up[v] = !m->up[v];
+        }
+        double f = m->up[v] ? -d : d;
+        if (f < 0.0)
+            return TF_EINVAL;
+        m->flow[m->pred[v]] = f;
+        set_in_tree(m, m->pred[v], 1);
+    }
+    return 0;
+}
+
+/* Thread: the preorder in m->order (count nodes), circular through the
+ * root; a subtree is the block of `size` nodes from its top, ending at
+ * `last`. */
+static void thread_tree(tf_nsx *m, int count)
+{
+    for (int k = 0; k < count; k++) {
+        int v = m->order[k], w = m->order[(k + 1) % count];
+        m->thread[v] = w;
+        m->rev_thread[w] = v;
+        m->size[v] = 1;
+    }
+    for (int k = count - 1; k > 0; k--)
+        m->size[m->parent[m->order[k]]] += m->size[m->order[k]];
+    for (int k = 0; k < count; k++)
+        m->last[m->order[k]] = m->order[k + m->size[m->order[k]] - 1];
+}
+
+/* Makes tree_arc[v] (v = 1 .. nodes-1) the tree.  With demands b it also
+ * sets the tree flows, taking alt_arc[v] where tree_arc[v] would carry
+ * negative flow (or zero flow towards the root), and fails if the tree is
+ * not primal feasible; without (b NULL) the flows are left to
+ * tf_nsx_resolve.  Returns 0 or TF_EINVAL. */
 static int build_tree(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc)
 {
     const int n = m->nodes;
@@ -238,41 +291,15 @@ static int build_tree(tf_nsx *m, const double *b, const int *tree_arc, const int
     int count = preorder(m);
     if (count != n)
         return TF_EINVAL; /* not spanning: the parent pointers have a cycle */
-    /* Flows: the demand of each subtree crosses its tree arc, in reverse
-     * preorder.  Where the given arc would carry negative flow (or zero
-     * flow towards the root), its reverse twin alt_arc[v] is used. */
-    double *demand = m->pi; /* scratch until the potentials are set */
-    for (int k = 0; k < n; k++)
-        demand[m->order[k]] = b[m->order[k]];
-    for (int k = n - 1; k > 0; k--) {
-        int v = m->order[k];
-        double d = demand[v];
-        demand[m->parent[v]] += d;
-        if (alt_arc && alt_arc[v] >= 0 && (m->up[v] ? d >= 0.0 : d < 0.0)) {
-            int a = alt_arc[v];
-            if (m->tail[a] != m->head[m->pred[v]] || m->head[a] != m->tail[m->pred[v]])
-                return TF_EINVAL;
-            m->pred[v] = a;
-            m->up[v] = !m->up[v];
-        }
-        double f = m->up[v] ? -d : d;
-        if (f < 0.0)
-            return TF_EINVAL;
-        m->flow[m->pred[v]] = f;
-        set_in_tree(m, m->pred[v], 1);
+    if (!b) {
+        for (int v = 1; v < n; v++)
+            set_in_tree(m, m->pred[v], 1);
+    } else {
+        int rc = tree_arc_flows(m, b, alt_arc);
+        if (rc)
+            return rc;
     }
-    /* Thread: the preorder, circular through the root; a subtree is the
-     * block of `size` nodes from its top, ending at `last`. */
-    for (int k = 0; k < n; k++) {
-        int v = m->order[k], w = m->order[(k + 1) % n];
-        m->thread[v] = w;
-        m->rev_thread[w] = v;
-        m->size[v] = 1;
-    }
-    for (int k = n - 1; k > 0; k--)
-        m->size[m->parent[m->order[k]]] += m->size[m->order[k]];
-    for (int k = 0; k < n; k++)
-        m->last[m->order[k]] = m->order[k + m->size[m->order[k]] - 1];
+    thread_tree(m, count);
     refresh_potentials(m);
     return 0;
 }
@@ -589,7 +616,7 @@ static int pivot(tf_nsx *m, int e)
 
 /* Primal pivots until no non-tree arc has reduced cost below -tol.
  * Returns 0 or TF_ESOLVER (unbounded, or the pivot guard tripped). */
-static int primal_phase(tf_nsx *m, double tol)
+static int primal_phase(tf_nsx *m, double tol, long max_pivots)
 {
     int block = (int)sqrt((double)m->arcs);
     if (block < 16)
@@ -600,6 +627,8 @@ static int primal_phase(tf_nsx *m, double tol)
     /* Strong feasibility rules out cycling; this cap only guards against a
      * bug turning into an endless loop. */
     long limit = m->pivots + 200L * m->nodes + 100000L, since_refresh = 0;
+    if (max_pivots > 0 && m->pivots + max_pivots < limit)
+        limit = m->pivots + max_pivots;
     m->next_arc = 0;
     /* Both callers refresh the potentials just before, so a first scan
      * that finds nothing is already the final one. */
@@ -641,7 +670,7 @@ static void read_lengths(tf_nsx *m)
 }
 
 int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
-                 double tol)
+                 double tol, long max_pivots)
 {
     m->stale = 1;
     int rc = build_tree(m, b, tree_arc, alt_arc);
@@ -650,7 +679,8 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
     read_lengths(m);
     m->pivots = 0;
     m->dual_pivots = 0;
-    rc = primal_phase(m, tol);
+    m->listed = 0;
+    rc = primal_phase(m, tol, max_pivots);
     m->stale = rc != 0;
     return rc;
 }
@@ -692,6 +722,7 @@ static int dual_pivot(tf_nsx *m, int v)
     const int into = m->up[v];
     int inside;
     const int count = list_side(m, v, &inside), stamp = m->stamp;
+    m->listed += count;
     /* The entering arc crosses into S when `into` is set, else out of it:
      * with S listed, an arc into (out of) a listed node from (to) an
      * unmarked one; with the rest listed, one out of (into) a listed node. */
@@ -734,15 +765,21 @@ static int dual_pivot(tf_nsx *m, int v)
     return 0;
 }
 
+int tf_nsx_load_tree(tf_nsx *m, const int *tree_arc)
+{
+    return build_tree(m, NULL, tree_arc, NULL);
+}
+
 void tf_nsx_lengths_changed(tf_nsx *m)
 {
     m->stale = 1;
 }
 
-int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
+int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol, long max_listed)
 {
     m->pivots = 0;
     m->dual_pivots = 0;
+    m->listed = 0;
     /* A successful solve leaves exact potentials (primal_phase ends on a
      * refresh) and the lists' copies of the lengths current; only changed
      * lengths, or a failed solve, make them stale. */
@@ -762,7 +799,7 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
         if (v < 0)
             break;
         rc = dual_pivot(m, v);
-        if (!rc && ++m->dual_pivots > limit)
+        if (!rc && (++m->dual_pivots > limit || (max_listed > 0 && m->listed > max_listed)))
             rc = TF_ESOLVER;
         if (rc)
             break;
@@ -775,7 +812,7 @@ int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol)
         if (m->flow[m->pred[v]] < 0.0)
             m->flow[m->pred[v]] = 0.0;
     refresh_potentials(m);
-    rc = primal_phase(m, tol);
+    rc = primal_phase(m, tol, 0);
     m->stale = rc != 0;
     return rc;
 }

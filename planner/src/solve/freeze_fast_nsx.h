@@ -81,6 +81,8 @@ typedef struct tf_nsx {
     int next_arc;        /* where the block search resumes */
     long pivots;         /* primal pivots in the last solve */
     long dual_pivots;    /* dual pivots in the last resolve */
+    long listed;         /* nodes their walks listed (each pivot lists the
+                          * smaller side of its cut) */
     int stale;           /* the lists' lengths or the potentials may not fit
                           * len and the tree: after tf_nsx_lengths_changed
                           * or a failed solve */
@@ -98,9 +100,10 @@ int tf_nsx_init(tf_nsx *m, int nodes, int arcs, const int *tail, const int *head
  * flow towards the root.  Returns 0, TF_EINVAL if the start tree is not a
  * feasible spanning tree, or TF_ESOLVER if the problem is unbounded (a
  * positive-length cycle: the difference constraints are infeasible) or the
- * pivot guard trips.  tol: reduced costs above -tol count as optimal. */
+ * pivot guard trips: 200 per node, or max_pivots if that is positive and
+ * smaller.  tol: reduced costs above -tol count as optimal. */
 int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt_arc,
-                 double tol);
+                 double tol, long max_pivots);
 
 /* Re-solves for new demands b from the optimal tree of the previous solve
  * (which must have succeeded).  The tree stays dual feasible when only the
@@ -112,9 +115,21 @@ int tf_nsx_solve(tf_nsx *m, const double *b, const int *tree_arc, const int *alt
  * side of its cut; the cheapest arc across its cut enters) restore primal
  * feasibility, usually in far fewer pivots than a fresh solve; primal
  * pivots then clear any reduced cost below -tol left by round-off.  Returns
- * 0, or TF_ESOLVER when the dual pivots find no feasible flow or exceed
- * their guard (4 per node): the caller then solves afresh. */
-int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol);
+ * 0, or TF_ESOLVER when the dual pivots find no feasible flow, exceed
+ * their guard (4 per node) or, if max_listed is positive, have listed more
+ * than max_listed nodes (their work: see `listed`).  After a failure the
+ * caller solves afresh or loads a tree. */
+int tf_nsx_resolve(tf_nsx *m, const double *b, double tol, double flow_tol, long max_listed);
+
+/* Makes tree_arc[v] (v = 1 .. nodes-1; tree_arc[0] ignored) the tree from
+ * which the next tf_nsx_resolve starts, in place of the last solve's (the
+ * caller keeps a tree as a copy of pred).  For the resolve's dual pivots to
+ * be exact the tree must be dual feasible under the lengths it sees (its
+ * potentials meet every arc), as an optimal tree of an earlier solve under
+ * the same lengths is, and so is the tree where a resolve stopped (dual
+ * pivots keep dual feasibility).  Returns 0, or TF_EINVAL if tree_arc is
+ * not a spanning tree (m must then be solved afresh). */
+int tf_nsx_load_tree(tf_nsx *m, const int *tree_arc);
 
 /* Tells m that the caller changed some of len since the last solve, so
  * the next tf_nsx_resolve reads them again and recomputes the potentials

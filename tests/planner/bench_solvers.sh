@@ -198,6 +198,18 @@ mkdir "$work/stage"
 solvers_agree "stage-level times" $native --stage-times --save-profiles "$work/stage" 768
 check "stage-level times: said" grep -q ', stage-level times, caps 0.8' "$work/out"
 solvers_agree "stage-level times, GPipe" $native --stage-times --schedule GPipe --ranks 4 512
+# Where a pricing's network simplex starts (solve_pricing, price_within_bound
+# in freeze_fast.c; each seen with a temporary trace): at 2,048 actions a
+# long walk at the master's duals gives way to a fresh start from the guess,
+# which finishes; on Interleaved1F1B 4 ranks the guess does not finish, three
+# times, and the walks resume; there, and on GPipe 4 ranks at 2,048, the
+# raised pricing before the bounded stage is cut short and the bounded stage
+# starts from the fastest tree.  The answers must stay lp_solve's.
+solvers_agree "stage-level times, 2,048 actions" $native --stage-times 2048
+solvers_agree "stage-level times, Interleaved1F1B 4 ranks" $native --stage-times \
+  --schedule Interleaved1F1B --ranks 4 1024
+solvers_agree "stage-level times, GPipe 2,048 actions" $native --stage-times --schedule GPipe \
+  --ranks 4 2048
 expect_status 0 "stage-level times: planned from the saved profile" "$TF_PLAN" \
   "$work/stage/profile-768.json" -o "$work/stage-plan.json" --solver fast
 check "stage-level times: no per-action times, equal forwards per stage" \

@@ -278,6 +278,13 @@ typedef struct dw_state {
     tf_nsx nsx;
     double *demand;        /* nodes */
     int *tree_arc, *alt_arc; /* nodes: the warm-start tree */
+    int *walk_tree;        /* nodes: where a re-solve stopped (LAST_OR_GUESS) */
+    /* The optimal tree of the fastest point priced (least T) since the
+     * lengths last changed: dual feasible under a bound T <= fastest_T or
+     * a looser one, so a start for the stage that bounds T
+     * (price_within_bound).  fastest_T is INFINITY while none is kept. */
+    int *fastest_tree;     /* nodes */
+    double fastest_T;
     double *duration;      /* n: durations at the last priced point */
     double *finish;        /* n: scratch for the warm-start longest path */
     double *late;          /* n: scratch for relax_point's latest finish times */
@@ -415,12 +422,13 @@ static void warm_start_tree(dw_state *w)
     }
 }
 
-/* The first pricing's start tree is a longest path under durations that
- * guess its optimum: an action whose ratio costs nothing (or pays) is
- * frozen whole there, so it starts at its least duration.  From the
- * unfrozen durations the primal simplex took 14,109 pivots (0.85 s) on
- * 1F1B with 131,072 actions, from these none. */
-static void first_durations(dw_state *w)
+/* Durations that guess the optimum at the current pricing costs: an action
+ * whose ratio costs nothing (or pays) is frozen whole there, so it gets its
+ * least duration, and every other action its longest.  The first pricing
+ * starts from their longest-path tree: from the unfrozen durations its
+ * primal simplex took 14,109 pivots (0.85 s) on 1F1B with 131,072 actions,
+ * from these none. */
+static void guess_durations(dw_state *w)
 {
     const fast_net *g = w->g;
     for (int j = 0; j < g->k; j++) {
@@ -429,9 +437,78 @@ static void first_durations(dw_state *w)
     }
 }
 
-/* Pricing: the point of X minimising nu T + sum cost_r[u] r_u (nu >= 0).
- * Leaves the point in point_T / point_r and returns its value in *value. */
-static int price(dw_state *w, double nu, double *value)
+/* Where a pricing's network simplex starts (see solve_pricing). */
+enum pricing_start {
+    FROM_LAST_TREE,  /* dual pivots from the last optimal tree; afresh if they fail */
+    WITHIN_BUDGET,   /* the same, failing after a walk of WALK_BUDGET */
+    LAST_OR_GUESS    /* the same, but past WALK_BUDGET a fresh start from the
+                      * guess of guess_durations is tried for GUESS_PIVOTS */
+};
+
+/* A re-solve's dual pivots cost a walk over one side of each cut (the
+ * nodes listed): past 64 passes over the network, a walk counts as long.
+ * A primal simplex from a good guess takes a handful of pivots (5 on
+ * 1F1B with stage-level times at 8,192 to 131,072 actions), from a poor
+ * one thousands. */
+#define WALK_BUDGET(g) (64L * (g)->nodes)
+#define GUESS_PIVOTS 64L
+
+/* Dual pivots from the last tree to the optimum for w->demand, listing
+ * at most max_listed nodes (0: no bound).  Returns 0 or TF_ESOLVER. */
+static int resolve_pricing(dw_state *w, long max_listed)
+{
+    double total = 0.0;
+    for (int v = 0; v < w->g->nodes; v++)
+        total += fabs(w->demand[v]);
+    return tf_nsx_resolve(&w->nsx, w->demand, 1e-12 * w->scale, 1e-13 * fmax(1.0, total),
+                          max_listed);
+}
+
+/* A fresh primal simplex from the longest-path tree under w->duration, at
+ * most max_pivots pivots (0: the guard).  Returns 0 or a TF_E* code. */
+static int solve_pricing_afresh(dw_state *w, long max_pivots)
+{
+    for (int v = 0; v < w->g->nodes; v++)
+        w->alt_arc[v] = -1;
+    warm_start_tree(w);
+    return tf_nsx_solve(&w->nsx, w->demand, w->tree_arc, w->alt_arc, 1e-12 * w->scale,
+                        max_pivots);
+}
+
+/* Solves the pricing network for w->demand.  Only the demands differ from
+ * the last pricing, so its optimal tree is still dual feasible: re-solve
+ * from it, and start afresh only if that fails.  With LAST_OR_GUESS a long
+ * walk is paused for a brief fresh start from the guess, and resumed where
+ * it stopped (its tree is still dual feasible) if the guess is no good: at
+ * the master's own duals in the batch-time stage, with stage-level times,
+ * the walk from the last tree to the optimum took 28,620 dual pivots
+ * listing 1.4 G nodes (4.3 s) at 131,072 actions, and the guess 5 primal
+ * pivots (docs/fast-solver.md). */
+static int solve_pricing(dw_state *w, enum pricing_start start)
+{
+    if (w->pricings == 0 || w->fresh_pricing) {
+        if (w->pricings == 0)
+            guess_durations(w);
+        return solve_pricing_afresh(w, 0);
+    }
+    int rc = resolve_pricing(w, start == FROM_LAST_TREE ? 0 : WALK_BUDGET(w->g));
+    if (!rc || start == WITHIN_BUDGET)
+        return rc;
+    if (start == LAST_OR_GUESS) {
+        memcpy(w->walk_tree, w->nsx.pred, (size_t)w->g->nodes * sizeof *w->walk_tree);
+        guess_durations(w);
+        if (!solve_pricing_afresh(w, GUESS_PIVOTS))
+            return 0;
+        if (!tf_nsx_load_tree(&w->nsx, w->walk_tree) && !resolve_pricing(w, 0))
+            return 0;
+    }
+    return solve_pricing_afresh(w, 0);
+}
+
+/* Pricing: the point of X minimising nu T + sum cost_r[u] r_u (nu >= 0),
+ * its network simplex started as `start` says.  Leaves the point in
+ * point_T / point_r and returns its value in *value. */
+static int price(dw_state *w, double nu, enum pricing_start start, double *value)
 {
     const fast_net *g = w->g;
     for (int v = 0; v < g->nodes; v++)
@@ -444,24 +521,7 @@ static int price(dw_state *w, double nu, double *value)
         w->demand[g->start_node[u]] += per_ms;
         w->demand[g->end_node[u]] -= per_ms;
     }
-    /* Only the demands differ from the last pricing, so its optimal tree is
-     * still dual feasible: re-solve from it, and start afresh only if that
-     * fails. */
-    int rc = TF_ESOLVER;
-    if (w->pricings > 0 && !w->fresh_pricing) {
-        double total = 0.0;
-        for (int v = 0; v < g->nodes; v++)
-            total += fabs(w->demand[v]);
-        rc = tf_nsx_resolve(&w->nsx, w->demand, 1e-12 * w->scale, 1e-13 * fmax(1.0, total));
-    }
-    if (rc) {
-        for (int v = 0; v < g->nodes; v++)
-            w->alt_arc[v] = -1;
-        if (w->pricings == 0)
-            first_durations(w);
-        warm_start_tree(w);
-        rc = tf_nsx_solve(&w->nsx, w->demand, w->tree_arc, w->alt_arc, 1e-12 * w->scale);
-    }
+    int rc = solve_pricing(w, start);
     w->pricings++;
     w->fresh_pricing = rc != 0;
 
@@ -469,6 +529,10 @@ static int price(dw_state *w, double nu, double *value)
         return rc;
     const double *pi = w->nsx.pi;
     w->point_T = pi[g->node_T];
+    if (w->point_T < w->fastest_T) {
+        w->fastest_T = w->point_T;
+        memcpy(w->fastest_tree, w->nsx.pred, (size_t)g->nodes * sizeof *w->fastest_tree);
+    }
     double total = nu * w->point_T;
     for (int u = 0; u < g->n; u++)
         w->duration[u] = w->max_ms[u];
@@ -890,7 +954,9 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
         }
         for (;;) {
             double value;
-            rc = price(w, nu > 0.0 ? nu : 0.0, &value);
+            /* The master's own duals can be far from the last ones priced. */
+            rc = price(w, nu > 0.0 ? nu : 0.0,
+                       kind == OBJECTIVE_T && !smoothed ? LAST_OR_GUESS : FROM_LAST_TREE, &value);
             if (rc)
                 return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
                                "fast solver: network simplex failed while minimising %s", step);
@@ -943,6 +1009,8 @@ static void dw_free(dw_state *w)
     free(w->demand);
     free(w->tree_arc);
     free(w->alt_arc);
+    free(w->walk_tree);
+    free(w->fastest_tree);
     free(w->duration);
     free(w->finish);
     free(w->late);
@@ -996,11 +1064,19 @@ static int master_init(dw_state *w, const double *cap)
     return 0;
 }
 
+/* Tells the pricing that arc lengths changed: its potentials must be
+ * recomputed, and the fastest tree kept may no longer be dual feasible. */
+static void lengths_changed(dw_state *w)
+{
+    tf_nsx_lengths_changed(&w->nsx);
+    w->fastest_T = INFINITY;
+}
+
 /* T <= bound_ms: the length of the network's arc T -> O. */
 static void set_makespan_bound(dw_state *w, double bound_ms)
 {
     w->g->len[w->g->bound_arc] = -bound_ms;
-    tf_nsx_lengths_changed(&w->nsx);
+    lengths_changed(w);
 }
 
 /* Moves the bound T <= bound_ms from the master into the network (arc
@@ -1099,7 +1175,7 @@ static int ratio_bound_slope(dw_state *w, double *slope, double *bound, tf_error
     const fast_net *g = w->g;
     set_cap_costs(w, OBJECTIVE_T, w->dual_centre);
     double value;
-    int rc = price(w, w->nu_sigma[0], &value);
+    int rc = price(w, w->nu_sigma[0], FROM_LAST_TREE, &value);
     if (rc)
         return tf_fail(err, rc == TF_ENOMEM ? TF_ENOMEM : TF_ESOLVER,
                        "fast solver: network simplex failed while minimising the largest "
@@ -1198,9 +1274,17 @@ static int keep_batch_proof(dw_state *w, tf_error *err)
  * further than needed (1F1B with 131,072 per-action times: the bounded
  * stage's first pricing listed 5.3 M nodes after 1e-9, which was below the
  * pricing's flow tolerance and moved nothing, 6.5 M after 1e-6, 30 M after
- * 1e-3 and 1,065 M after 0.1).  It changes only where the next pricing
- * starts; if one fails, the next starts afresh, as after any failed
- * re-solve. */
+ * 1e-3 and 1,065 M after 0.1).
+ *
+ * The move is a walk across the face, short with per-action times (4 to
+ * 166 dual pivots) but long with stage-level ones (28,638 dual pivots,
+ * 4.3 s, at 131,072 actions), so each raise gets WALK_BUDGET.  Past it the
+ * start is the tree of the fastest point priced instead, which meets any
+ * bound the caps allow (the first pricing's point freezes whatever is free
+ * to freeze): the bounded pricing from there takes about as long as from
+ * a raised tree with stage-level times, and longer with per-action ones
+ * (docs/fast-solver.md).  None of this changes what the next pricing
+ * solves, only where it starts; if no tree fits, it starts afresh. */
 static void price_within_bound(dw_state *w, double bound)
 {
     const double nu = w->nu_sigma[0];
@@ -1209,9 +1293,13 @@ static void price_within_bound(dw_state *w, double bound)
     set_cap_costs(w, OBJECTIVE_T, w->dual_centre);
     for (double raise = 1e-6; raise <= 1.0 && w->nsx.pi[w->g->node_T] > bound; raise *= 100.0) {
         double value;
-        if (price(w, nu * (1.0 + raise), &value))
-            return;
+        if (price(w, nu * (1.0 + raise), WITHIN_BUDGET, &value))
+            break;
     }
+    if (!w->fresh_pricing && w->nsx.pi[w->g->node_T] <= bound)
+        return;
+    if (w->fastest_T <= bound)
+        w->fresh_pricing = tf_nsx_load_tree(&w->nsx, w->fastest_tree) != 0;
 }
 
 /* Minimises the total ratio with the makespan bound at `optimum` (scaled).
@@ -1256,7 +1344,7 @@ static void set_ratio_bound(dw_state *w, double z)
         int u = g->freezable[j];
         g->len[g->short_arc[u]] = z >= 1.0 ? w->min_ms[u] : w->max_ms[u] - z * g->span[u];
     }
-    tf_nsx_lengths_changed(&w->nsx);
+    lengths_changed(w);
     w->fresh_pricing = 1;
 }
 
@@ -1390,6 +1478,9 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
         w.demand = malloc(nodes * sizeof *w.demand);
         w.tree_arc = malloc(nodes * sizeof *w.tree_arc);
         w.alt_arc = malloc(nodes * sizeof *w.alt_arc);
+        w.walk_tree = malloc(nodes * sizeof *w.walk_tree);
+        w.fastest_tree = malloc(nodes * sizeof *w.fastest_tree);
+        w.fastest_T = INFINITY;
         w.duration = malloc(nn * sizeof *w.duration);
         w.finish = malloc(nn * sizeof *w.finish);
         w.late = malloc(nn * sizeof *w.late);
@@ -1400,7 +1491,7 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
         w.proof_lambda = calloc((size_t)s->stages + 1, sizeof *w.proof_lambda);
         w.floor = -INFINITY;
         w.point_r = calloc((size_t)net.k + 1, sizeof *w.point_r);
-        if (!w.demand || !w.tree_arc || !w.alt_arc || !w.duration || !w.finish || !w.late || !w.cost_r ||
+        if (!w.demand || !w.tree_arc || !w.alt_arc || !w.walk_tree || !w.fastest_tree || !w.duration || !w.finish || !w.late || !w.cost_r ||
             !w.point_r || !w.cost_master || !w.dual_centre || !w.dual_smooth || !w.proof_lambda ||
             tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
             master_init(&w, p->cap)) {

@@ -447,9 +447,9 @@ enum pricing_start {
 
 /* A re-solve's dual pivots cost a walk over one side of each cut (the
  * nodes listed): past 64 passes over the network, a walk counts as long.
- * A primal simplex from a good guess takes a handful of pivots (5 on
- * 1F1B with stage-level times at 8,192 to 131,072 actions), from a poor
- * one thousands. */
+ * A primal simplex from a good guess takes a handful of pivots (none on
+ * 1F1B with stage-level times at 2,048 to 131,072 actions, 38 with
+ * per-action times at 2,048), from a poor one thousands. */
 #define WALK_BUDGET(g) (64L * (g)->nodes)
 #define GUESS_PIVOTS 64L
 
@@ -482,8 +482,8 @@ static int solve_pricing_afresh(dw_state *w, long max_pivots)
  * it stopped (its tree is still dual feasible) if the guess is no good: at
  * the master's own duals in the batch-time stage, with stage-level times,
  * the walk from the last tree to the optimum took 28,620 dual pivots
- * listing 1.4 G nodes (4.3 s) at 131,072 actions, and the guess 5 primal
- * pivots (docs/fast-solver.md). */
+ * listing 1.4 G nodes (4.3 s) at 131,072 actions, and the guess's tree
+ * was optimal as built (docs/fast-solver.md). */
 static int solve_pricing(dw_state *w, enum pricing_start start)
 {
     if (w->pricings == 0 || w->fresh_pricing) {

@@ -1491,8 +1491,9 @@ static int fast_run(const tf_freeze_problem *p, const tf_freeze_limits *lim,
         w.proof_lambda = calloc((size_t)s->stages + 1, sizeof *w.proof_lambda);
         w.floor = -INFINITY;
         w.point_r = calloc((size_t)net.k + 1, sizeof *w.point_r);
-        if (!w.demand || !w.tree_arc || !w.alt_arc || !w.walk_tree || !w.fastest_tree || !w.duration || !w.finish || !w.late || !w.cost_r ||
-            !w.point_r || !w.cost_master || !w.dual_centre || !w.dual_smooth || !w.proof_lambda ||
+        if (!w.demand || !w.tree_arc || !w.alt_arc || !w.walk_tree || !w.fastest_tree ||
+            !w.duration || !w.finish || !w.late || !w.cost_r || !w.point_r || !w.cost_master ||
+            !w.dual_centre || !w.dual_smooth || !w.proof_lambda ||
             tf_nsx_init(&w.nsx, net.nodes, net.arcs, net.tail, net.head, net.len) ||
             master_init(&w, p->cap)) {
             rc = tf_fail(err, TF_ENOMEM, "out of memory building the fast freeze model");

@@ -246,31 +246,12 @@ EOF2
     check "launched re-plan: process 0 logged it" grep -q '"event": "re-plan 1 at step' \
         "$work/replan.jsonl"
     # The slowed stage at its cap, the other freezing far less, with its last
-    # backward (the one that ends the step) frozen whole exactly when the
-    # profile measured a saving for it: its dW GEMMs take microseconds at
-    # this size, and across two processes sharing 2 cores with other tests a
-    # frozen one can measure no faster, or a second stage-0 action land on
-    # the critical path (stage 0 at 1/3; cli_tf_exec_autoplan.sh).
+    # backward frozen whole exactly when the profile measured a saving for it
+    # (replan_plan.py; across two processes sharing 2 cores with other tests,
+    # the measurements are noisier still than in one).
     local verdict
-    verdict=$(python3 - "$work/replan-plan.json" "$work/replan-profile.json" <<'EOF2'
-import json, sys
-plan, profile = (json.load(open(p)) for p in sys.argv[1:3])
-ratios = plan["freeze_ratio"]["per_stage"]
-key = (0, "B", 3)
-last0 = [a for a in profile["actions"] if (a["stage"], a["type"], a["microbatch"]) == key]
-saves = len(last0) == 1 and last0[0].get("frozen_ms", last0[0]["ms"]) < last0[0]["ms"]
-ratio = [a["freeze_ratio"] for a in plan["actions"]
-         if (a["stage"], a["type"], a["microbatch"]) == key]
-if abs(ratios[1] - 0.9) > 1e-9 or not ratios[0] <= 0.5:
-    print("the new plan freezes %r per stage, expected stage 1 at 0.9 and stage 0 at most 0.5"
-          % ratios)
-elif ratio != [1.0 if saves else 0.0]:
-    print("stage 0's last backward freezes %r; its profile %r %s a saving"
-          % (ratio, last0, "gives" if saves else "gives no"))
-else:
-    print("ok")
-EOF2
-)
+    verdict=$(python3 "$(dirname "$0")/replan_plan.py" "$work/replan-plan.json" \
+        "$work/replan-profile.json")
     check "launched re-plan: $verdict" [ "$verdict" = ok ]
 }
 

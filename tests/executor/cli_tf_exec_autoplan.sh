@@ -17,7 +17,7 @@
 #     rank 1 runs the whole critical path: stage 1 at its cap, stage 0
 #     freezing far less, its last backward (the one that ends the step)
 #     frozen whole exactly when the new profile measured a saving for it,
-#     and a planned batch time more than twice the first plan's
+#     and a profile in which rank 1's work is more than 4 times rank 0's
 #     (replan_plan.py; which other stage-0 actions freeze is left to the
 #     plan's equality with tf-plan's on the same profile).
 #  4. Options that need --auto-plan or cannot go with it, too few steps,
@@ -106,10 +106,11 @@ expect_status 0 "--auto-plan with rank 1 slowed from step 10" "$TF_EXEC" "${pipe
     --replan-threshold 0.5 --replan-patience 2 --replan-interval 4 \
     --plan-out "$work/replan.json" --profile-out "$work/replan-profile.json" \
     --log "$work/replan.jsonl"
-verdict=$(python3 - "$work/replan.jsonl" "$work/replan.json" <<'EOF'
+verdict=$(python3 - "$work/replan.jsonl" "$work/replan.json" "$work/replan-profile.json" <<'EOF'
 import json, sys
 log = [json.loads(l) for l in open(sys.argv[1])]
 plan = json.load(open(sys.argv[2]))
+profile = json.load(open(sys.argv[3]))
 events = [(l["step"], l["event"]) for l in log if "event" in l]
 replans = [(s, e) for s, e in events if e.startswith("re-plan")]
 if len(replans) != 1:
@@ -125,9 +126,15 @@ first, second = plans
 if abs(second[1] - 0.9) > 1e-9 or not second[0] <= 0.5:
     sys.exit("new plan freezes %r per stage, expected stage 1 at 0.9, stage 0 at most 0.5"
              % second)
-planned = [l["planned_ms"] for l in log if "planned_ms" in l]
-if not planned[1] > 2 * planned[0]:
-    sys.exit("planned batch times %r: the slow-down should more than double it" % planned)
+# The slow-down, as the re-plan measured it: rank 1's work against rank 0's,
+# both timed in the same steps (about 2 to 1 before it, 22 to 36 to 1 after).
+# Not the planned batch time against the first plan's: a shared machine's
+# load once made the first profile 14 times slower than the second's
+# rank 0 (planned 5.75 ms, then 8.90 ms).
+work = [sum(a["ms"] for a in profile["actions"] if a["rank"] == r) for r in (0, 1)]
+if not work[1] > 4 * work[0]:
+    sys.exit("the re-plan measured %r ms of work on ranks 0 and 1: rank 1's slow-down "
+             "should make it more than 4 times rank 0's" % work)
 rank1 = [a for a in plan["actions"] if a["rank"] == 1]
 if not all(a["critical"] for a in rank1):
     sys.exit("not every action of rank 1 is critical in the new plan")

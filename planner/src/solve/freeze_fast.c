@@ -909,6 +909,17 @@ static int proof_trusted(dw_state *w, const double *y, const char *step, tf_erro
                    ratio_prices(w, y), w->ratio_eps, noise, step);
 }
 
+/* How near the floor of total_ratio_floor a master must come to end its
+ * stage, relative.  The floor is proved, so the answer is then within this
+ * of the stage's optimum; it is not 1e-11 like the Lagrangian bounds,
+ * because the floor falls short of the optimum by the batch-time stage's
+ * own gap (1e-11 of its objective) times count_c / lambda_c: 2.8e-11 of the
+ * mean ratio on GPipe with 32 ranks and 2,048 actions, where every cap binds
+ * and proving that last 2.8e-11 took 728 rounds, 0.9 s of the run's 1.25 s.
+ * 1e-9 is the resolution of the plan's ratios, which are snapped to 0 or 1
+ * within it (docs/fast-solver.md, step 4). */
+#define FLOOR_TOL 1e-9
+
 static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
 {
     const fast_net *g = w->g;
@@ -938,7 +949,9 @@ static int dw_run(dw_state *w, int kind, const char *step, tf_error *err)
         double tol = 1e-11 * fmax(1.0, fabs(w->master_objective));
         if (w->master_objective - best_bound <= tol) /* the centre's bound proves it */
             return proof_trusted(w, w->dual_centre, step, err);
-        if (w->slack_used <= w->ratio_eps && w->master_objective - w->slack_cost - w->floor <= tol)
+        if (w->slack_used <= w->ratio_eps &&
+            w->master_objective - w->slack_cost - w->floor <=
+                FLOOR_TOL * fmax(1.0, fabs(w->master_objective)))
             return 0; /* so does the floor, for a point whose slack is round-off */
         if (slack_settled(w))
             return 0; /* the penalty is too low: dw_run_bounded raises it */
@@ -1214,9 +1227,10 @@ static int by_per_price(const void *a, const void *b)
  * round-off contributes nothing.
  *
  * When every stage's cap binds at a positive price, the bound is the first
- * column's value (the batch-time optimum fills every cap) and the stage
- * ends at once: 1F1B with 64 ranks and 16 microbatches spent more than
- * 1,000 rounds proving it, and did not finish in 90 s.  Returns -INFINITY
+ * column's value (the batch-time optimum fills every cap) less that gap's
+ * share, and within FLOOR_TOL of it the stage ends at once: 1F1B with 64
+ * ranks and 16 microbatches spent more than 1,000 rounds proving it, and
+ * did not finish in 90 s.  Returns -INFINITY
  * only when out of memory. */
 static double total_ratio_floor(const dw_state *w, double bound_ms)
 {

@@ -204,8 +204,10 @@ static void expect_auto_rule(const char *schedule, int ranks, int stages_per_ran
 }
 
 /* auto: lp_solve below 1,024 actions, the fast solver from there on but
- * for more than 32 cap rows with fewer than 128 actions each, which CLP
- * takes, and the result names the one that ran. */
+ * for more than 32 cap rows with fewer than 128 actions each, and for a
+ * schedule that fills and drains with more than 16 rows and fewer than
+ * 16 x rows actions per row, which CLP takes; the result names the one
+ * that ran. */
 static void auto_picks_by_size(void **state)
 {
     (void)state;
@@ -229,6 +231,19 @@ static void auto_picks_by_size(void **state)
     expect_auto_rule("Interleaved1F1B", 35, 3, 5, 1.0, TF_SOLVER_FAST);
     expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.0, TF_SOLVER_FAST);
     expect_auto_picks("Interleaved1F1B", 35, 3, 5, "clp");
+    /* Fill-drain: GPipe with 17 rows, 16 x 17 x 17 = 4,624 actions and
+     * one microbatch fewer (4,590); 16 rows at 2,048; 1F1B, which does not
+     * fill and drain, at 17 rows; LoopedBFS, 16 ranks x 2 stages, 32 rows,
+     * 16,384 and 16,320 actions. */
+    assert_int_equal(TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS, 16);
+    assert_int_equal(TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2, 16);
+    expect_auto_rule("GPipe", 17, 1, 136, 0.8, TF_SOLVER_FAST);
+    expect_auto_rule("GPipe", 17, 1, 135, 0.8, TF_SOLVER_CLP);
+    expect_auto_rule("GPipe", 16, 1, 64, 0.8, TF_SOLVER_FAST);
+    expect_auto_rule("1F1B", 17, 1, 64, 0.8, TF_SOLVER_FAST);
+    expect_auto_rule("LoopedBFS", 16, 2, 256, 0.8, TF_SOLVER_FAST);
+    expect_auto_rule("LoopedBFS", 16, 2, 255, 0.8, TF_SOLVER_CLP);
+    expect_auto_rule("GPipe", 17, 1, 64, 1.0, TF_SOLVER_FAST);
 }
 
 /* ZBVZeroBubble, 4 ranks x 8 microbatches (192 actions), every time about

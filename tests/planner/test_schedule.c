@@ -325,6 +325,41 @@ static void test_dual_pipe_v_p1_m2(void **state)
     tf_schedule_free(&s);
 }
 
+/* Fill-drain: GPipe and LoopedBFS run every forward of a rank before its
+ * first backward, the others do not (1F1B's last rank alternates from its
+ * first microbatch); a recomputation is not a forward, and one forward
+ * after a backward on one rank breaks the shape. */
+static void test_fills_then_drains(void **state)
+{
+    (void)state;
+    const char *names[] = {"GPipe", "LoopedBFS", "1F1B", "Interleaved1F1B",
+                           "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV"};
+    for (int i = 0; i < 7; i++) {
+        tf_schedule s;
+        tf_error err = {0};
+        int v = tf_schedule_default_stages_per_rank(names[i]);
+        assert_int_equal(tf_schedule_build(names[i], 4, v, 8, &s, &err), 0);
+        assert_int_equal(tf_schedule_fills_then_drains(&s), i < 2);
+        if (i < 2) {
+            unsigned char recompute[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+            tf_schedule r;
+            assert_int_equal(tf_schedule_insert_recompute(&s, recompute, &r), 0);
+            assert_true(r.n_actions > s.n_actions);
+            assert_true(tf_schedule_fills_then_drains(&r));
+            tf_schedule_free(&r);
+            /* Rank 2's last forward and first backward swapped. */
+            int k = s.rank_offset[2];
+            while (s.actions[k + 1].type == TF_ACT_F)
+                k++;
+            tf_action t = s.actions[k];
+            s.actions[k] = s.actions[k + 1];
+            s.actions[k + 1] = t;
+            assert_false(tf_schedule_fills_then_drains(&s));
+        }
+        tf_schedule_free(&s);
+    }
+}
+
 /* ---- overlapped pairs as cells ------------------------------------------ */
 
 static void test_pair_cells(void **state)
@@ -1002,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_from_cells_accepts_valid_order),
         cmocka_unit_test(test_from_cells_with_pair),
         cmocka_unit_test(test_from_cells_rejects),
+        cmocka_unit_test(test_fills_then_drains),
         cmocka_unit_test(test_build_rejects),
         cmocka_unit_test(test_every_action_exactly_once),
         cmocka_unit_test(test_builtin_dags_are_acyclic),

@@ -127,7 +127,8 @@ int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
 /* The solver TF_SOLVER_AUTO picks for p (a problem tf_freeze_solve
  * accepts): below TF_FAST_SOLVER_MIN_ACTIONS actions lp_solve; from there
  * on CLP for a binding memory limit or many cap rows with few actions each
- * (TF_FAST_SOLVER_MAX_CAP_ROWS), else the fast solver. */
+ * (TF_FAST_SOLVER_MAX_CAP_ROWS, and fewer rows where the schedule fills
+ * and drains: TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS), else the fast solver. */
 tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p);
 
 /* Frees what tf_freeze_solve allocated in r and zeroes its pointers; r
@@ -156,6 +157,19 @@ char *tf_freeze_solver_version(const char *solver, char *buf, size_t size);
  * 0 and below 1. */
 #define TF_FAST_SOLVER_MAX_CAP_ROWS 32
 #define TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW 128
+
+/* ...and unless every rank runs all its forwards before its first backward
+ * (GPipe, LoopedBFS: tf_schedule_fills_then_drains) with more than
+ * TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS cap rows and fewer than
+ * TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2 x rows actions per row.  The
+ * drain is a grid of backwards whose paths tie, and there the fast
+ * solver's rounds grow with the rows much faster than elsewhere: GPipe
+ * with 64 ranks, 128 actions per row, more than 120 s against CLP's 0.6 s;
+ * 48 ranks, 128 per row, 20 s against 0.5 s; 32 ranks, 64 per row, 1.4 s
+ * against 0.12 s; but 32 ranks with 512 per row 2.0 s against 13 s, where
+ * CLP's time has grown with the actions (docs/planner.md, section 5). */
+#define TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS 16
+#define TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2 16
 
 /* Rounds of column generation (pricings) the fast solver may take in one
  * solve, all stages together; the benchmark profiles take 15-1,500. */

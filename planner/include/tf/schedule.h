@@ -110,6 +110,11 @@ char *tf_pair_format(const tf_action *forward, const tf_action *backward, char *
 /* Does s hold an overlapped pair? */
 int tf_schedule_has_pairs(const tf_schedule *s);
 
+/* Does every rank of s run all its forwards before its first backward (B,
+ * I or W), as GPipe and LoopedBFS do?  Recomputations do not count as
+ * forwards. */
+int tf_schedule_fills_then_drains(const tf_schedule *s);
+
 /* Is `name` one of the built-in schedules?  Names: "GPipe", "1F1B",
  * "Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble", "ZBVZeroBubble",
  * "DualPipeV". */

@@ -294,6 +294,20 @@ int tf_schedule_has_pairs(const tf_schedule *s)
     return 0;
 }
 
+int tf_schedule_fills_then_drains(const tf_schedule *s)
+{
+    for (int r = 0; r < s->ranks; r++) {
+        int draining = 0;
+        for (int i = s->rank_offset[r]; i < s->rank_offset[r + 1]; i++) {
+            tf_action_type t = s->actions[i].type;
+            if (t == TF_ACT_F && draining)
+                return 0;
+            draining |= t == TF_ACT_B || t == TF_ACT_I || t == TF_ACT_W;
+        }
+    }
+    return 1;
+}
+
 int tf_schedule_is_builtin(const char *name)
 {
     return find_builtin(name) != BUILTIN_NONE;

@@ -92,18 +92,21 @@ static tf_solver general_solver(const tf_freeze_problem *p)
 }
 
 /* The rule of "auto": by size and cap rows, in the words of
- * TF_FAST_SOLVER_MIN_ACTIONS and TF_FAST_SOLVER_MAX_CAP_ROWS, and a general
- * solver for a binding memory limit, which the fast solver does not take. */
+ * TF_FAST_SOLVER_MIN_ACTIONS, TF_FAST_SOLVER_MAX_CAP_ROWS and
+ * TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS, and a general solver for a binding
+ * memory limit, which the fast solver does not take. */
 tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p)
 {
     const int n = p->schedule->n_actions;
     if (tf_freeze_memory_binds(p) || n < TF_FAST_SOLVER_MIN_ACTIONS)
         return general_solver(p);
-    int rows = 0;
+    long rows = 0;
     for (int st = 0; st < p->schedule->stages; st++)
         rows += p->cap[st] > 0.0 && p->cap[st] < 1.0;
-    if (rows > TF_FAST_SOLVER_MAX_CAP_ROWS &&
-        n < (long)rows * TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW)
+    if (rows > TF_FAST_SOLVER_MAX_CAP_ROWS && n < rows * TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW)
+        return general_solver(p);
+    if (rows > TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS && tf_schedule_fills_then_drains(p->schedule) &&
+        n < rows * rows * TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2)
         return general_solver(p);
     return TF_SOLVER_FAST;
 }

@@ -133,13 +133,13 @@ expect_status 0 "Interleaved1F1B 12 ranks x 3, 2,592 actions: exit" cpu_bounded 
 check "Interleaved1F1B 12 ranks x 3, 2,592 actions: fast finishes near CLP" \
   agree "$work/out" clp 1e-6
 
-# Counts of one in the singular: the header, and too few actions for a microbatch.
 # Every cap binds at a positive price: the batch-time proof's floor ends the
 # total-ratio stage (FLOOR_TOL in freeze_fast.c).
 expect_status 0 "GPipe 32 ranks, 2,048 actions: exit" cpu_bounded 200 "$bench" --limit 3600 \
   --solvers=fast,clp --schedule GPipe --ranks 32 2048
 check "GPipe 32 ranks, 2,048 actions: fast agrees with CLP" agree "$work/out" clp 1e-6
 
+# Counts of one in the singular: the header, and too few actions for a microbatch.
 expect_status 0 "one rank" "$bench" --ranks 1 --solvers fast 2
 expect_stdout "one rank: singular counts" "1F1B, 1 rank x 1 stage per rank"
 run "$bench" --ranks 1 --solvers fast 1

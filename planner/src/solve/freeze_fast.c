@@ -1230,8 +1230,7 @@ static int by_per_price(const void *a, const void *b)
  * column's value (the batch-time optimum fills every cap) less that gap's
  * share, and within FLOOR_TOL of it the stage ends at once: 1F1B with 64
  * ranks and 16 microbatches spent more than 1,000 rounds proving it, and
- * did not finish in 90 s.  Returns -INFINITY
- * only when out of memory. */
+ * did not finish in 90 s.  Returns -INFINITY only when out of memory. */
 static double total_ratio_floor(const dw_state *w, double bound_ms)
 {
     priced_cap *c = malloc(((size_t)w->n_caps + 1) * sizeof *c);

@@ -204,8 +204,8 @@ static void expect_auto_rule(const char *schedule, int ranks, int stages_per_ran
 }
 
 /* auto: lp_solve below 1,024 actions, the fast solver from there on but
- * for more than 32 cap rows with fewer than 128 actions each, and for a
- * schedule that fills and drains with more than 16 rows and fewer than
+ * for more than 32 cap rows with fewer than 128 actions each (unless the
+ * backward is split into I and W), and for a schedule that fills and drains with more than 16 rows and fewer than
  * 16 x rows actions per row, which CLP takes; the result names the one
  * that ran. */
 static void auto_picks_by_size(void **state)
@@ -231,6 +231,11 @@ static void auto_picks_by_size(void **state)
     expect_auto_rule("Interleaved1F1B", 35, 3, 5, 1.0, TF_SOLVER_FAST);
     expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.0, TF_SOLVER_FAST);
     expect_auto_picks("Interleaved1F1B", 35, 3, 5, "clp");
+    /* 34 rows of 36 actions each: Interleaved1F1B, 17 ranks x 2 stages x 18
+     * microbatches (1,224 actions), and ZBVZeroBubble, 17 ranks x 12
+     * microbatches (1,224), whose split backward keeps the fast solver. */
+    expect_auto_rule("Interleaved1F1B", 17, 2, 18, 0.8, TF_SOLVER_CLP);
+    expect_auto_rule("ZBVZeroBubble", 17, 2, 12, 0.8, TF_SOLVER_FAST);
     /* Fill-drain: GPipe with 17 rows, 16 x 17 x 17 = 4,624 actions and
      * one microbatch fewer (4,590); 16 rows at 2,048; 1F1B, which does not
      * fill and drain, at 17 rows; LoopedBFS, 16 ranks x 2 stages, 32 rows,

@@ -325,10 +325,10 @@ static void test_dual_pipe_v_p1_m2(void **state)
     tf_schedule_free(&s);
 }
 
-/* Fill-drain: GPipe and LoopedBFS run every forward of a rank before its
- * first backward, the others do not (1F1B's last rank alternates from its
- * first microbatch); a recomputation is not a forward, and one forward
- * after a backward on one rank breaks the shape. */
+/* Counts by type, and fill-drain: GPipe and LoopedBFS run every forward of
+ * a rank before its first backward, the others do not (1F1B's last rank
+ * alternates from its first microbatch); a recomputation is not a forward,
+ * and one forward after a backward on one rank breaks the shape. */
 static void test_fills_then_drains(void **state)
 {
     (void)state;
@@ -340,6 +340,14 @@ static void test_fills_then_drains(void **state)
         int v = tf_schedule_default_stages_per_rank(names[i]);
         assert_int_equal(tf_schedule_build(names[i], 4, v, 8, &s, &err), 0);
         assert_int_equal(tf_schedule_fills_then_drains(&s), i < 2);
+        /* Every stage has 8 forwards; the zero-bubble schedules split
+         * every backward (DualPipeV some) into an I and a W. */
+        int stages = 4 * v, w = tf_schedule_count(&s, TF_ACT_W);
+        assert_int_equal(tf_schedule_count(&s, TF_ACT_F), 8 * stages);
+        assert_int_equal(tf_schedule_count(&s, TF_ACT_I), w);
+        assert_int_equal(tf_schedule_count(&s, TF_ACT_B) + w, 8 * stages);
+        assert_int_equal(w > 0, tf_schedule_splits_backward(names[i]));
+        assert_int_equal(w == 8 * stages, i == 4 || i == 5);
         if (i < 2) {
             unsigned char recompute[8] = {1, 1, 1, 1, 1, 1, 1, 1};
             tf_schedule r;

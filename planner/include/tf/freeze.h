@@ -147,14 +147,17 @@ char *tf_freeze_solver_version(const char *solver, char *buf, size_t size);
 #define TF_FAST_SOLVER_MIN_ACTIONS 1024
 
 /* ...unless the stages' caps make more than TF_FAST_SOLVER_MAX_CAP_ROWS
- * rows with fewer than TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW actions each:
- * there the fast solver's column generation needs many rounds per row and
- * CLP is the faster (Interleaved1F1B, 35 ranks x 3 stages, equal layer
- * times: 70 actions per row CLP 2.1 s against fast 33 s, 100 per row 4.5 s
- * against 8.6 s, 140 per row 16.9 s against 5.3 s; GPipe with 48 ranks,
- * 64 per row, 0.3 s against 21 s; 1F1B with 64 ranks, 16 per row, 0.07 s
- * against 4.5 s; docs/planner.md).  A cap row is a stage with a cap above
- * 0 and below 1. */
+ * rows with fewer than TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW actions each
+ * and the backward is not split into I and W (no W action; where it is,
+ * the fast solver was 5 to 35 times faster than CLP on ZBVZeroBubble and
+ * InterleavedZeroBubble with 48 to 128 cap rows and 30 to 126 actions per
+ * row): there the fast solver's column generation needs many rounds per
+ * row and CLP is the faster (Interleaved1F1B, 35 ranks x 3 stages, equal
+ * layer times: 70 actions per row CLP 2.1 s against fast 33 s, 100 per row
+ * 4.5 s against 8.6 s, 140 per row 16.9 s against 5.3 s; GPipe with 48
+ * ranks, 64 per row, 0.3 s against 21 s; 1F1B with 64 ranks, 16 per row,
+ * 0.07 s against 4.5 s; docs/planner.md).  A cap row is a stage with a cap
+ * above 0 and below 1. */
 #define TF_FAST_SOLVER_MAX_CAP_ROWS 32
 #define TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW 128
 

@@ -110,6 +110,9 @@ char *tf_pair_format(const tf_action *forward, const tf_action *backward, char *
 /* Does s hold an overlapped pair? */
 int tf_schedule_has_pairs(const tf_schedule *s);
 
+/* How many actions of s are of `type`. */
+int tf_schedule_count(const tf_schedule *s, tf_action_type type);
+
 /* Does every rank of s run all its forwards before its first backward (B,
  * I or W), as GPipe and LoopedBFS do?  Recomputations do not count as
  * forwards. */

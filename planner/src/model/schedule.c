@@ -294,6 +294,14 @@ int tf_schedule_has_pairs(const tf_schedule *s)
     return 0;
 }
 
+int tf_schedule_count(const tf_schedule *s, tf_action_type type)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_actions; i++)
+        n += s->actions[i].type == type;
+    return n;
+}
+
 int tf_schedule_fills_then_drains(const tf_schedule *s)
 {
     for (int r = 0; r < s->ranks; r++) {

@@ -103,7 +103,8 @@ tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p)
     long rows = 0;
     for (int st = 0; st < p->schedule->stages; st++)
         rows += p->cap[st] > 0.0 && p->cap[st] < 1.0;
-    if (rows > TF_FAST_SOLVER_MAX_CAP_ROWS && n < rows * TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW)
+    if (rows > TF_FAST_SOLVER_MAX_CAP_ROWS && n < rows * TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW &&
+        tf_schedule_count(p->schedule, TF_ACT_W) == 0)
         return general_solver(p);
     if (rows > TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS && tf_schedule_fills_then_drains(p->schedule) &&
         n < rows * rows * TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2)

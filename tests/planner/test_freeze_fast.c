@@ -188,14 +188,29 @@ static void expect_auto_picks(const char *schedule, int ranks, int stages_per_ra
     instance_free(&x);
 }
 
-/* The rule alone, every cap `cap` (the fast solver's slow cases are not
- * solved here). */
-static void expect_auto_rule(const char *schedule, int ranks, int stages_per_rank,
-                             int microbatches, double cap, tf_solver expected)
+/* Gives every action its stage's times: those of the stage's first action
+ * of its type, as a stage-level profile does. */
+static void stage_level_times(instance *x)
+{
+    for (int i = 0; i < x->s.n_actions; i++) {
+        const tf_action *a = &x->s.actions[i];
+        int first = tf_schedule_find(&x->s, a->type, a->stage, 0);
+        x->max_ms[i] = x->max_ms[first];
+        x->min_ms[i] = x->min_ms[first];
+    }
+}
+
+/* The rule alone, every cap `cap`, with per-action or stage-level times
+ * (the fast solver's slow cases are not solved here). */
+static void expect_auto_rule_times(const char *schedule, int ranks, int stages_per_rank,
+                                   int microbatches, double cap, int stage_level,
+                                   tf_solver expected)
 {
     uint64_t seed = 11;
     instance x;
     fast_instance(&x, schedule, ranks, stages_per_rank, microbatches, 0.0, 0, &seed);
+    if (stage_level)
+        stage_level_times(&x);
     for (int st = 0; st < x.s.stages; st++)
         x.cap[st] = cap;
     tf_freeze_problem p = instance_problem(&x, TF_SOLVER_AUTO, TF_OBJECTIVE_LEAST_FREEZE);
@@ -203,11 +218,17 @@ static void expect_auto_rule(const char *schedule, int ranks, int stages_per_ran
     instance_free(&x);
 }
 
+static void expect_auto_rule(const char *schedule, int ranks, int stages_per_rank,
+                             int microbatches, double cap, tf_solver expected)
+{
+    expect_auto_rule_times(schedule, ranks, stages_per_rank, microbatches, cap, 0, expected);
+}
+
 /* auto: lp_solve below 1,024 actions, the fast solver from there on but
  * for more than 32 cap rows with fewer than 128 actions each (unless the
- * backward is split into I and W), and for a schedule that fills and drains with more than 16 rows and fewer than
- * 16 x rows actions per row, which CLP takes; the result names the one
- * that ran. */
+ * backward is split into I and W), and for a schedule that fills and
+ * drains with more than 16 rows, fewer than 16 x rows actions per row and
+ * per-action times, which CLP takes; the result names the one that ran. */
 static void auto_picks_by_size(void **state)
 {
     (void)state;
@@ -249,6 +270,10 @@ static void auto_picks_by_size(void **state)
     expect_auto_rule("LoopedBFS", 16, 2, 256, 0.8, TF_SOLVER_FAST);
     expect_auto_rule("LoopedBFS", 16, 2, 255, 0.8, TF_SOLVER_CLP);
     expect_auto_rule("GPipe", 17, 1, 64, 1.0, TF_SOLVER_FAST);
+    /* ...but not with stage-level times. */
+    expect_auto_rule_times("GPipe", 17, 1, 135, 0.8, 1, TF_SOLVER_FAST);
+    expect_auto_rule_times("LoopedBFS", 16, 2, 255, 0.8, 1, TF_SOLVER_FAST);
+    expect_auto_rule_times("Interleaved1F1B", 17, 2, 18, 0.8, 1, TF_SOLVER_CLP);
 }
 
 /* ZBVZeroBubble, 4 ranks x 8 microbatches (192 actions), every time about

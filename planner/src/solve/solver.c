@@ -91,6 +91,26 @@ static tf_solver general_solver(const tf_freeze_problem *p)
                                                                : TF_SOLVER_CLP;
 }
 
+/* Whether two actions of one stage and type have different durations:
+ * per-action times, as tf-import and tf-exec measure them, rather than a
+ * stage's times for every microbatch, as in tf-study's profiles. */
+static int times_vary_within_stages(const tf_freeze_problem *p)
+{
+    const tf_schedule *s = p->schedule;
+    int first[TF_MAX_STAGES * TF_ACTION_TYPES];
+    for (int k = 0; k < TF_MAX_STAGES * TF_ACTION_TYPES; k++)
+        first[k] = -1;
+    for (int i = 0; i < s->n_actions; i++) {
+        int k = s->actions[i].stage * TF_ACTION_TYPES + (int)s->actions[i].type;
+        int j = first[k];
+        if (j < 0)
+            first[k] = i;
+        else if (p->max_ms[i] != p->max_ms[j] || p->min_ms[i] != p->min_ms[j])
+            return 1;
+    }
+    return 0;
+}
+
 /* The rule of "auto": by size and cap rows, in the words of
  * TF_FAST_SOLVER_MIN_ACTIONS, TF_FAST_SOLVER_MAX_CAP_ROWS and
  * TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS, and a general solver for a binding
@@ -107,7 +127,8 @@ tf_solver tf_freeze_auto_solver(const tf_freeze_problem *p)
         tf_schedule_count(p->schedule, TF_ACT_W) == 0)
         return general_solver(p);
     if (rows > TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS && tf_schedule_fills_then_drains(p->schedule) &&
-        n < rows * rows * TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2)
+        n < rows * rows * TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2 &&
+        times_vary_within_stages(p))
         return general_solver(p);
     return TF_SOLVER_FAST;
 }

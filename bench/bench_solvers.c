@@ -45,8 +45,9 @@
  * lp_solve's and the difference of the total freeze (sum of ratios); the
  * solvers solve the same lexicographic LP, so both should be ~0; beyond
  * tf-plan's test tolerances (1e-9 relative, 1e-6) the row ends in "DIFFERS".
- * The last row of each size is the speed-up (lp_solve seconds / solver
- * seconds).
+ * The last row of each size is the speed-up (the reference's seconds /
+ * each other solver's): over lp_solve, else over the first general solver
+ * chosen (CLP, HiGHS, SciPy).
  *
  * HiGHS is not packaged for
  * Debian 12: its rows run native HiGHS through its Python interface
@@ -181,8 +182,9 @@ static const char synopsis[] =
     "Times the freeze-LP solvers end to end (profile in memory -> DAG -> LP -> plan)\n"
     "on synthetic profiles of about ACTIONS actions (default 2048 8192 32768\n"
     "131072), each solve in a fork()ed child: seconds, peak memory, batch time and\n"
-    "total freeze found, and the speed-up over lp_solve.  A solve that times out is\n"
-    "a measurement; one that fails or crashes exits 3 after the other rows.\n";
+    "total freeze found, and the speed-up over lp_solve (else over the first of\n"
+    "clp, highs, scipy chosen).  A solve that times out is a measurement; one that\n"
+    "fails or crashes exits 3 after the other rows.\n";
 
 static void notes(FILE *f)
 {
@@ -570,33 +572,46 @@ static void print_row(int actions, int microbatches, int solver, const measureme
     print_memory_rows(&r->memory_rows);
 }
 
-/* The last row of a size: each solver's speed-up over lp_solve. */
+/* The solver the speed-ups are over: lp_solve, the reference of the
+ * answers, else the first general solver chosen (CLP, HiGHS, SciPy), so
+ * that `--solvers fast,clp` prints its ratio too; -1 if none. */
+static int speedup_reference(const bench_options *o)
+{
+    static const int general[] = {SOLVER_LP_SOLVE, SOLVER_CLP, SOLVER_HIGHS, SOLVER_SCIPY};
+    for (size_t i = 0; i < sizeof general / sizeof general[0]; i++)
+        if (o->use[general[i]])
+            return general[i];
+    return -1;
+}
+
+/* The last row of a size: each solver's speed-up over the reference. */
 static void print_speedups(int actions, int microbatches, const bench_options *o,
                            const measurement *m)
 {
     printf("%8d %6d  %-9s", actions, microbatches, "speed-up");
+    const int ref = speedup_reference(o);
     int any = 0;
-    for (int s = SOLVER_FAST; s < N_SOLVERS; s++) {
-        if (!o->use[s] || !o->use[SOLVER_LP_SOLVE])
+    for (int s = 0; s < N_SOLVERS && ref >= 0; s++) {
+        if (!o->use[s] || s == ref)
             continue;
-        const measurement *lp = &m[SOLVER_LP_SOLVE], *x = &m[s];
-        printf("%s%s over lp_solve ", any++ ? ", " : " ", solver_label(s));
+        const measurement *r = &m[ref], *x = &m[s];
+        printf("%s%s over %s ", any++ ? ", " : " ", solver_label(s), solver_label(ref));
         double x_seconds = x->report.seconds > 0 ? x->report.seconds : 1e-9;
-        /* Three significant figures: a solver 300 times slower than
-         * lp_solve is 0.00333x, not "0.00x". */
+        /* Three significant figures: a solver 300 times slower than the
+         * reference is 0.00333x, not "0.00x". */
         char ratio[64];
-        if (lp->outcome == RUN_OK && x->outcome == RUN_OK)
-            printf("%sx", tf_format_significant(lp->report.seconds / x_seconds, 3, ratio,
+        if (r->outcome == RUN_OK && x->outcome == RUN_OK)
+            printf("%sx", tf_format_significant(r->report.seconds / x_seconds, 3, ratio,
                                                 sizeof ratio));
-        else if (lp->outcome == RUN_TIMEOUT && x->outcome == RUN_OK)
+        else if (r->outcome == RUN_TIMEOUT && x->outcome == RUN_OK)
             printf("> %sx", tf_format_significant(o->limit / x_seconds, 3, ratio, sizeof ratio));
-        else if (lp->outcome == RUN_OK && x->outcome == RUN_TIMEOUT)
+        else if (r->outcome == RUN_OK && x->outcome == RUN_TIMEOUT)
             printf("< %sx",
-                   tf_format_significant(lp->report.seconds / o->limit, 3, ratio, sizeof ratio));
+                   tf_format_significant(r->report.seconds / o->limit, 3, ratio, sizeof ratio));
         else
             printf("-");
     }
-    printf("%s\n", any ? "" : " (needs lp_solve and another solver)");
+    printf("%s\n", any ? "" : " (needs two solvers, one of them general)");
 }
 
 /* Writes p to DIR/profile-ACTIONS.json unless that file exists.  Returns 0,

@@ -138,6 +138,8 @@ check "Interleaved1F1B 12 ranks x 3, 2,592 actions: fast finishes near CLP" \
 expect_status 0 "GPipe 32 ranks, 2,048 actions: exit" cpu_bounded 200 "$bench" --limit 3600 \
   --solvers=fast,clp --schedule GPipe --ranks 32 2048
 check "GPipe 32 ranks, 2,048 actions: fast agrees with CLP" agree "$work/out" clp 1e-6
+check "GPipe 32 ranks, 2,048 actions: the speed-up over CLP" \
+  grep -Eq '^ +2048 +32 +speed-up +fast over clp [0-9.]+x$' "$work/out"
 
 # Counts of one in the singular: the header, and too few actions for a microbatch.
 expect_status 0 "one rank" "$bench" --ranks 1 --solvers fast 2

@@ -200,28 +200,28 @@ static void stage_level_times(instance *x)
     }
 }
 
-/* The rule alone, every cap `cap`, with per-action or stage-level times
- * (the fast solver's slow cases are not solved here). */
-static void expect_auto_rule_times(const char *schedule, int ranks, int stages_per_rank,
-                                   int microbatches, double cap, int stage_level,
-                                   tf_solver expected)
+/* One case of the rule alone: every cap `cap`, per-action or stage-level
+ * times (the fast solver's slow cases are not solved here). */
+typedef struct auto_case {
+    const char *schedule;
+    int ranks, stages_per_rank, microbatches;
+    double cap;
+    int stage_level;
+    tf_solver expected;
+} auto_case;
+
+static void expect_auto_rule(const auto_case *c)
 {
     uint64_t seed = 11;
     instance x;
-    fast_instance(&x, schedule, ranks, stages_per_rank, microbatches, 0.0, 0, &seed);
-    if (stage_level)
+    fast_instance(&x, c->schedule, c->ranks, c->stages_per_rank, c->microbatches, 0.0, 0, &seed);
+    if (c->stage_level)
         stage_level_times(&x);
     for (int st = 0; st < x.s.stages; st++)
-        x.cap[st] = cap;
+        x.cap[st] = c->cap;
     tf_freeze_problem p = instance_problem(&x, TF_SOLVER_AUTO, TF_OBJECTIVE_LEAST_FREEZE);
-    assert_int_equal(tf_freeze_auto_solver(&p), expected);
+    assert_int_equal(tf_freeze_auto_solver(&p), c->expected);
     instance_free(&x);
-}
-
-static void expect_auto_rule(const char *schedule, int ranks, int stages_per_rank,
-                             int microbatches, double cap, tf_solver expected)
-{
-    expect_auto_rule_times(schedule, ranks, stages_per_rank, microbatches, cap, 0, expected);
 }
 
 /* auto: lp_solve below 1,024 actions, the fast solver from there on but
@@ -235,45 +235,49 @@ static void auto_picks_by_size(void **state)
     assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS, 1024);
     assert_int_equal(TF_FAST_SOLVER_MAX_CAP_ROWS, 32);
     assert_int_equal(TF_FAST_SOLVER_MIN_ACTIONS_PER_CAP_ROW, 128);
-    expect_auto_picks("1F1B", 8, 1, 64, "fast");     /* 2 x 8 x 64 = 1,024 actions */
-    expect_auto_picks("1F1B", 8, 1, 63, "lp_solve"); /* 1,008 */
-    /* 64 rows: 1,024 actions, 16 per row; 8,192, 128 per row.  32 rows,
-     * 1,024 actions; 33 rows, 1,056. */
-    expect_auto_rule("1F1B", 64, 1, 8, 0.8, TF_SOLVER_CLP);
-    expect_auto_rule("1F1B", 64, 1, 64, 0.8, TF_SOLVER_FAST);
-    expect_auto_rule("1F1B", 32, 1, 16, 0.8, TF_SOLVER_FAST);
-    expect_auto_rule("1F1B", 33, 1, 16, 0.8, TF_SOLVER_CLP);
-    /* 105 rows: 1,050 actions, 10 per row; 13,230, 126 per row; 13,440,
-     * 128 per row; 840 actions, below 1,024; caps of 0 or 1 make no row. */
-    expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.8, TF_SOLVER_CLP);
-    expect_auto_rule("Interleaved1F1B", 35, 3, 63, 0.8, TF_SOLVER_CLP);
-    expect_auto_rule("Interleaved1F1B", 35, 3, 64, 0.8, TF_SOLVER_FAST);
-    expect_auto_rule("Interleaved1F1B", 35, 3, 4, 0.8, TF_SOLVER_LP_SOLVE);
-    expect_auto_rule("Interleaved1F1B", 35, 3, 5, 1.0, TF_SOLVER_FAST);
-    expect_auto_rule("Interleaved1F1B", 35, 3, 5, 0.0, TF_SOLVER_FAST);
-    expect_auto_picks("Interleaved1F1B", 35, 3, 5, "clp");
-    /* 34 rows of 36 actions each: Interleaved1F1B, 17 ranks x 2 stages x 18
-     * microbatches (1,224 actions), and ZBVZeroBubble, 17 ranks x 12
-     * microbatches (1,224), whose split backward keeps the fast solver. */
-    expect_auto_rule("Interleaved1F1B", 17, 2, 18, 0.8, TF_SOLVER_CLP);
-    expect_auto_rule("ZBVZeroBubble", 17, 2, 12, 0.8, TF_SOLVER_FAST);
-    /* Fill-drain: GPipe with 17 rows, 16 x 17 x 17 = 4,624 actions and
-     * one microbatch fewer (4,590); 16 rows at 2,048; 1F1B, which does not
-     * fill and drain, at 17 rows; LoopedBFS, 16 ranks x 2 stages, 32 rows,
-     * 16,384 and 16,320 actions. */
     assert_int_equal(TF_FAST_SOLVER_MAX_FILL_DRAIN_ROWS, 16);
     assert_int_equal(TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2, 16);
-    expect_auto_rule("GPipe", 17, 1, 136, 0.8, TF_SOLVER_FAST);
-    expect_auto_rule("GPipe", 17, 1, 135, 0.8, TF_SOLVER_CLP);
-    expect_auto_rule("GPipe", 16, 1, 64, 0.8, TF_SOLVER_FAST);
-    expect_auto_rule("1F1B", 17, 1, 64, 0.8, TF_SOLVER_FAST);
-    expect_auto_rule("LoopedBFS", 16, 2, 256, 0.8, TF_SOLVER_FAST);
-    expect_auto_rule("LoopedBFS", 16, 2, 255, 0.8, TF_SOLVER_CLP);
-    expect_auto_rule("GPipe", 17, 1, 64, 1.0, TF_SOLVER_FAST);
-    /* ...but not with stage-level times. */
-    expect_auto_rule_times("GPipe", 17, 1, 135, 0.8, 1, TF_SOLVER_FAST);
-    expect_auto_rule_times("LoopedBFS", 16, 2, 255, 0.8, 1, TF_SOLVER_FAST);
-    expect_auto_rule_times("Interleaved1F1B", 17, 2, 18, 0.8, 1, TF_SOLVER_CLP);
+    expect_auto_picks("1F1B", 8, 1, 64, "fast");     /* 2 x 8 x 64 = 1,024 actions */
+    expect_auto_picks("1F1B", 8, 1, 63, "lp_solve"); /* 1,008 */
+    expect_auto_picks("Interleaved1F1B", 35, 3, 5, "clp");
+    static const auto_case cases[] = {
+        /* 64 rows: 1,024 actions, 16 per row; 8,192, 128 per row.  32 rows,
+         * 1,024 actions; 33 rows, 1,056. */
+        {"1F1B", 64, 1, 8, 0.8, 0, TF_SOLVER_CLP},
+        {"1F1B", 64, 1, 64, 0.8, 0, TF_SOLVER_FAST},
+        {"1F1B", 32, 1, 16, 0.8, 0, TF_SOLVER_FAST},
+        {"1F1B", 33, 1, 16, 0.8, 0, TF_SOLVER_CLP},
+        /* 105 rows: 1,050 actions, 10 per row; 13,230, 126 per row; 13,440,
+         * 128 per row; 840 actions, below 1,024; caps of 0 or 1 make no row. */
+        {"Interleaved1F1B", 35, 3, 5, 0.8, 0, TF_SOLVER_CLP},
+        {"Interleaved1F1B", 35, 3, 63, 0.8, 0, TF_SOLVER_CLP},
+        {"Interleaved1F1B", 35, 3, 64, 0.8, 0, TF_SOLVER_FAST},
+        {"Interleaved1F1B", 35, 3, 4, 0.8, 0, TF_SOLVER_LP_SOLVE},
+        {"Interleaved1F1B", 35, 3, 5, 1.0, 0, TF_SOLVER_FAST},
+        {"Interleaved1F1B", 35, 3, 5, 0.0, 0, TF_SOLVER_FAST},
+        /* 34 rows of 36 actions each: Interleaved1F1B, 17 ranks x 2 stages x
+         * 18 microbatches (1,224 actions), and ZBVZeroBubble, 17 ranks x 12
+         * microbatches (1,224), whose split backward keeps the fast solver. */
+        {"Interleaved1F1B", 17, 2, 18, 0.8, 0, TF_SOLVER_CLP},
+        {"ZBVZeroBubble", 17, 2, 12, 0.8, 0, TF_SOLVER_FAST},
+        /* Fill-drain: GPipe with 17 rows, 16 x 17 x 17 = 4,624 actions and
+         * one microbatch fewer (4,590); 16 rows at 2,048; 1F1B, which does
+         * not fill and drain, at 17 rows; LoopedBFS, 16 ranks x 2 stages,
+         * 32 rows, 16,384 and 16,320 actions; no rows. */
+        {"GPipe", 17, 1, 136, 0.8, 0, TF_SOLVER_FAST},
+        {"GPipe", 17, 1, 135, 0.8, 0, TF_SOLVER_CLP},
+        {"GPipe", 16, 1, 64, 0.8, 0, TF_SOLVER_FAST},
+        {"1F1B", 17, 1, 64, 0.8, 0, TF_SOLVER_FAST},
+        {"LoopedBFS", 16, 2, 256, 0.8, 0, TF_SOLVER_FAST},
+        {"LoopedBFS", 16, 2, 255, 0.8, 0, TF_SOLVER_CLP},
+        {"GPipe", 17, 1, 64, 1.0, 0, TF_SOLVER_FAST},
+        /* ...but not with stage-level times; the many-rows rule still is. */
+        {"GPipe", 17, 1, 135, 0.8, 1, TF_SOLVER_FAST},
+        {"LoopedBFS", 16, 2, 255, 0.8, 1, TF_SOLVER_FAST},
+        {"Interleaved1F1B", 17, 2, 18, 0.8, 1, TF_SOLVER_CLP},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_auto_rule(&cases[i]);
 }
 
 /* ZBVZeroBubble, 4 ranks x 8 microbatches (192 actions), every time about

@@ -167,10 +167,10 @@ char *tf_freeze_solver_version(const char *solver, char *buf, size_t size);
  * TF_FAST_SOLVER_FILL_DRAIN_ACTIONS_PER_ROW2 x rows actions per row, and
  * per-action times (two actions of a stage and type that differ).  There
  * the fast solver's rounds grow with the rows much faster than elsewhere:
- * GPipe with 64 ranks, 128 actions per row, more than 120 s against CLP's
- * 0.6 s; 48 ranks, 128 per row, 20 s against 0.5 s; 32 ranks, 64 per row,
- * 1.4 s against 0.12 s; but 32 ranks with 512 per row 2.0 s against 13 s,
- * where CLP's time has grown with the actions.  With a stage's times for
+ * GPipe with 64 ranks, 128 actions per row, 137 s against CLP's 0.59 s;
+ * 48 ranks, 128 per row, 18.7 s against 0.51 s; 32 ranks, 128 per row,
+ * 0.89 s against 0.32 s; but 32 ranks with 512 per row 1.8 s against
+ * 11.8 s, where CLP's time has grown with the actions.  With a stage's times for
  * every microbatch (tf-study's profiles) the same layouts are the fast
  * solver's: GPipe with 24 and 32 ranks 1.05 to 10 times faster than CLP,
  * with 48 ranks at 128 per row 1.04 s against 1.33 s (docs/planner.md,

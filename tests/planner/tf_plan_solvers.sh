@@ -81,6 +81,34 @@ total = lambda plan: sum(a["freeze_ratio"] for a in plan["actions"])
 assert abs(total(fast) - total(lp)) <= 1e-9, (total(lp), total(fast))' \
     "$work/coarse-lp.json" "$work/coarse-fast.json"
 
+# One backward of 997,375 ms beside times of a few ms prices the makespan at
+# 1.3e-7 per ms, and every demand of the fast solver's pricing network is as
+# small: a flow tolerance of 1e-13 absolute, not relative to them, took a
+# negative flow for zero, and the fast solver planned 1596586.08 ms, 2.6 ms
+# above the optimum (found by fuzz_profile).  lp_solve and CLP plan
+# 1596583.4801 ms; the fast solver must too (its total-ratio stage then
+# hands over to lp_solve, too coarse to prove), and so must its curve of
+# least batch times, which has no total-ratio stage.
+tiny="$src/tests/planner/regressions/tiny-demands.profile.json"
+for solver in fast lp_solve clp; do
+    expect_status 0 "tiny demands: $solver" "$TF_PLAN" "$tiny" --solver "$solver" \
+        -o "$work/tiny-$solver.json"
+done
+check "tiny demands: every solver plans the least batch time" python3 -c '
+import json, sys
+for path in sys.argv[1:]:
+    batch = json.load(open(path))["batch_ms"]["planned"]
+    assert abs(batch - 1596583.4801) <= 1e-9 * batch, (path, batch)' \
+    "$work/tiny-fast.json" "$work/tiny-lp_solve.json" "$work/tiny-clp.json"
+for solver in fast lp_solve; do
+    expect_status 0 "tiny demands: $solver --pareto" "$TF_PLAN" "$tiny" --solver "$solver" --pareto
+    grep -E '^[0-9.]+ +[0-9.]+ +[0-9.]+x ' "$work/out" >"$work/tiny-pareto-$solver.txt"
+done
+check "tiny demands: the curve has its three points" \
+    [ "$(wc -l <"$work/tiny-pareto-fast.txt")" -eq 3 ]
+check "tiny demands: fast's curve is lp_solve's" \
+    cmp -s "$work/tiny-pareto-fast.txt" "$work/tiny-pareto-lp_solve.txt"
+
 # Megatron's 530B layout (35 ranks x 3 stages, 35 microbatches, equal layer
 # times; tf-study's 530b.json with a cap of 0.8): CLP with its default
 # tolerance, 1e-7 per row, planned a batch time 2.2e-8 relative above the

@@ -454,14 +454,19 @@ enum pricing_start {
 #define GUESS_PIVOTS 64L
 
 /* Dual pivots from the last tree to the optimum for w->demand, listing
- * at most max_listed nodes (0: no bound).  Returns 0 or TF_ESOLVER. */
+ * at most max_listed nodes (0: no bound).  Flows below 1e-13 of the
+ * demands in all count as round-off, relative to the demands however small:
+ * they are prices per ms, and with one backward of 1e6 ms the price of T is
+ * 1.3e-7, so an absolute 1e-13 took a flow of -5e-14 for zero, called a
+ * tree optimal that was not, and the batch-time stage ended 2.6 ms (1.6e-6)
+ * above the optimum (fuzz_profile; tests/planner/regressions).  Returns 0
+ * or TF_ESOLVER. */
 static int resolve_pricing(dw_state *w, long max_listed)
 {
     double total = 0.0;
     for (int v = 0; v < w->g->nodes; v++)
         total += fabs(w->demand[v]);
-    return tf_nsx_resolve(&w->nsx, w->demand, 1e-12 * w->scale, 1e-13 * fmax(1.0, total),
-                          max_listed);
+    return tf_nsx_resolve(&w->nsx, w->demand, 1e-12 * w->scale, 1e-13 * total, max_listed);
 }
 
 /* A fresh primal simplex from the longest-path tree under w->duration, at

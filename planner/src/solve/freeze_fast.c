@@ -456,11 +456,12 @@ enum pricing_start {
 /* Dual pivots from the last tree to the optimum for w->demand, listing
  * at most max_listed nodes (0: no bound).  Flows below 1e-13 of the
  * demands in all count as round-off, relative to the demands however small:
- * they are prices per ms, and with one backward of 1e6 ms the price of T is
- * 1.3e-7, so an absolute 1e-13 took a flow of -5e-14 for zero, called a
- * tree optimal that was not, and the batch-time stage ended 2.6 ms (1.6e-6)
- * above the optimum (fuzz_profile; tests/planner/regressions).  Returns 0
- * or TF_ESOLVER. */
+ * they are prices per ms (T's is one over the unfrozen batch time, 1.25e-7
+ * with one backward of 997,375 ms), and an absolute 1e-13 there took a flow
+ * of -5e-14 for zero, called a tree optimal that was not, and ended the
+ * batch-time stage 2.6 ms (1.6e-6) above the optimum (fuzz_profile;
+ * tests/planner/regressions/tiny-demands.profile.json).  Returns 0 or
+ * TF_ESOLVER. */
 static int resolve_pricing(dw_state *w, long max_listed)
 {
     double total = 0.0;

@@ -142,6 +142,34 @@ expect_status 0 "a measured ZBVZeroBubble profile at a breakpoint limit" "$TF_PL
 check "the breakpoint plan: every rank within the limit, as counted here" \
     peaks_within "$work/zbv-breakpoint.json"
 
+# The same profile with stage 0's recompute_ms raised to 193 ms (found by
+# fuzz_profile): the unfrozen schedule breaks the limit, so the plan
+# recomputes and is slower than unfrozen, which the summary says (it
+# printed "batch time --18.0%, -87% of the all-frozen gain").
+python3 - "$TF_SOURCE_DIR/tests/planner/regressions/zbv-breakpoint-infeasible.profile.json" \
+    "$work/zbv-slow.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["stages"][0]["recompute_ms"] = 193.0
+json.dump(p, open(sys.argv[2], "w"))
+PY
+expect_status 0 "recomputation slower than unfrozen" "$TF_PLAN" "$work/zbv-slow.json" \
+    -o "$work/zbv-slow-plan.json"
+expect_stdout "recomputation slower than unfrozen: the summary" \
+    "(batch time +18.0%, slower than unfrozen, which breaks the memory limit)"
+check "recomputation slower than unfrozen: unfrozen breaks the limit, the plan recomputes" \
+    python3 -c '
+import json, sys
+plan = json.load(open(sys.argv[1]))
+batch = plan["batch_ms"]
+assert batch["planned"] > batch["unfrozen"], batch
+limit = plan["memory"]["limit_bytes"]
+assert any(r["peak_bytes"]["unfrozen"] > limit for r in plan["per_rank"]), plan["per_rank"]
+assert any(a["type"] == "R" for a in plan["actions"]), "no recomputation"' \
+    "$work/zbv-slow-plan.json"
+check "recomputation slower than unfrozen: every rank within the limit, as counted here" \
+    peaks_within "$work/zbv-slow-plan.json"
+
 # Without freezing's memory savings and without checkpoints, 16 GiB cannot
 # be met on rank 0 (18 GiB unfrozen): the one infeasible input.
 printf 'precious' >"$work/kept.json"

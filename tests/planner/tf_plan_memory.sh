@@ -145,7 +145,7 @@ check "the breakpoint plan: every rank within the limit, as counted here" \
 # The same profile with stage 0's recompute_ms raised to 193 ms (found by
 # fuzz_profile): the unfrozen schedule breaks the limit, so the plan
 # recomputes and is slower than unfrozen, which the summary says (it
-# printed "batch time --18.0%, -87% of the all-frozen gain").
+# printed "batch time --18.0%, -85% of the all-frozen gain").
 python3 - "$TF_SOURCE_DIR/tests/planner/regressions/zbv-breakpoint-infeasible.profile.json" \
     "$work/zbv-slow.json" <<'PY'
 import json, sys

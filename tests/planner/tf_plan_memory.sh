@@ -170,6 +170,19 @@ assert any(a["type"] == "R" for a in plan["actions"]), "no recomputation"' \
 check "recomputation slower than unfrozen: every rank within the limit, as counted here" \
     peaks_within "$work/zbv-slow-plan.json"
 
+# The same profile with one I of 5,689,995 ms (found by fuzz_profile):
+# lp_solve's running sums, each row within its tolerance, added up to a
+# plan 0.41 bytes (5.6e-9) over the limit on rank 0, which froze 1e-5 less
+# than CLP's plan within it.  A plan over its limit is the solver's
+# failure: CLP plans it, within the limit by the count here.
+roundoff="$TF_SOURCE_DIR/tests/planner/regressions/memory-rows-roundoff.profile.json"
+expect_status 0 "lp_solve's round-off over the limit" "$TF_PLAN" "$roundoff" --solver lp_solve \
+    -o "$work/roundoff.json"
+expect_stdout "lp_solve's round-off over the limit: the fallback says why" \
+    "fallback      clp solved it after: lp_solve: the plan's peak on rank 0, 73041071.79 bytes, is over its memory limit of 73041071.38"
+check "lp_solve's round-off over the limit: every rank within the limit, as counted here" \
+    peaks_within "$work/roundoff.json"
+
 # Without freezing's memory savings and without checkpoints, 16 GiB cannot
 # be met on rank 0 (18 GiB unfrozen): the one infeasible input.
 printf 'precious' >"$work/kept.json"

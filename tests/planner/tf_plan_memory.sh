@@ -183,6 +183,27 @@ expect_stdout "lp_solve's round-off over the limit: the fallback says why" \
 check "lp_solve's round-off over the limit: every rank within the limit, as counted here" \
     peaks_within "$work/roundoff.json"
 
+# Another mutation (found by fuzz_profile): CLP at its default dual
+# tolerance, 1e-7, ended the least-freeze stage with 1.3e-4 (1e-5 relative)
+# more freezing than lp_solve at the same batch time, both plans within the
+# caps and the limit.  At 1e-9 the two agree.
+dual="$TF_SOURCE_DIR/tests/planner/regressions/clp-dual-tolerance.profile.json"
+for solver in lp_solve clp; do
+    expect_status 0 "CLP's dual tolerance: $solver" "$TF_PLAN" "$dual" --solver "$solver" \
+        -o "$work/dual-$solver.json"
+    check "CLP's dual tolerance: $solver within the limit, as counted here" \
+        peaks_within "$work/dual-$solver.json"
+done
+check "CLP's dual tolerance: CLP freezes as little as lp_solve" python3 -c '
+import json, sys
+lp, clp = (json.load(open(p)) for p in sys.argv[1:3])
+assert clp["solver"]["name"] == "clp", clp["solver"]
+total = lambda plan: sum(a["freeze_ratio"] for a in plan["actions"])
+batch = lambda plan: plan["batch_ms"]["planned"]
+assert abs(batch(clp) - batch(lp)) <= 1e-12 * batch(lp), (batch(lp), batch(clp))
+assert abs(total(clp) - total(lp)) <= 1e-8 * total(lp), (total(lp), total(clp))' \
+    "$work/dual-lp_solve.json" "$work/dual-clp.json"
+
 # Without freezing's memory savings and without checkpoints, 16 GiB cannot
 # be met on rank 0 (18 GiB unfrozen): the one infeasible input.
 printf 'precious' >"$work/kept.json"

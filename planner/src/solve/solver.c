@@ -146,26 +146,6 @@ static tf_solver fallback_solver(tf_solver solver, const tf_freeze_problem *p)
     }
 }
 
-static int run_solver(tf_solver solver, const tf_freeze_problem *p, const tf_freeze_limits *lim,
-                      tf_freeze_result *out, tf_error *err)
-{
-    switch (solver) {
-    case TF_SOLVER_FAST: return tf_freeze_fast_run(p, lim, out, err);
-    case TF_SOLVER_CLP: return tf_freeze_clp_run(p, lim, out, err);
-    default: return tf_freeze_lpsolve_run(p, lim, out, err);
-    }
-}
-
-char *tf_freeze_solver_version(const char *solver, char *buf, size_t size)
-{
-    if (strcmp(solver, "lp_solve") == 0)
-        return tf_freeze_lpsolve_version(buf, size);
-    if (strcmp(solver, "clp") == 0)
-        return tf_freeze_clp_version(buf, size);
-    snprintf(buf, size, "%s", TF_VERSION);
-    return buf;
-}
-
 /* A plan over a memory limit is its solver's failure, whatever the solver
  * reported: the LP's running sums keep each row only to the solver's
  * tolerance, and along a rank's events lp_solve's errors added up past the
@@ -193,6 +173,31 @@ static int plan_within_memory(tf_solver solver, const tf_freeze_problem *p,
     return rc;
 }
 
+/* Runs one solver, and fails its plan if the plan breaks a memory limit. */
+static int run_solver(tf_solver solver, const tf_freeze_problem *p, const tf_freeze_limits *lim,
+                      tf_freeze_result *out, tf_error *err)
+{
+    int rc;
+    switch (solver) {
+    case TF_SOLVER_FAST: rc = tf_freeze_fast_run(p, lim, out, err); break;
+    case TF_SOLVER_CLP: rc = tf_freeze_clp_run(p, lim, out, err); break;
+    default: rc = tf_freeze_lpsolve_run(p, lim, out, err); break;
+    }
+    if (!rc && (rc = plan_within_memory(solver, p, out, err)))
+        tf_freeze_result_free(out);
+    return rc;
+}
+
+char *tf_freeze_solver_version(const char *solver, char *buf, size_t size)
+{
+    if (strcmp(solver, "lp_solve") == 0)
+        return tf_freeze_lpsolve_version(buf, size);
+    if (strcmp(solver, "clp") == 0)
+        return tf_freeze_clp_version(buf, size);
+    snprintf(buf, size, "%s", TF_VERSION);
+    return buf;
+}
+
 /* After the first solver failed with `first` (its message): another one,
  * within what is left of the time.  Both failures are named if it fails
  * too; on success out->fallback keeps the first. */
@@ -203,8 +208,6 @@ static int fall_back(tf_solver other, const tf_freeze_problem *p, const tf_freez
     tf_progress_say(lim->progress, "%s; trying %s", first->msg, tf_solver_name(other));
     tf_error second = {0};
     int rc = run_solver(other, p, lim, out, &second);
-    if (!rc && (rc = plan_within_memory(other, p, out, &second)))
-        tf_freeze_result_free(out);
     if (rc)
         return tf_fail(err, rc, "%s; then %s", first->msg, second.msg);
     snprintf(out->fallback, sizeof out->fallback, "%s", first->msg);
@@ -235,8 +238,6 @@ int tf_freeze_solve(const tf_freeze_problem *p, const tf_freeze_control *ctl,
         return rc;
     tf_error first = {0};
     rc = run_solver(solver, p, &lim, out, &first);
-    if (!rc && (rc = plan_within_memory(solver, p, out, &first)))
-        tf_freeze_result_free(out);
     /* Only a solver's own failure is worth a second try: out of memory or
      * bad input would fail the other one too, and past the time limit no
      * time is left for it. */
